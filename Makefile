@@ -1,0 +1,98 @@
+# stackpulse: hand-written top-level Makefile (make, make check, make install).
+# configure (optional) writes config.mk with prefix and feature switches.
+-include config.mk
+
+prefix ?= /usr/local
+bindir ?= $(prefix)/bin
+libdir ?= $(prefix)/lib
+includedir ?= $(prefix)/include
+mandir ?= $(prefix)/share/man
+DESTDIR ?=
+
+CC ?= cc
+PKG_CONFIG ?= pkg-config
+AR ?= ar
+OPT ?= -O2
+CFLAGS ?= $(OPT) -g
+# SANITIZE=1 builds everything with AddressSanitizer and UBSan.
+ifeq ($(SANITIZE),1)
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+LDFLAGS += -fsanitize=address,undefined
+endif
+WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wformat=2
+DEP_PKGS = libdw libelf
+DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
+DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null)
+UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
+CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
+ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS)
+LIBS = $(DEP_LIBS) -lz
+
+LIB_SRC := $(sort $(wildcard lib/*.c))
+LIB_OBJ := $(LIB_SRC:.c=.o)
+CMD_SRC := $(sort $(wildcard cmd/*.c))
+CMD_OBJ := $(CMD_SRC:.c=.o)
+UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
+UNIT_BIN := $(UNIT_SRC:.c=)
+WORKLOAD_SRC := $(sort $(wildcard tests/workloads/*.c))
+WORKLOAD_BIN := $(WORKLOAD_SRC:.c=)
+
+all: stackpulse workloads
+
+check-deps:
+	@$(PKG_CONFIG) --exists $(DEP_PKGS) || { \
+	  echo "stackpulse: missing libdw/libelf development files: apt-get install libdw-dev libelf-dev (or run scripts/install-deps)" >&2; exit 1; }
+
+libstackpulse.a: $(LIB_OBJ)
+	$(AR) rcs $@ $^
+
+lib/%.o: lib/%.c lib/stackpulse.h lib/internal.h | check-deps
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+cmd/%.o: cmd/%.c cmd/cli.h lib/stackpulse.h
+	$(CC) $(ALL_CFLAGS) -c -o $@ $<
+
+stackpulse: $(CMD_OBJ) libstackpulse.a
+	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) libstackpulse.a $(LIBS)
+
+# Workloads are built -O2 without frame pointers on purpose: only DWARF CFI can unwind them.
+tests/workloads/%: tests/workloads/%.c
+	$(CC) -O2 -g -fomit-frame-pointer -Wall -o $@ $< -lpthread -lm
+workloads: $(WORKLOAD_BIN)
+
+tests/unit/%: tests/unit/%.c libstackpulse.a lib/stackpulse.h lib/internal.h
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS) $(UNWIND_LIBS) $(CRITERION_LIBS)
+
+unit: $(UNIT_BIN)
+
+# make check: unit tests (Criterion), then end-to-end shell tests on real programs.
+check: all unit
+	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t --jobs 1 || fail=1; done; \
+	STACKPULSE=$(CURDIR)/stackpulse sh tests/e2e/run || fail=1; exit $$fail
+
+check-unit: unit
+	@fail=0; for t in $(UNIT_BIN); do ./$$t --jobs 1 || fail=1; done; exit $$fail
+
+check-e2e: all
+	STACKPULSE=$(CURDIR)/stackpulse sh tests/e2e/run
+
+# The README's quick start: record a bundled workload and print its report.
+demo: stackpulse tests/workloads/chain4
+	./stackpulse record -F 999 -o demo.spool -- tests/workloads/chain4 -t 2
+	./stackpulse report demo.spool
+
+install: stackpulse libstackpulse.a
+	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
+	  $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5
+	install -m 755 stackpulse $(DESTDIR)$(bindir)/stackpulse
+	install -m 644 libstackpulse.a $(DESTDIR)$(libdir)/libstackpulse.a
+	install -m 644 lib/stackpulse.h $(DESTDIR)$(includedir)/stackpulse.h
+	for m in man/*.1; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man1/; done; true
+	for m in man/*.5; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man5/; done; true
+
+clean:
+	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN)
+
+# dependency check, demo
+.PHONY: demo all check check-unit check-e2e check-deps unit workloads install clean
+.SECONDARY:

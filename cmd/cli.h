@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Shared declarations of the command-line front end: subcommands and the error path. */
+#ifndef SP_CLI_H
+#define SP_CLI_H
+
+#include <argp.h>
+
+#include "stackpulse.h"
+
+/* Exit statuses shared by every subcommand (documented in --help and stackpulse(1)). */
+enum {
+	SP_EXIT_OK = 0,
+	SP_EXIT_FAILURE = 1, /* the operation failed; the message says why */
+	SP_EXIT_USAGE = 2,   /* bad option or argument */
+};
+
+/* The argp doc text's closing lines about exit statuses, shared by all subcommands. */
+#define SP_CLI_EXIT_DOC                                                        \
+	"\vExit status: 0 on success, 1 when the operation fails, 2 on a usage error."
+
+int cmd_record(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+int cmd_dump(int argc, char **argv);
+int cmd_symbolize(int argc, char **argv);
+
+/*
+ * Print "stackpulse SUBCOMMAND: MESSAGE" to stderr and return SP_EXIT_FAILURE,
+ * so callers write `return sp_cli_error("cannot open spool '%s': %s", ...)`.
+ */
+int sp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, as a warning: prints and returns nothing. */
+void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The running subcommand's name, for messages ("record"). */
+extern const char *sp_cli_subcommand;
+
+/* Open -o FILE for writing (NULL or "-" means stdout).  NULL on error, reported. */
+FILE *sp_cli_open_output(const char *path);
+/* Close an output from sp_cli_open_output, reporting write errors.  0 or SP_EXIT_FAILURE. */
+int sp_cli_close_output(FILE *f, const char *path);
+
+#endif

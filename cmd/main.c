@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/* The stackpulse dispatcher: command table, global options, one error path, stdout check. */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *sp_cli_subcommand = NULL;
+
+const char *argp_program_version = "stackpulse " SP_VERSION;
+const char *argp_program_bug_address = NULL;
+
+static void vmessage(const char *level, const char *fmt, va_list ap)
+{
+	fflush(stdout);
+	if (sp_cli_subcommand)
+		fprintf(stderr, "stackpulse %s: %s", sp_cli_subcommand, level);
+	else
+		fprintf(stderr, "stackpulse: %s", level);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+}
+
+int sp_cli_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
+	va_end(ap);
+	return SP_EXIT_FAILURE;
+}
+
+void sp_cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmessage("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+FILE *sp_cli_open_output(const char *path)
+{
+	if (!path || !strcmp(path, "-"))
+		return stdout;
+	FILE *f = fopen(path, "w");
+	if (!f)
+		sp_cli_error("cannot create '%s': %s", path, strerror(errno));
+	return f;
+}
+
+int sp_cli_close_output(FILE *f, const char *path)
+{
+	if (f == stdout)
+		return fflush(f) ? sp_cli_error("cannot write output: %s", strerror(errno)) : 0;
+	int bad = ferror(f);
+	if (fclose(f) || bad)
+		return sp_cli_error("cannot write '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+struct subcommand {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;
+};
+
+static const struct subcommand commands[] = {
+	{"record", cmd_record, "sample a command or running processes into a spool"},
+	{"report", cmd_report, "print where CPU time went, or export to other tools"},
+	{"symbolize", cmd_symbolize, "resolve a spool's frames ahead of time"},
+	{"dump", cmd_dump, "print every record of a spool"},
+};
+
+static void usage(FILE *out)
+{
+	fprintf(out, "Usage: stackpulse [--help] [--version] SUBCOMMAND [OPTION...] [ARG...]\n"
+		     "A sampling CPU profiler: complete DWARF-unwound stacks, compact spools.\n\n"
+		     "Subcommands:\n");
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(out, "\nRun 'stackpulse SUBCOMMAND --help' for a subcommand's options.\n"
+		     "Quick start: stackpulse record -- ./prog ARGS; stackpulse report\n\n"
+		     "Exit status: 0 on success, 1 when the operation fails, 2 on a usage error;\n"
+		     "'record -- COMMAND' exits with COMMAND's status.\n"
+		     "Manual: stackpulse(1), stackpulse-record(1), stackpulse-report(1),\n"
+		     "stackpulse-dump(1), stackpulse-spool(5).\n");
+}
+
+int main(int argc, char **argv)
+{
+	argp_err_exit_status = SP_EXIT_USAGE;
+	if (argc < 2) {
+		usage(stderr);
+		return SP_EXIT_USAGE;
+	}
+	const char *name = argv[1];
+	if (!strcmp(name, "--help") || !strcmp(name, "-h") || !strcmp(name, "help")) {
+		usage(stdout);
+		return fflush(stdout) ? SP_EXIT_FAILURE : SP_EXIT_OK;
+	}
+	if (!strcmp(name, "--version") || !strcmp(name, "-V")) {
+		printf("%s\n", argp_program_version);
+		return fflush(stdout) ? SP_EXIT_FAILURE : SP_EXIT_OK;
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(name, commands[i].name))
+			continue;
+		sp_cli_subcommand = commands[i].name;
+		/* argp prints "stackpulse record" in usage lines. */
+		char prog[64];
+		snprintf(prog, sizeof(prog), "stackpulse %s", commands[i].name);
+		argv[1] = prog;
+		int rc = commands[i].fn(argc - 1, argv + 1);
+		if (fflush(stdout) || ferror(stdout)) {
+			sp_cli_error("cannot write standard output: %s", strerror(errno));
+			return SP_EXIT_FAILURE;
+		}
+		return rc;
+	}
+	fprintf(stderr, "stackpulse: unknown subcommand '%s'\n", name);
+	usage(stderr);
+	return SP_EXIT_USAGE;
+}

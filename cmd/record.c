@@ -1,0 +1,350 @@
+/* SPDX-License-Identifier: MIT */
+/* stackpulse record: options into sp_record_opts, then the drain loop's CLI side. */
+#include "cli.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+enum {
+	OPT_STACK_SIZE = 0x100,
+};
+
+struct record_args {
+	struct sp_record_opts opts;
+	const char *output;
+	double duration_s; /* 0 = until the target exits */
+	bool quiet;
+	pid_t *pids;
+	size_t npids;
+	char **command;    /* argv of the command to launch, or NULL */
+	char cmdline[1024];
+};
+
+static const struct argp_option options[] = {
+	{NULL, 0, NULL, 0, "Target:", 1},
+	{"pid", 'p', "PID", 0, "record the running process PID and all its threads", 1},
+	{NULL, 0, NULL, 0, "Sampling:", 2},
+	{"freq", 'F', "HZ", 0, "samples per second per thread (default 999; at most "
+			       "kernel.perf_event_max_sample_rate)", 2},
+	{"stack-size", OPT_STACK_SIZE, "BYTES", 0,
+	 "user stack bytes copied per sample, a multiple of 8 up to 65528 (default 32768); "
+	 "raise it when stacks come out truncated", 2},
+	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
+					"sent SIGTERM)", 2},
+	{NULL, 0, NULL, 0, "Output:", 3},
+	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
+	{"quiet", 'q', NULL, 0, "print no summary", 3},
+	{NULL, 0, NULL, 0, NULL, 0},
+};
+
+static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < min || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int add_pids(struct record_args *a, const char *list, struct argp_state *state)
+{
+	char *copy = strdup(list), *save = NULL;
+	if (!copy)
+		return ENOMEM;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		uint32_t pid;
+		if (parse_u32(tok, 1, INT_MAX, &pid)) {
+			free(copy);
+			argp_error(state, "invalid process id '%s'", tok);
+			return EINVAL;
+		}
+		pid_t *p = realloc(a->pids, (a->npids + 1) * sizeof(*p));
+		if (!p) {
+			free(copy);
+			return ENOMEM;
+		}
+		a->pids = p;
+		a->pids[a->npids++] = (pid_t)pid;
+	}
+	free(copy);
+	return 0;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct record_args *a = state->input;
+	switch (key) {
+	case 'p':
+		return add_pids(a, arg, state);
+	case 'F':
+		if (parse_u32(arg, 1, 1000000, &a->opts.frequency_hz))
+			argp_error(state, "invalid frequency '%s' (an integer number of Hz)", arg);
+		return 0;
+	case OPT_STACK_SIZE:
+		if (parse_u32(arg, 8, SP_MAX_SAMPLE_USER_STACK, &a->opts.stack_size) ||
+		    a->opts.stack_size % 8)
+			argp_error(state, "invalid stack size '%s' (a multiple of 8 from 8 to %u)",
+				   arg, SP_MAX_SAMPLE_USER_STACK);
+		return 0;
+	case 'd': {
+		char *end;
+		a->duration_s = strtod(arg, &end);
+		if (end == arg || *end || !(a->duration_s > 0) || a->duration_s > 1e7)
+			argp_error(state, "invalid duration '%s' (seconds, e.g. 2.5)", arg);
+		return 0;
+	}
+	case 'o':
+		a->output = arg;
+		return 0;
+	case 'q':
+		a->quiet = true;
+		return 0;
+	case ARGP_KEY_ARG:
+		/* The command and its arguments: stop option parsing here. */
+		a->command = &state->argv[state->next - 1];
+		state->next = state->argc;
+		return 0;
+	case ARGP_KEY_END:
+		if (!a->command && !a->npids)
+			argp_error(state, "nothing to record: give -p PID or -- COMMAND [ARGS...]");
+		if (a->command && a->npids)
+			argp_error(state, "give either -p PID or a COMMAND, not both");
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
+static const struct argp argp = {
+	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID[,PID...]",
+	"Sample the CPU stacks of a command or of running processes into a spool file."
+	"\vThe command is started suspended and sampling switches on when it calls execve, "
+	"so nothing of its start-up is missed. Each sample's user stack is unwound with "
+	"DWARF call-frame information while recording; the spool holds interned frames "
+	"and stacks, not raw stack bytes. Recording ends when the command (or every "
+	"process given with -p) exits, when -d expires, or on Ctrl-C; the spool is "
+	"always finished. 'stackpulse report' reads it.\n\n"
+	"Exit status: with a COMMAND, the command's exit status (128+N when it was "
+	"killed by signal N); with -p, 0 on success; 1 when recording fails, 2 on a "
+	"usage error.",
+	NULL, NULL, NULL,
+};
+
+static volatile sig_atomic_t stop_requested;
+
+static void on_stop_signal(int sig)
+{
+	(void)sig;
+	stop_requested = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* An attach failure with what to do about it. */
+static int attach_error(int err, const struct record_args *a, pid_t pid)
+{
+	uint32_t freq = a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY;
+	switch (-err) {
+	case EACCES:
+	case EPERM:
+		return sp_cli_error("cannot open perf events for pid %d: %s; run as root, grant "
+				    "CAP_PERFMON, or lower kernel.perf_event_paranoid "
+				    "(sysctl -w kernel.perf_event_paranoid=1)",
+				    (int)pid, strerror(-err));
+	case EMFILE:
+	case ENFILE:
+		return sp_cli_error("out of file descriptors opening perf events (one per thread "
+				    "per CPU): raise RLIMIT_NOFILE (ulimit -n)");
+	case ENOMEM:
+		return sp_cli_error("cannot map perf ring buffers: raise RLIMIT_MEMLOCK (ulimit -l) "
+				    "or kernel.perf_event_mlock_kb, or lower --stack-size");
+	case SP_E_FREQ_LIMIT:
+		return sp_cli_error("frequency %u Hz is above kernel.perf_event_max_sample_rate "
+				    "(%u): use -F %u or less, or raise the limit "
+				    "(sysctl -w kernel.perf_event_max_sample_rate=%u)",
+				    freq, sp_max_sample_rate(), sp_max_sample_rate(), freq);
+	case SP_E_NO_PROCESS:
+	case ESRCH:
+		return sp_cli_error("no process with pid %d", (int)pid);
+	case SP_E_NO_EVENT:
+		return sp_cli_error("no usable perf event (neither cycles nor cpu-clock) for "
+				    "pid %d", (int)pid);
+	default:
+		return sp_cli_error("cannot record pid %d into '%s': %s", (int)pid, a->output,
+				    sp_strerror(err));
+	}
+}
+
+static void print_summary(const struct record_args *a, const struct sp_summary *s,
+			  enum sp_event_source source, double elapsed)
+{
+	struct stat st;
+	double kib = stat(a->output, &st) ? 0 : (double)st.st_size / 1024.0;
+	uint64_t n = s->samples ? s->samples : 1;
+	fprintf(stderr,
+		"stackpulse record: wrote '%s' (%.1f KiB, %.1f bytes/sample) in %.1f s, %s at %u Hz\n"
+		"  samples written %" PRIu64 " of %" PRIu64 " events, lost %" PRIu64
+		", empty stacks %" PRIu64 ", truncated stacks %" PRIu64 " (%.1f%%)\n",
+		a->output, kib, kib * 1024.0 / (double)n, elapsed,
+		source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock",
+		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,
+		s->sample_events, s->lost_events, s->empty_stack_samples,
+		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
+	if (sp_summary_error_total(s)) {
+		fprintf(stderr, "  why stacks ended early or samples were skipped:\n");
+		for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
+			if (i != SP_STOP_ROOT && s->stop_reasons[i])
+				fprintf(stderr, "    %-18s %10" PRIu64 "  %s\n", sp_stop_reason_name(i),
+					s->stop_reasons[i], sp_stop_reason_text(i));
+		for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
+			if (s->error_stats[i])
+				fprintf(stderr, "    %-18s %10" PRIu64 "  %s\n", sp_error_kind_name(i),
+					s->error_stats[i], sp_error_kind_text(i));
+	}
+	if (s->lost_events)
+		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size\n",
+			s->lost_events);
+}
+
+static void join_command(struct record_args *a)
+{
+	size_t used = 0;
+	a->cmdline[0] = '\0';
+	for (char **p = a->command; p && *p && used + 2 < sizeof(a->cmdline); p++) {
+		int n = snprintf(a->cmdline + used, sizeof(a->cmdline) - used, "%s%s",
+				 p == a->command ? "" : " ", *p);
+		if (n < 0)
+			break;
+		used += (size_t)n;
+	}
+	if (used >= sizeof(a->cmdline))
+		used = sizeof(a->cmdline) - 1;
+	a->cmdline[used] = '\0';
+}
+
+static int exit_status_of(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return SP_EXIT_FAILURE;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record_args a = {.output = "profile.spool"};
+	struct sp_recorder *rec = NULL;
+	struct sp_launch *launch = NULL;
+	struct sp_summary summary;
+	int rc = SP_EXIT_FAILURE, err;
+
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	join_command(&a);
+	if (!a.command) {
+		/* The command line recorded for -p: the target's pid list. */
+		snprintf(a.cmdline, sizeof(a.cmdline), "-p %d%s", (int)a.pids[0],
+			 a.npids > 1 ? ",..." : "");
+	}
+	a.opts.command = a.cmdline;
+	if (a.npids > 1) {
+		free(a.pids);
+		return sp_cli_error("several -p PIDs are not supported yet; record one process");
+	}
+
+	struct sigaction sa = {.sa_handler = on_stop_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+
+	pid_t pid;
+	if (a.command) {
+		err = sp_launch_suspended(a.command, &launch);
+		if (err) {
+			rc = sp_cli_error("cannot start '%s': %s", a.command[0], sp_strerror(err));
+			goto out;
+		}
+		pid = sp_launch_pid(launch);
+		err = sp_recorder_attach(pid, a.output, SP_ATTACH_ENABLE_ON_EXEC, &a.opts, &rec);
+		if (err) {
+			rc = attach_error(err, &a, pid);
+			goto out;
+		}
+		err = sp_launch_start(launch);
+		if (err) {
+			rc = sp_cli_error("cannot run '%s': %s", a.command[0], sp_strerror(err));
+			sp_launch_try_wait(launch, NULL);
+			sp_recorder_finish(rec, NULL);
+			rc = -err == ENOENT ? 127 : 126;
+			goto out;
+		}
+	} else {
+		pid = a.pids[0];
+		err = sp_recorder_attach(pid, a.output, SP_ATTACH_STOP_ENABLE_RESUME, &a.opts, &rec);
+		if (err) {
+			rc = attach_error(err, &a, pid);
+			goto out;
+		}
+	}
+
+	double start = now_s();
+	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
+	int status = 0;
+	bool exited = false;
+	while (!stop_requested) {
+		if (launch && sp_launch_try_wait(launch, &status) == 1) {
+			exited = true;
+			break;
+		}
+		if (!launch && !sp_recorder_process_is_active(rec, pid))
+			break;
+		if (deadline && now_s() >= deadline)
+			break;
+		if (sp_recorder_wait(rec, 100) < 0)
+			break;
+		err = sp_recorder_consume_available(rec);
+		if (err) {
+			sp_cli_error("recording into '%s' failed: %s", a.output, sp_strerror(err));
+			break;
+		}
+	}
+	double elapsed = now_s() - start;
+	err = sp_recorder_finish(rec, &summary);
+	if (err)
+		sp_cli_error("cannot finish spool '%s': %s", a.output, sp_strerror(err));
+	else if (!a.quiet)
+		print_summary(&a, &summary, sp_recorder_event_source(rec), elapsed);
+
+	if (launch) {
+		if (!exited) {
+			/* -d expired or we were asked to stop: end the command too. */
+			if (!stop_requested)
+				kill(pid, SIGTERM);
+			while (sp_launch_try_wait(launch, &status) == 0)
+				usleep(10000);
+		}
+		rc = err ? SP_EXIT_FAILURE : exit_status_of(status);
+	} else {
+		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
+	}
+out:
+	sp_recorder_free(rec);
+	sp_launch_free(launch);
+	free(a.pids);
+	return rc;
+}

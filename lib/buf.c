@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* Growable byte buffers and bounded varint readers for spool bytes. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sp_buf_init(struct sp_buf *b)
+{
+	b->data = NULL;
+	b->len = b->cap = 0;
+}
+
+void sp_buf_release(struct sp_buf *b)
+{
+	free(b->data);
+	sp_buf_init(b);
+}
+
+int sp_buf_reserve(struct sp_buf *b, size_t n)
+{
+	if (n <= b->cap - b->len)
+		return 0;
+	if (n > SIZE_MAX / 2 - b->len)
+		return -ENOMEM;
+	size_t cap = b->cap ? b->cap : 256;
+	while (cap - b->len < n)
+		cap *= 2;
+	uint8_t *p = realloc(b->data, cap);
+	if (!p)
+		return -ENOMEM;
+	b->data = p;
+	b->cap = cap;
+	return 0;
+}
+
+int sp_buf_append(struct sp_buf *b, const void *p, size_t n)
+{
+	int err = sp_buf_reserve(b, n);
+	if (err)
+		return err;
+	if (n)
+		memcpy(b->data + b->len, p, n);
+	b->len += n;
+	return 0;
+}
+
+int sp_buf_put_uvarint(struct sp_buf *b, uint64_t v)
+{
+	int err = sp_buf_reserve(b, 10);
+	if (err)
+		return err;
+	uint8_t *p = b->data + b->len;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	b->len = (size_t)(p - b->data);
+	return 0;
+}
+
+int sp_buf_put_svarint(struct sp_buf *b, int64_t v)
+{
+	return sp_buf_put_uvarint(b, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+int sp_buf_put_str(struct sp_buf *b, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	int err = sp_buf_put_uvarint(b, n);
+	return err ? err : sp_buf_append(b, s, n);
+}
+
+int sp_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	uint64_t out = 0;
+	const uint8_t *q = *p;
+	for (unsigned shift = 0; q < end; shift += 7) {
+		uint8_t byte = *q++;
+		if (shift == 63 && byte > 1)
+			return -SP_E_SPOOL_CORRUPT;
+		out |= (uint64_t)(byte & 0x7f) << shift;
+		if (!(byte & 0x80)) {
+			*p = q;
+			*v = out;
+			return 0;
+		}
+		if (shift == 63)
+			return -SP_E_SPOOL_CORRUPT;
+	}
+	return -SP_E_SPOOL_CORRUPT;
+}
+
+int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	uint64_t u;
+	int err = sp_get_uvarint(p, end, &u);
+	if (err)
+		return err;
+	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return 0;
+}

@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening sampling events per task and CPU, and draining their rings in time order. */
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+			    unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+uint32_t sp_max_sample_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+	unsigned long v = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* Online CPUs from sysfs ("0-3,5"); falls back to every configured CPU. */
+static int online_cpus(int **out)
+{
+	int n = 0, cap = 64;
+	int *cpus = malloc(cap * sizeof(int));
+	if (!cpus)
+		return -ENOMEM;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	char line[4096];
+	if (f && fgets(line, sizeof(line), f)) {
+		char *p = line;
+		while (*p && *p != '\n') {
+			char *q;
+			long a = strtol(p, &q, 10), b = a;
+			if (q == p || a < 0)
+				break;
+			if (*q == '-')
+				b = strtol(q + 1, &q, 10);
+			for (long c = a; c <= b && c < 65536; c++) {
+				if (n == cap) {
+					int *m = realloc(cpus, (cap *= 2) * sizeof(int));
+					if (!m) {
+						free(cpus);
+						fclose(f);
+						return -ENOMEM;
+					}
+					cpus = m;
+				}
+				cpus[n++] = (int)c;
+			}
+			p = *q == ',' ? q + 1 : q;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (n == 0) {
+		long c = sysconf(_SC_NPROCESSORS_CONF);
+		for (long i = 0; i < c && i < cap; i++)
+			cpus[n++] = (int)i;
+	}
+	*out = cpus;
+	return n;
+}
+
+int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec)
+{
+	memset(e, 0, sizeof(*e));
+	e->epfd = -1;
+	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	uint32_t stack = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE;
+	uint32_t max_rate = sp_max_sample_rate();
+	if (max_rate && freq > max_rate)
+		return -SP_E_FREQ_LIMIT;
+	/* The kernel wants a multiple of 8 and fits the copy in a u16-sized record. */
+	if (stack < 64 || stack > SP_MAX_SAMPLE_USER_STACK || stack % 8)
+		return -SP_E_STACK_SIZE;
+
+	struct perf_event_attr *a = &e->attr;
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_HARDWARE;
+	a->config = PERF_COUNT_HW_CPU_CYCLES;
+	a->freq = 1;
+	a->sample_freq = freq;
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = sp_perf_regs_mask();
+	a->sample_stack_user = stack;
+	a->exclude_kernel = !opts->include_kernel;
+	a->exclude_hv = 1;
+	a->exclude_idle = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->inherit = !opts->no_inherit;
+	a->disabled = 1;
+	a->enable_on_exec = enable_on_exec;
+	/* Never precise_ip: skid-free IPs with stale registers would mislead the unwinder. */
+	a->precise_ip = 0;
+	sp_perf_layout_init(&e->layout, a->sample_type, a->sample_regs_user, true);
+
+	/*
+	 * A sample reserves the whole requested stack size in the ring even
+	 * when the copy is short, so size the ring for ~32 full samples.
+	 */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	e->page_size = page;
+	size_t want = (size_t)(stack + 1024) * 32;
+	if (want < 256 * 1024)
+		want = 256 * 1024;
+	e->ring_pages = 1;
+	while (e->ring_pages * page < want)
+		e->ring_pages *= 2;
+	a->watermark = 1;
+	a->wakeup_watermark = (uint32_t)(e->ring_pages * page / 4);
+
+	int n = online_cpus(&e->cpus);
+	if (n < 0)
+		return n;
+	e->ncpus = n;
+	e->rings = calloc((size_t)n, sizeof(*e->rings));
+	/* One scratch slot per ring: each ring's current record may have wrapped. */
+	e->scratch_size = 65536 + 4096;
+	e->scratch = malloc(e->scratch_size * (size_t)n);
+	if (!e->rings || !e->scratch)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		e->rings[i].fd = -1;
+		e->rings[i].cpu = e->cpus[i];
+	}
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0)
+		return -errno;
+	return 0;
+}
+
+static int remember_fd(struct sp_events *e, int fd)
+{
+	if (e->nfds == e->fds_cap) {
+		size_t cap = e->fds_cap ? e->fds_cap * 2 : 64;
+		int *p = realloc(e->fds, cap * sizeof(int));
+		if (!p)
+			return -ENOMEM;
+		e->fds = p;
+		e->fds_cap = cap;
+	}
+	e->fds[e->nfds++] = fd;
+	return 0;
+}
+
+static int map_ring(struct sp_events *e, struct sp_ring *r, int fd)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t len = (e->ring_pages + 1) * page;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->fd = fd;
+	r->base = p;
+	r->data_size = e->ring_pages * page;
+	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = r};
+	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev))
+		return -errno;
+	return 0;
+}
+
+/* Errors that mean "no such hardware event here", so cpu-clock is worth a try. */
+static bool hardware_unavailable(int err)
+{
+	return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL ||
+	       err == ENOSYS;
+}
+
+static int open_one(struct sp_events *e, pid_t tid, int cpu)
+{
+	for (;;) {
+		long fd = perf_event_open(&e->attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0) {
+			e->source_fixed = true;
+			return (int)fd;
+		}
+		int err = errno;
+		if (!e->source_fixed && e->attr.type == PERF_TYPE_HARDWARE &&
+		    hardware_unavailable(err)) {
+			e->attr.type = PERF_TYPE_SOFTWARE;
+			e->attr.config = PERF_COUNT_SW_CPU_CLOCK;
+			e->source = SP_EVENT_CPU_CLOCK;
+			continue;
+		}
+		return -err;
+	}
+}
+
+int sp_events_open_task(struct sp_events *e, pid_t tid)
+{
+	int opened = 0, last_err = 0;
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		int fd = open_one(e, tid, r->cpu);
+		if (fd < 0) {
+			/* A CPU that went offline is not fatal; anything else is. */
+			if (fd == -ENODEV)
+				continue;
+			return fd;
+		}
+		int err = remember_fd(e, fd);
+		if (!err && r->fd < 0)
+			err = map_ring(e, r, fd);
+		else if (!err && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+			err = -errno;
+		if (err) {
+			last_err = err;
+			break;
+		}
+		opened++;
+	}
+	if (last_err)
+		return last_err;
+	return opened ? 0 : -SP_E_NO_EVENT;
+}
+
+int sp_events_enable(struct sp_events *e)
+{
+	for (size_t i = 0; i < e->nfds; i++)
+		if (ioctl(e->fds[i], PERF_EVENT_IOC_ENABLE, 0))
+			return -errno;
+	return 0;
+}
+
+void sp_events_disable(struct sp_events *e)
+{
+	for (size_t i = 0; i < e->nfds; i++)
+		ioctl(e->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+int sp_events_wait(struct sp_events *e, int timeout_ms)
+{
+	struct epoll_event ev[8];
+	int n = epoll_wait(e->epfd, ev, 8, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n > 0;
+}
+
+static uint64_t ring_head(const struct sp_ring *r)
+{
+	const struct perf_event_mmap_page *pg = (const void *)r->base;
+	return __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+}
+
+bool sp_events_pending(const struct sp_events *e)
+{
+	for (int i = 0; i < e->ncpus; i++) {
+		const struct sp_ring *r = &e->rings[i];
+		if (r->fd >= 0 && ring_head(r) != ((const struct perf_event_mmap_page *)(void *)r->base)->data_tail)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The record at the ring's tail, or NULL when the ring is drained up to its
+ * head snapshot.  A record that wraps the end of the ring is copied into
+ * scratch so callers always see contiguous, aligned bytes.
+ */
+static const struct perf_event_header *peek(struct sp_events *e, struct sp_ring *r,
+					    uint8_t *scratch, uint64_t *corrupt)
+{
+	if (r->fd < 0 || r->tail >= r->head)
+		return NULL;
+	const uint8_t *data = r->base + e->page_size;
+	size_t mask = r->data_size - 1;
+	size_t off = (size_t)(r->tail & mask);
+	struct perf_event_header h;
+	/* Headers are 8-byte aligned in the ring and never wrap. */
+	memcpy(&h, data + off, sizeof(h));
+	if (h.size < sizeof(h) || h.size % 8 || h.size > r->head - r->tail ||
+	    h.size > e->scratch_size) {
+		(*corrupt)++;
+		r->tail = r->head;
+		return NULL;
+	}
+	if (off + h.size <= r->data_size)
+		return (const void *)(data + off);
+	size_t first = r->data_size - off;
+	memcpy(scratch, data + off, first);
+	memcpy(scratch + first, data, h.size - first);
+	return (const void *)scratch;
+}
+
+int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt)
+{
+	struct {
+		const struct perf_event_header *rec;
+		uint64_t time;
+	} cur[e->ncpus > 0 ? e->ncpus : 1];
+	const size_t slot = e->scratch_size;
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		if (r->fd < 0)
+			continue;
+		r->head = ring_head(r);
+		r->tail = ((struct perf_event_mmap_page *)(void *)r->base)->data_tail;
+	}
+	for (int i = 0; i < e->ncpus; i++) {
+		uint8_t *s = e->scratch + slot * (size_t)i;
+		cur[i].rec = peek(e, &e->rings[i], s, corrupt);
+		cur[i].time = 0;
+		if (cur[i].rec && sp_perf_record_time(&e->layout, cur[i].rec, cur[i].rec->size, &cur[i].time))
+			cur[i].time = 0;
+	}
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < e->ncpus; i++)
+			if (cur[i].rec && (best < 0 || cur[i].time < cur[best].time))
+				best = i;
+		if (best < 0)
+			break;
+		struct sp_ring *r = &e->rings[best];
+		fn(ctx, cur[best].rec, cur[best].rec->size);
+		r->tail += cur[best].rec->size;
+		uint8_t *s = e->scratch + slot * (size_t)best;
+		cur[best].rec = peek(e, r, s, corrupt);
+		if (cur[best].rec &&
+		    sp_perf_record_time(&e->layout, cur[best].rec, cur[best].rec->size, &cur[best].time))
+			cur[best].time = 0;
+	}
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		if (r->fd < 0)
+			continue;
+		struct perf_event_mmap_page *pg = (void *)r->base;
+		__atomic_store_n(&pg->data_tail, r->tail, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+void sp_events_release(struct sp_events *e)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; e->rings && i < e->ncpus; i++)
+		if (e->rings[i].base)
+			munmap(e->rings[i].base, (e->ring_pages + 1) * page);
+	for (size_t i = 0; i < e->nfds; i++)
+		close(e->fds[i]);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	free(e->rings);
+	free(e->cpus);
+	free(e->fds);
+	free(e->scratch);
+	memset(e, 0, sizeof(*e));
+	e->epfd = -1;
+}

@@ -1,0 +1,826 @@
+/* SPDX-License-Identifier: MIT */
+/* The recorder: attach, drain the rings, track processes and modules, unwind, write the spool. */
+#include "internal.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FRAMES 1024
+
+struct sp_recorder {
+	struct sp_events events;
+	struct sp_spool_writer *spool;
+	struct sp_summary summary;
+	/* processes: pid -> index into procs */
+	struct sp_map proc_index;
+	struct sp_process **procs;
+	size_t nprocs, procs_cap;
+	/* module files: hash(dev, ino) -> index into files; build-id hash -> index */
+	struct sp_map file_index;
+	struct sp_map build_id_index;
+	struct sp_modfile **files;
+	size_t nfiles, files_cap;
+	/* attached roots, watched through pidfds */
+	pid_t *roots;
+	int *pidfds;
+	size_t nroots;
+	/* per-sample scratch, reused */
+	uint64_t pcs[MAX_FRAMES];
+	uint32_t frame_ids[MAX_FRAMES + 1];
+	struct sp_unwind_stats unwind_stats;
+	int write_error;
+	bool finished;
+};
+
+/* ---- module files -------------------------------------------------------- */
+
+static uint64_t file_key(uint64_t dev, uint64_t ino)
+{
+	return sp_hash64(dev * 0x9e3779b97f4a7c15ULL ^ ino);
+}
+
+static uint64_t build_id_key(const struct sp_elf_info *info)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (unsigned i = 0; i < info->build_id_len; i++)
+		h = (h ^ info->build_id[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static void modfile_free(struct sp_modfile *f)
+{
+	if (!f)
+		return;
+	if (f->cfi && !f->cfi_owner)
+		sp_cfi_table_free(f->cfi);
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->image);
+	sp_elf_info_release(&f->info);
+	free(f);
+}
+
+/* Our own [vdso]: the kernel maps the same image into every process. */
+static int open_vdso(struct sp_modfile *f)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return -ENOENT;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	if (!maps)
+		return -errno;
+	char line[512];
+	size_t size = 0;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long s, e;
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == base && strstr(line, "[vdso]")) {
+			size = e - s;
+			break;
+		}
+	}
+	fclose(maps);
+	if (!size)
+		return -ENOENT;
+	f->image = malloc(size);
+	if (!f->image)
+		return -ENOMEM;
+	memcpy(f->image, (const void *)base, size);
+	f->elf = elf_memory(f->image, size);
+	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
+}
+
+/*
+ * Open the file behind a mapping once.  The path the kernel reports may no
+ * longer be the mapped file (deleted, replaced, another mount namespace), so
+ * the inode is checked and /proc/PID/map_files is the fallback.
+ */
+static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_t end,
+			const char *path)
+{
+	struct stat st;
+	if (!strcmp(path, "[vdso]"))
+		return open_vdso(f);
+	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && (fstat(fd, &st) || (f->ino && st.st_ino != f->ino))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		char alt[64];
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+			 start, end);
+		fd = open(alt, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st)) {
+			int e = -errno;
+			if (fd >= 0)
+				close(fd);
+			return e;
+		}
+	}
+	f->fd = fd;
+	f->size = (uint64_t)st.st_size;
+	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
+}
+
+static struct sp_modfile *get_modfile(struct sp_recorder *r, pid_t pid, uint64_t start,
+				      uint64_t end, uint64_t dev, uint64_t ino, const char *path)
+{
+	bool special = path[0] == '[';
+	uint64_t key = special ? sp_hash64(0x5644534fULL ^ (uint64_t)path[1]) : file_key(dev, ino);
+	uint32_t idx;
+	if (sp_map_get(&r->file_index, key, &idx))
+		return r->files[idx];
+	if (r->nfiles == r->files_cap) {
+		size_t cap = r->files_cap ? r->files_cap * 2 : 64;
+		struct sp_modfile **p = realloc(r->files, cap * sizeof(*p));
+		if (!p)
+			return NULL;
+		r->files = p;
+		r->files_cap = cap;
+	}
+	struct sp_modfile *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->fd = -1;
+	f->dev = dev;
+	f->ino = ino;
+	if (open_modfile(f, pid, start, end, path) == 0 && sp_elf_info_read(f->elf, &f->info) == 0)
+		f->info_ok = true;
+	else
+		r->summary.error_stats[SP_ERR_MODULE_UNREADABLE]++;
+	if (f->info_ok && f->info.build_id_len) {
+		uint32_t other;
+		uint64_t bkey = build_id_key(&f->info);
+		if (sp_map_get(&r->build_id_index, bkey, &other) &&
+		    r->files[other]->info.build_id_len == f->info.build_id_len &&
+		    !memcmp(r->files[other]->info.build_id, f->info.build_id, f->info.build_id_len))
+			f->cfi_owner = r->files[other];
+		else
+			sp_map_put(&r->build_id_index, bkey, (uint32_t)r->nfiles);
+	}
+	r->files[r->nfiles] = f;
+	sp_map_put(&r->file_index, key, (uint32_t)r->nfiles);
+	r->nfiles++;
+	return f;
+}
+
+/* The rule table is compiled on first use, once per build-id. */
+static struct sp_cfi_table *modfile_cfi(struct sp_recorder *r, struct sp_modfile *f)
+{
+	struct sp_modfile *owner = f->cfi_owner ? f->cfi_owner : f;
+	if (!owner->cfi_tried) {
+		owner->cfi_tried = true;
+		if (!owner->info_ok || sp_cfi_table_new(owner->elf, &owner->cfi))
+			owner->cfi = NULL;
+	}
+	return owner->cfi;
+}
+
+/* ---- processes ----------------------------------------------------------- */
+
+static struct sp_process *find_process(struct sp_recorder *r, pid_t pid)
+{
+	uint32_t idx;
+	return sp_map_get(&r->proc_index, (uint64_t)(uint32_t)pid, &idx) ? r->procs[idx] : NULL;
+}
+
+static struct sp_process *add_process(struct sp_recorder *r, pid_t pid)
+{
+	struct sp_process *p = find_process(r, pid);
+	if (p) {
+		/* A pid seen again after its exit is a new process (pid reuse). */
+		if (p->exited) {
+			sp_process_clear_modules(p);
+			p->exited = false;
+			p->is_python = false;
+		}
+		return p;
+	}
+	if (r->nprocs == r->procs_cap) {
+		size_t cap = r->procs_cap ? r->procs_cap * 2 : 16;
+		struct sp_process **n = realloc(r->procs, cap * sizeof(*n));
+		if (!n)
+			return NULL;
+		r->procs = n;
+		r->procs_cap = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p || sp_map_put(&r->proc_index, (uint64_t)(uint32_t)pid, (uint32_t)r->nprocs)) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	r->procs[r->nprocs++] = p;
+	return p;
+}
+
+static void note_write(struct sp_recorder *r, int err)
+{
+	if (err && !r->write_error) {
+		r->write_error = err;
+		r->summary.error_stats[SP_ERR_SPOOL_WRITE]++;
+	}
+}
+
+static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_python,
+			uint64_t time)
+{
+	struct sp_exec e = {.timestamp_ns = time, .pid = p->pid, .is_python_runtime = is_python};
+	p->is_python = is_python;
+	note_write(r, sp_spool_writer_append_exec(r->spool, &e));
+}
+
+/* Register an executable mapping of pid: module record, then the process's map. */
+static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t start, uint64_t end,
+		       uint64_t pgoff, uint64_t dev, uint64_t ino, const char *path, uint64_t time)
+{
+	struct sp_module m = {
+		.pid = p->pid,
+		.start = start,
+		.end = end,
+		.file_offset = pgoff,
+		.inode = ino,
+		.dev_major = major(dev),
+		.dev_minor = minor(dev),
+		.path = path,
+	};
+	struct sp_proc_module pm = {.start = start, .end = end, .file_offset = pgoff};
+	bool anon = !path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
+		    (path[0] == '[' && strcmp(path, "[vdso]"));
+	size_t plen = strlen(path);
+	if (plen > 10 && !strcmp(path + plen - 10, " (deleted)"))
+		m.flags |= SP_MODULE_DELETED;
+	if (anon) {
+		m.flags |= SP_MODULE_ANON;
+	} else {
+		struct sp_modfile *f = get_modfile(r, p->pid, start, end, dev, ino, path);
+		if (f && f->info_ok) {
+			pm.file = f;
+			m.file_size = f->size;
+			m.mtime_ns = f->mtime_ns;
+			m.build_id_len = f->info.build_id_len;
+			memcpy(m.build_id, f->info.build_id, f->info.build_id_len);
+			if (!sp_elf_load_bias(&f->info, start, pgoff, &m.load_bias))
+				m.flags |= SP_MODULE_HAS_BIAS;
+		}
+	}
+	int err = sp_spool_writer_add_module(r->spool, &m, &pm.module_id);
+	if (err) {
+		note_write(r, err);
+		return err;
+	}
+	pm.um.load_bias = m.load_bias;
+	pm.um.cfi = NULL; /* compiled on first unwind through it */
+	if (!(m.flags & SP_MODULE_HAS_BIAS))
+		pm.file = NULL;
+	err = sp_process_add_module(p, &pm);
+	if (!err && !p->is_python && !anon && sp_is_python_module(path))
+		mark_python(r, p, true, time);
+	return err;
+}
+
+/* /proc/PID/maps snapshot: every executable mapping becomes a module. */
+static int read_maps(struct sp_recorder *r, struct sp_process *p)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+			   &min, &ino, &name_at) < 7 ||
+		    !strchr(perms, 'x'))
+			continue;
+		char *name = name_at ? line + name_at : (char *)"";
+		name[strcspn(name, "\n")] = '\0';
+		/* [vsyscall] sits at a kernel address no user sample unwinds into. */
+		if (!strcmp(name, "[vsyscall]"))
+			continue;
+		add_mapping(r, p, start, end, off, makedev(maj, min), ino, name, 0);
+	}
+	free(line);
+	fclose(f);
+	return 0;
+}
+
+/* ---- samples ------------------------------------------------------------- */
+
+static const struct sp_unwind_module *find_module_cb(void *ctx, uint64_t pc)
+{
+	struct sp_recorder *r = ((void **)ctx)[0];
+	struct sp_process *p = ((void **)ctx)[1];
+	struct sp_proc_module *m = sp_process_find(p, pc);
+	if (!m)
+		return NULL;
+	if (m->file && !m->um.cfi)
+		m->um.cfi = modfile_cfi(r, m->file);
+	return &m->um;
+}
+
+static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_sample s;
+	struct sp_summary *sum = &r->summary;
+	sum->sample_events++;
+	if (sp_perf_parse_sample(&r->events.layout, rec, len, &s)) {
+		sum->error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	if (!s.has_tid) {
+		sum->missing_pid_samples++;
+		return;
+	}
+	if (s.tid == 0) {
+		sum->idle_tid_samples++;
+		return;
+	}
+	if (!s.has_time)
+		sum->missing_timestamp_samples++;
+	struct sp_process *p = find_process(r, (pid_t)s.pid);
+	if (!p) {
+		sum->error_stats[SP_ERR_UNKNOWN_PROCESS]++;
+		return;
+	}
+
+	size_t n = 0;
+	unsigned stop = SP_STOP_NO_REGS;
+	if (s.regs_abi && s.regs) {
+		struct sp_regs regs;
+		sp_regs_from_perf(s.regs, r->events.layout.sample_regs_user, &regs);
+		if (!s.stack_size)
+			sum->error_stats[SP_ERR_NO_STACK_COPY]++;
+		struct sp_stack_mem mem = {
+			.base = regs.regs[SP_DW_RSP],
+			.data = s.stack,
+			.len = (size_t)s.dyn_size,
+		};
+		void *ctx[2] = {r, p};
+		sp_unwind(&regs, &mem, find_module_cb, ctx, r->pcs, MAX_FRAMES, &n, &stop,
+			  &r->unwind_stats);
+	} else if (s.ip) {
+		/* Without registers only the sampled IP is known. */
+		r->pcs[0] = s.ip;
+		n = 1;
+	}
+	sum->stop_reasons[stop < SP_STOP_COUNT_ ? stop : SP_STOP_BAD_RULE]++;
+
+	for (size_t i = 0; i < n; i++) {
+		struct sp_proc_module *m = sp_process_find(p, r->pcs[i]);
+		struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER,
+				     .abs_ip = r->pcs[i]};
+		if (m) {
+			f.module_id = m->module_id;
+			f.rel_ip = r->pcs[i] - m->start + m->file_offset;
+		}
+		note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &r->frame_ids[i]));
+	}
+	if (n == 0)
+		sum->empty_stack_samples++;
+	if (stop != SP_STOP_ROOT && n > 0) {
+		struct sp_frame marker = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_TRUNCATED,
+					  .abs_ip = stop};
+		note_write(r, sp_spool_writer_intern_frame(r->spool, &marker, &r->frame_ids[n]));
+		n++;
+		sum->truncated_frame_markers++;
+	}
+	uint32_t stack_id = 0, thread = 0;
+	int err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, n, &stack_id);
+	err = err ? err : sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
+	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, s.time);
+	note_write(r, err);
+	if (!err)
+		sum->samples++;
+}
+
+static void on_mmap2(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_mmap2 m;
+	struct sp_perf_sample_id id;
+	if (sp_perf_parse_mmap2(rec, len, &m)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	if (!(m.prot & PROT_EXEC) || !m.len)
+		return;
+	uint64_t time = 0;
+	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
+		time = id.time;
+	struct sp_process *p = find_process(r, (pid_t)m.pid);
+	if (!p)
+		p = add_process(r, (pid_t)m.pid);
+	if (p)
+		add_mapping(r, p, m.addr, m.addr + m.len, m.pgoff, makedev(m.maj, m.min), m.ino,
+			    m.filename, time);
+}
+
+static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_comm c;
+	struct sp_perf_sample_id id;
+	uint32_t thread;
+	if (sp_perf_parse_comm(rec, len, &c)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	uint64_t time = 0;
+	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
+		time = id.time;
+	if (c.exec) {
+		/* An exec replaces the whole image: the old modules are gone. */
+		struct sp_process *p = add_process(r, (pid_t)c.pid);
+		if (p) {
+			sp_process_clear_modules(p);
+			mark_python(r, p, false, time);
+		}
+	}
+	int err = sp_spool_writer_intern_thread(r->spool, (int32_t)c.pid, (int32_t)c.tid, &thread);
+	err = err ? err : sp_spool_writer_set_thread_name(r->spool, thread, c.comm);
+	note_write(r, err);
+}
+
+static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool fork)
+{
+	struct sp_perf_task t;
+	if (sp_perf_parse_task(rec, len, &t)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	if (fork && t.pid != t.ppid) {
+		/* A forked child starts with a copy of its parent's modules. */
+		struct sp_process *parent = find_process(r, (pid_t)t.ppid);
+		struct sp_process *child = add_process(r, (pid_t)t.pid);
+		if (child && parent && parent != child)
+			sp_process_copy_modules(child, parent);
+	} else if (!fork && t.pid == t.tid) {
+		struct sp_process *p = find_process(r, (pid_t)t.pid);
+		if (p)
+			p->exited = true;
+	}
+}
+
+static void on_lost(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_lost l;
+	struct sp_perf_sample_id id;
+	if (sp_perf_parse_lost(rec, len, &l)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	uint64_t time = 0;
+	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
+		time = id.time;
+	r->summary.lost_events += l.lost;
+	note_write(r, sp_spool_writer_append_lost(r->spool, l.lost, time));
+}
+
+static void on_record(void *ctx, const struct perf_event_header *h, size_t len)
+{
+	struct sp_recorder *r = ctx;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		on_sample(r, h, len);
+		break;
+	case PERF_RECORD_MMAP2:
+		on_mmap2(r, h, len);
+		break;
+	case PERF_RECORD_COMM:
+		on_comm(r, h, len);
+		break;
+	case PERF_RECORD_FORK:
+		on_task(r, h, len, true);
+		break;
+	case PERF_RECORD_EXIT:
+		on_task(r, h, len, false);
+		break;
+	case PERF_RECORD_LOST:
+		on_lost(r, h, len);
+		break;
+	default:
+		/* THROTTLE, UNTHROTTLE and friends carry nothing we keep. */
+		break;
+	}
+}
+
+/* ---- attach -------------------------------------------------------------- */
+
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static char process_state(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The state follows the last ')' since comm may contain parentheses. */
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Open events for every thread of pid not yet opened; returns how many were new. */
+static int open_threads(struct sp_recorder *r, pid_t pid, struct sp_map *seen)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
+	int added = 0, err = 0;
+	struct dirent *de;
+	while (!err && (de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		uint32_t dummy;
+		if (*end || tid <= 0 || sp_map_get(seen, (uint64_t)tid, &dummy))
+			continue;
+		err = sp_events_open_task(&r->events, (pid_t)tid);
+		if (err == -ESRCH) { /* the thread exited meanwhile */
+			err = 0;
+			continue;
+		}
+		if (!err)
+			err = sp_map_put(seen, (uint64_t)tid, 1);
+		added++;
+	}
+	closedir(d);
+	return err ? err : added;
+}
+
+static void name_threads(struct sp_recorder *r, pid_t pid, const struct sp_map *seen)
+{
+	for (size_t i = 0; i < seen->cap; i++) {
+		if (!seen->used[i])
+			continue;
+		char path[96], name[64] = "";
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)seen->keys[i]);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(name, sizeof(name), f))
+				name[strcspn(name, "\n")] = '\0';
+			fclose(f);
+		}
+		uint32_t idx;
+		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)seen->keys[i], &idx))
+			sp_spool_writer_set_thread_name(r->spool, idx, name);
+	}
+}
+
+static int watch_root(struct sp_recorder *r, pid_t pid)
+{
+	pid_t *roots = realloc(r->roots, (r->nroots + 1) * sizeof(*roots));
+	if (!roots)
+		return -ENOMEM;
+	r->roots = roots;
+	int *fds = realloc(r->pidfds, (r->nroots + 1) * sizeof(*fds));
+	if (!fds)
+		return -ENOMEM;
+	r->pidfds = fds;
+	r->roots[r->nroots] = pid;
+	r->pidfds[r->nroots] = (int)syscall(SYS_pidfd_open, pid, 0);
+	r->nroots++;
+	return 0;
+}
+
+static int open_spool(struct sp_recorder *r, const char *path, const struct sp_record_opts *opts)
+{
+	struct timespec mono, real;
+	struct utsname uts;
+	char host[256] = "";
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &real);
+	gethostname(host, sizeof(host) - 1);
+	bool have_uts = uname(&uts) == 0;
+	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	struct sp_spool_meta meta = {
+		.start_timestamp_us = opts->start_timestamp_us
+					      ? opts->start_timestamp_us
+					      : (uint64_t)real.tv_sec * 1000000 + (uint64_t)real.tv_nsec / 1000,
+		.sample_interval_us = opts->sample_interval_us ? opts->sample_interval_us
+							       : 1000000 / freq,
+		.start_monotonic_ns = (uint64_t)mono.tv_sec * 1000000000 + (uint64_t)mono.tv_nsec,
+		.frequency_hz = freq,
+		.stack_size = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE,
+		.event_source = r->events.source,
+		.command = opts->command ? opts->command : "",
+		.hostname = host,
+		.kernel_release = have_uts ? uts.release : "",
+	};
+	return sp_spool_writer_open(path, &meta, &r->spool);
+}
+
+int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mode,
+		       const struct sp_record_opts *opts, struct sp_recorder **out)
+{
+	struct sp_map seen;
+	bool stopped = false;
+	int err;
+
+	if (pid <= 0 || !spool_path || !opts)
+		return -SP_E_BAD_ARG;
+	sp_elf_init();
+	raise_nofile_limit();
+	struct sp_recorder *r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	sp_map_init(&r->proc_index);
+	sp_map_init(&r->file_index);
+	sp_map_init(&r->build_id_index);
+	sp_map_init(&seen);
+	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC);
+	if (err)
+		goto fail;
+	r->summary.kernel_enabled = opts->include_kernel;
+
+	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
+		char state = process_state(pid);
+		if (!state) {
+			err = -SP_E_NO_PROCESS;
+			goto fail;
+		}
+		/* A process someone else stopped stays stopped: don't SIGCONT it. */
+		if (state != 'T' && state != 't') {
+			if (kill(pid, SIGSTOP)) {
+				err = -errno;
+				goto fail;
+			}
+			stopped = true;
+			for (int i = 0; i < 200 && process_state(pid) != 'T'; i++)
+				usleep(1000);
+		}
+		/* Re-list until no new thread shows up: threads may start until the stop lands. */
+		int added;
+		do
+			added = open_threads(r, pid, &seen);
+		while (added > 0);
+		if (added < 0) {
+			err = added;
+			goto fail;
+		}
+	} else {
+		err = sp_events_open_task(&r->events, pid);
+		if (err)
+			goto fail;
+	}
+	err = open_spool(r, spool_path, opts);
+	if (err)
+		goto fail;
+	struct sp_process *p = add_process(r, pid);
+	if (!p) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
+		err = read_maps(r, p);
+		if (err)
+			goto fail;
+		name_threads(r, pid, &seen);
+		err = sp_events_enable(&r->events);
+		if (err)
+			goto fail;
+	}
+	err = watch_root(r, pid);
+	if (err)
+		goto fail;
+	if (stopped)
+		kill(pid, SIGCONT);
+	sp_map_release(&seen);
+	*out = r;
+	return 0;
+fail:
+	if (stopped)
+		kill(pid, SIGCONT);
+	sp_map_release(&seen);
+	if (r->spool) {
+		sp_spool_writer_free(r->spool);
+		r->spool = NULL;
+		unlink(spool_path);
+	}
+	sp_recorder_free(r);
+	return err;
+}
+
+int sp_recorder_wait(struct sp_recorder *r, int timeout_ms)
+{
+	return sp_events_wait(&r->events, timeout_ms);
+}
+
+int sp_recorder_consume_available(struct sp_recorder *r)
+{
+	uint64_t corrupt = 0;
+	int err = sp_events_drain(&r->events, on_record, r, &corrupt);
+	r->summary.error_stats[SP_ERR_RECORD_MALFORMED] += corrupt;
+	if (err)
+		return err;
+	if (!err && r->write_error)
+		return r->write_error;
+	return 0;
+}
+
+void sp_recorder_disable(struct sp_recorder *r)
+{
+	sp_events_disable(&r->events);
+}
+
+void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
+{
+	*out = r->summary;
+}
+
+enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r)
+{
+	return r->events.source;
+}
+
+bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nroots; i++) {
+		if (pid > 0 && r->roots[i] != pid)
+			continue;
+		if (r->pidfds[i] < 0) {
+			if (kill(r->roots[i], 0) == 0 || errno == EPERM)
+				return true;
+			continue;
+		}
+		/* A pidfd turns readable once the whole thread group has exited. */
+		struct pollfd pfd = {.fd = r->pidfds[i], .events = POLLIN};
+		if (poll(&pfd, 1, 0) == 0)
+			return true;
+	}
+	return false;
+}
+
+int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
+{
+	if (r->finished)
+		return -SP_E_BAD_ARG;
+	sp_recorder_disable(r);
+	int err = sp_recorder_consume_available(r);
+	r->finished = true;
+	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
+	if (out)
+		*out = r->summary;
+	return err ? err : ferr;
+}
+
+void sp_recorder_free(struct sp_recorder *r)
+{
+	if (!r)
+		return;
+	sp_events_release(&r->events);
+	sp_spool_writer_free(r->spool);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		sp_process_release(r->procs[i]);
+		free(r->procs[i]);
+	}
+	free(r->procs);
+	for (size_t i = 0; i < r->nfiles; i++)
+		modfile_free(r->files[i]);
+	free(r->files);
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->pidfds[i] >= 0)
+			close(r->pidfds[i]);
+	free(r->roots);
+	free(r->pidfds);
+	sp_map_release(&r->proc_index);
+	sp_map_release(&r->file_index);
+	sp_map_release(&r->build_id_index);
+	free(r);
+}

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: MIT */
+/* stackpulse: the public API of the recording, spool and symbolization library. */
+#ifndef STACKPULSE_H
+#define STACKPULSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SP_VERSION "0.1.0"
+
+/*
+ * Errors.  Every fallible function returns 0 on success, -errno for a system
+ * failure, or -SP_E_* for a domain failure.  One table yields codes and
+ * messages; sp_strerror() accepts either kind of negative code.
+ */
+#define SP_ERRORS(X)                                                           \
+	X(SPOOL_MAGIC, "not a stackpulse spool (bad magic)")                   \
+	X(SPOOL_VERSION, "unsupported spool format version")                   \
+	X(SPOOL_CORRUPT, "corrupt spool record")                               \
+	X(SPOOL_TRUNCATED, "spool ends before its header is complete")         \
+	X(ELF_MALFORMED, "malformed or unsupported ELF file")                  \
+	X(NO_CFI, "no call-frame information")                                 \
+	X(FREQ_LIMIT, "frequency above kernel.perf_event_max_sample_rate")     \
+	X(STACK_SIZE, "stack size out of range")                               \
+	X(NO_EVENT, "no usable perf event source")                             \
+	X(NO_PROCESS, "no such process")                                       \
+	X(BAD_ARG, "invalid argument")                                         \
+	X(RING_CORRUPT, "corrupt perf ring buffer record")                     \
+	X(LAUNCH, "cannot start the command")
+
+enum sp_error {
+	SP_E_FIRST_ = 4096,
+#define SP_X_ENUM(name, msg) SP_E_##name,
+	SP_ERRORS(SP_X_ENUM)
+#undef SP_X_ENUM
+	SP_E_LAST_
+};
+
+/* Message for a negative return code (-errno or -SP_E_*).  Static storage. */
+const char *sp_strerror(int err);
+
+/*
+ * Why a stack ended.  Every unwound stack ends with exactly one reason; every
+ * reason but ROOT also puts a truncation marker frame at the root end of the
+ * stack.  Short names are used by `dump` and the summary.
+ */
+#define SP_STOP_REASONS(X)                                                     \
+	X(ROOT, "root", "root frame reached")                                  \
+	X(STACK_EXHAUSTED, "stack-exhausted", "stack copy exhausted")          \
+	X(NO_UNWIND_INFO, "no-unwind-info", "no call-frame information")       \
+	X(UNMAPPED, "unmapped", "address in no known module")                  \
+	X(BAD_RULE, "bad-rule", "unsupported or invalid CFI rule")             \
+	X(NO_PROGRESS, "no-progress", "stack pointer did not advance")         \
+	X(MAX_DEPTH, "max-depth", "frame limit reached")                       \
+	X(NO_REGS, "no-regs", "sample carries no user registers")
+
+enum sp_stop_reason {
+#define SP_X_ENUM(name, s, l) SP_STOP_##name,
+	SP_STOP_REASONS(SP_X_ENUM)
+#undef SP_X_ENUM
+	SP_STOP_COUNT_
+};
+
+/* Short ("stack-exhausted") and long names of a stop reason; "?" if out of range. */
+const char *sp_stop_reason_name(unsigned reason);
+const char *sp_stop_reason_text(unsigned reason);
+
+/*
+ * Per-kind sample error counters (the seeds' SampleErrorStats).  Unwind stop
+ * reasons other than ROOT are counted in sp_summary.stop_reasons; these are
+ * failures of records and state around the unwind.
+ */
+#define SP_ERROR_KINDS(X)                                                      \
+	X(RECORD_MALFORMED, "record-malformed", "malformed perf record skipped") \
+	X(UNKNOWN_PROCESS, "unknown-process", "sample from an untracked process") \
+	X(NO_STACK_COPY, "no-stack-copy", "sample without a user stack copy")  \
+	X(MODULE_UNREADABLE, "module-unreadable", "module file unreadable for CFI") \
+	X(SPOOL_WRITE, "spool-write", "spool write failed")                    \
+	X(THREAD_LIST, "thread-list", "thread list could not be read")
+
+enum sp_error_kind {
+#define SP_X_ENUM(name, s, l) SP_ERR_##name,
+	SP_ERROR_KINDS(SP_X_ENUM)
+#undef SP_X_ENUM
+	SP_ERR_COUNT_
+};
+
+const char *sp_error_kind_name(unsigned kind);
+const char *sp_error_kind_text(unsigned kind);
+
+/* Counters of one recording (the seeds' PerfSummary).  Stored in the spool trailer. */
+struct sp_summary {
+	uint64_t sample_events;       /* PERF_RECORD_SAMPLE records seen */
+	uint64_t samples;             /* samples written to the spool */
+	uint64_t lost_events;         /* sum of PERF_RECORD_LOST counts */
+	bool kernel_enabled;          /* kernel frames stayed on after attach */
+	uint64_t missing_pid_samples;
+	uint64_t missing_tid_samples;
+	uint64_t idle_tid_samples;
+	uint64_t missing_timestamp_samples;
+	uint64_t empty_stack_samples; /* samples that produced no usable frame */
+	uint64_t truncated_frame_markers;
+	uint64_t ignored_user_callchain_frames;
+	uint64_t stop_reasons[SP_STOP_COUNT_]; /* stacks ended, per reason */
+	uint64_t error_stats[SP_ERR_COUNT_];   /* per-kind sample errors */
+};
+
+/* Total of error_stats plus every non-ROOT stop reason. */
+uint64_t sp_summary_error_total(const struct sp_summary *s);
+
+/* ---------------------------------------------------------------------- */
+/* Spool data model                                                       */
+
+#define SP_NO_MODULE UINT32_MAX
+#define SP_BUILD_ID_MAX 32
+
+enum sp_frame_mode {
+	SP_FRAME_USER = 0,
+	SP_FRAME_KERNEL = 1,
+	SP_FRAME_TRUNCATED = 2, /* marker: unwinding stopped before the root */
+};
+
+/*
+ * One raw frame.  abs_ip is the lookup address: the sampled IP for the leaf
+ * and for the frame after a signal frame, the return address minus one for
+ * every other caller frame.  rel_ip is in the module's file-offset space:
+ * abs_ip - module.start + module.file_offset.  A truncation marker has
+ * module_id SP_NO_MODULE, abs_ip = the stop reason, rel_ip 0.
+ */
+struct sp_frame {
+	uint32_t module_id; /* SP_NO_MODULE when no module covers abs_ip */
+	uint8_t mode;       /* enum sp_frame_mode */
+	uint64_t abs_ip;
+	uint64_t rel_ip;
+};
+
+enum sp_module_flags {
+	SP_MODULE_KERNEL = 1u << 0,
+	SP_MODULE_ANON = 1u << 1,     /* no backing file ([anon], JIT) */
+	SP_MODULE_DELETED = 1u << 2,  /* backing file deleted at record time */
+	SP_MODULE_HAS_BIAS = 1u << 3, /* load_bias was computed from PT_LOAD */
+};
+
+/*
+ * A mapped code range and its backing file (the seeds' ModuleRecord).
+ * load_bias is avma - svma for this mapping, computed from the PT_LOAD
+ * segment that contains file_offset (DESIGN decision 7), so a symbolizer
+ * looks up svma = abs_ip - load_bias.  Identity: build-id when present, else
+ * inode + size + mtime.
+ */
+struct sp_module {
+	uint32_t id;
+	int32_t pid;          /* owning process; -1 for kernel ranges */
+	uint64_t start, end;  /* runtime range [start, end) */
+	uint64_t file_offset; /* file offset that start maps */
+	uint64_t inode;
+	uint32_t dev_major, dev_minor;
+	uint64_t load_bias;
+	uint64_t file_size;   /* bytes, 0 when unknown */
+	int64_t mtime_ns;     /* 0 when unknown */
+	uint32_t flags;       /* enum sp_module_flags */
+	uint8_t build_id_len; /* 0 when the file has no NT_GNU_BUILD_ID */
+	uint8_t build_id[SP_BUILD_ID_MAX];
+	const char *path;     /* owned by the writer's caller / the reader */
+};
+
+/* A thread interned by (pid, tid). */
+struct sp_thread {
+	int32_t pid, tid;
+	const char *name; /* latest comm seen, never NULL ("" when unknown) */
+};
+
+/* One observation of one thread.  stack_id 0 is the empty stack. */
+struct sp_sample {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC, ns */
+	uint32_t thread;       /* index into the spool's thread table */
+	uint32_t stack_id;     /* leaf node of the prefix tree */
+};
+
+/* Process exec marker: the seeds' ProcessExecRecord. */
+struct sp_exec {
+	uint64_t timestamp_ns;
+	int32_t pid;
+	bool is_python_runtime;
+};
+
+enum sp_event_source {
+	SP_EVENT_CYCLES = 0,    /* PERF_COUNT_HW_CPU_CYCLES */
+	SP_EVENT_CPU_CLOCK = 1, /* PERF_COUNT_SW_CPU_CLOCK */
+};
+
+/* Spool header metadata.  Strings are owned by whoever filled the struct. */
+struct sp_spool_meta {
+	uint64_t start_timestamp_us; /* timeline anchor (wall clock, µs since epoch) */
+	uint64_t sample_interval_us; /* 1e6 / frequency, 0 if unknown */
+	uint64_t start_monotonic_ns; /* CLOCK_MONOTONIC at record start */
+	uint32_t frequency_hz;
+	uint32_t stack_size;         /* bytes of user stack requested per sample */
+	uint32_t event_source;       /* enum sp_event_source */
+	const char *command;         /* the recorded command line, or "" */
+	const char *hostname;
+	const char *kernel_release;
+};
+
+/* ---------------------------------------------------------------------- */
+/* Spool writer                                                           */
+
+struct sp_spool_writer;
+
+/*
+ * Create (truncate) the spool at path and write its header.  Records are
+ * buffered and written whole, so a killed recorder leaves a readable prefix.
+ * On success *out owns the open file.  Errors: -errno from open/write.
+ */
+int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
+			 struct sp_spool_writer **out);
+
+/* Append a module record.  m->id is ignored; the new id is stored in *id. */
+int sp_spool_writer_add_module(struct sp_spool_writer *w, const struct sp_module *m,
+			       uint32_t *id);
+
+/* Intern a frame: an identical frame returns its existing id without writing. */
+int sp_spool_writer_intern_frame(struct sp_spool_writer *w, const struct sp_frame *f,
+				 uint32_t *id);
+
+/*
+ * Intern a stack given frame ids leaf first (frames[0] is the leaf).  Writes
+ * the prefix-tree nodes not yet known and stores the leaf node in *stack_id.
+ * n == 0 gives stack 0, the empty stack.
+ */
+int sp_spool_writer_intern_stack(struct sp_spool_writer *w, const uint32_t *frames,
+				 size_t n, uint32_t *stack_id);
+
+/* Intern a thread by (pid, tid); *index receives its table index. */
+int sp_spool_writer_intern_thread(struct sp_spool_writer *w, int32_t pid, int32_t tid,
+				  uint32_t *index);
+
+/* Record a thread's name (comm); a later name replaces an earlier one. */
+int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
+				    const char *name);
+
+/* Append a sample; timestamps are stored as signed deltas. */
+int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
+				  uint32_t stack_id, uint64_t timestamp_ns);
+
+int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e);
+
+/* Record a PERF_RECORD_LOST: count samples lost at timestamp_ns. */
+int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
+				uint64_t timestamp_ns);
+
+/* Write buffered records to the file (record boundaries only). */
+int sp_spool_writer_flush(struct sp_spool_writer *w);
+
+/* Bytes written to the file so far (after the last flush). */
+uint64_t sp_spool_writer_bytes(const struct sp_spool_writer *w);
+
+/*
+ * Append the summary trailer, flush, fsync and close.  The writer stays
+ * allocated; free it with sp_spool_writer_free().
+ */
+int sp_spool_writer_finish(struct sp_spool_writer *w, const struct sp_summary *s);
+
+/* Flush what is buffered (no trailer), close and free.  NULL is a no-op. */
+void sp_spool_writer_free(struct sp_spool_writer *w);
+
+/* ---------------------------------------------------------------------- */
+/* Spool reader                                                           */
+
+struct sp_spool;
+
+/*
+ * Read and validate a whole spool.  Every byte is untrusted: sizes, indexes
+ * and references are checked.  A file that ends mid-record yields its intact
+ * prefix with sp_spool_truncated() true.  Errors: -errno, -SP_E_SPOOL_MAGIC,
+ * -SP_E_SPOOL_VERSION, -SP_E_SPOOL_TRUNCATED (header incomplete),
+ * -SP_E_SPOOL_CORRUPT (a record references something that does not exist;
+ * the reader keeps what precedes it and reports truncated instead when the
+ * damaged record is the last one).
+ */
+int sp_spool_open(const char *path, struct sp_spool **out);
+
+/* Same as sp_spool_open over a caller's buffer (copied). */
+int sp_spool_open_buffer(const void *data, size_t len, struct sp_spool **out);
+
+void sp_spool_free(struct sp_spool *s);
+
+const struct sp_spool_meta *sp_spool_meta(const struct sp_spool *s);
+
+/* True when the file ended mid-record and only the intact prefix was kept. */
+bool sp_spool_truncated(const struct sp_spool *s);
+
+/* The summary trailer, or NULL when the recording was cut short. */
+const struct sp_summary *sp_spool_summary(const struct sp_spool *s);
+
+size_t sp_spool_module_count(const struct sp_spool *s);
+const struct sp_module *sp_spool_module(const struct sp_spool *s, uint32_t id);
+size_t sp_spool_frame_count(const struct sp_spool *s);
+const struct sp_frame *sp_spool_frame(const struct sp_spool *s, uint32_t id);
+size_t sp_spool_thread_count(const struct sp_spool *s);
+const struct sp_thread *sp_spool_thread(const struct sp_spool *s, uint32_t index);
+size_t sp_spool_sample_count(const struct sp_spool *s);
+const struct sp_sample *sp_spool_sample(const struct sp_spool *s, size_t index);
+size_t sp_spool_exec_count(const struct sp_spool *s);
+const struct sp_exec *sp_spool_exec(const struct sp_spool *s, size_t index);
+/* Sum of the lost records' counts. */
+uint64_t sp_spool_lost_total(const struct sp_spool *s);
+
+/* Number of stack ids (prefix-tree nodes + 1 for the empty stack 0). */
+size_t sp_spool_stack_count(const struct sp_spool *s);
+/* Frame id of a stack's leaf node, and the node's parent (0 = none). */
+uint32_t sp_spool_stack_frame(const struct sp_spool *s, uint32_t stack_id);
+uint32_t sp_spool_stack_parent(const struct sp_spool *s, uint32_t stack_id);
+/* Number of frames in a stack, leaf to root. */
+uint32_t sp_spool_stack_depth(const struct sp_spool *s, uint32_t stack_id);
+
+/* Sample time on the profile timeline, µs since start_timestamp_us. */
+uint64_t sp_spool_timestamp_us(const struct sp_spool *s, const struct sp_sample *sample);
+
+/*
+ * Print every record in file order, one per line, in the stable text form
+ * documented in stackpulse-dump(1).  Returns 0 or -errno from out.
+ */
+int sp_spool_dump_text(const struct sp_spool *s, FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Symbolizer                                                             */
+
+enum sp_frame_kind {
+	SP_KIND_NATIVE = 0,
+	SP_KIND_KERNEL = 1,
+	SP_KIND_PYTHON = 2,
+	SP_KIND_UNKNOWN = 3,
+	SP_KIND_TRUNCATED = 4,
+};
+
+enum sp_symbol_origin {
+	SP_ORIGIN_ELF = 0,
+	SP_ORIGIN_PERF_MAP = 1,
+	SP_ORIGIN_KERNEL_SYMBOLS = 2,
+	SP_ORIGIN_ADDRESS_ONLY = 3,
+};
+
+enum sp_resolved_flags {
+	SP_RFRAME_PYTHON_RUNTIME = 1u << 0,
+	SP_RFRAME_HIDDEN_DEFAULT = 1u << 1,
+	SP_RFRAME_JIT = 1u << 2,
+	SP_RFRAME_INLINE = 1u << 3,
+	SP_RFRAME_TRUNCATED = 1u << 4,
+};
+
+/* A displayable frame.  Strings live as long as the symbolizer. */
+struct sp_resolved_frame {
+	const char *name;   /* function, or "module+0xOFFSET", or "[truncated]" */
+	const char *module; /* display name of the module (basename), or "" */
+	const char *file;   /* source file, or NULL */
+	uint32_t line;      /* 0 when unknown */
+	uint8_t kind;       /* enum sp_frame_kind */
+	uint8_t origin;     /* enum sp_symbol_origin */
+	uint32_t flags;     /* enum sp_resolved_flags */
+	uint64_t pc;        /* abs_ip of the raw frame */
+	uint64_t symbol_offset; /* pc - symbol start, when named */
+};
+
+struct sp_symbolizer_opts {
+	bool no_demangle;
+};
+
+struct sp_symbolizer;
+
+/*
+ * Build a symbolizer for a loaded spool.  Module files are opened lazily,
+ * once per file (libdwfl), and proven to be the recorded file (build-id, or
+ * inode + size + mtime) before their symbols are used.  The spool must
+ * outlive the symbolizer.
+ */
+int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
+		      struct sp_symbolizer **out);
+
+/*
+ * Resolve one interned frame (cached per frame id).  *out is borrowed and
+ * lives as long as the symbolizer.  Resolution order: ELF symbols of the
+ * module's file, then the module+0xOFFSET fallback.
+ */
+int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
+			  const struct sp_resolved_frame **out);
+
+void sp_symbolizer_free(struct sp_symbolizer *sym);
+
+/* What a symbolizer could and could not use, counted as it resolves. */
+struct sp_symbolizer_stats {
+	uint64_t files_proven;        /* module files opened and proven the recorded file */
+	uint64_t files_unproven;      /* build-id, or inode + size + mtime, differ */
+	uint64_t files_unreadable;    /* missing, unreadable or not ELF */
+	uint64_t frames_named;        /* distinct frames named from symbols */
+	uint64_t frames_address_only; /* distinct frames given the address form */
+};
+
+void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out);
+
+/* ---------------------------------------------------------------------- */
+/* Reports                                                                */
+
+enum sp_report_format {
+	SP_REPORT_TEXT = 0,
+	SP_REPORT_FOLDED = 1,
+};
+
+struct sp_report_opts {
+	uint32_t format;      /* enum sp_report_format */
+	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
+	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
+	const char *spool_path; /* for the header, may be NULL */
+};
+
+/* Aggregate the spool and write one report in the chosen format to out. */
+int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
+		    const struct sp_report_opts *opts, FILE *out);
+
+/* ---------------------------------------------------------------------- */
+/* Recorder                                                               */
+
+#define SP_MAX_SAMPLE_USER_STACK 65528u /* kernel cap: u16 record size, 8-aligned */
+#define SP_DEFAULT_STACK_SIZE 32768u
+#define SP_DEFAULT_FREQUENCY 999u
+
+enum sp_attach_mode {
+	SP_ATTACH_STOP_ENABLE_RESUME = 0, /* running process: SIGSTOP, open, enable, SIGCONT */
+	SP_ATTACH_ENABLE_ON_EXEC = 1,     /* suspended child: events switch on at execve */
+};
+
+struct sp_record_opts {
+	uint32_t frequency_hz; /* samples per second per thread; 0 = default */
+	uint32_t stack_size;   /* user stack bytes copied per sample; 0 = default */
+	bool include_kernel;
+	bool no_inherit;       /* do not follow new threads / children */
+	uint64_t start_timestamp_us;
+	uint64_t sample_interval_us;
+	const char *command;   /* stored in the spool header */
+};
+
+struct sp_recorder;
+
+/*
+ * Create a recorder writing to spool_path and attach to pid with mode.
+ * Opens one sampling event per thread per CPU (DESIGN decision 5), with
+ * hardware cycles falling back to the software cpu-clock.  Errors: -EACCES /
+ * -EPERM (perf_event_paranoid, CAP_PERFMON), -SP_E_FREQ_LIMIT, -EMFILE,
+ * -ESRCH, -errno from the spool.
+ */
+int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mode,
+		       const struct sp_record_opts *opts, struct sp_recorder **out);
+
+/* Wait up to timeout_ms for ring data (epoll).  Returns 1 ready, 0 timeout, -errno. */
+int sp_recorder_wait(struct sp_recorder *r, int timeout_ms);
+
+/* Drain every ring, merge by timestamp, apply, unwind, write.  0 or -errno. */
+int sp_recorder_consume_available(struct sp_recorder *r);
+
+/* Stop sampling on every event (the rings can still be drained). */
+void sp_recorder_disable(struct sp_recorder *r);
+
+/* Copy of the counters so far. */
+void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out);
+
+/* Event source actually opened. */
+enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
+
+/* True while some attached process has a live thread. */
+bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid);
+
+/* Final drain, summary trailer, close.  *out (may be NULL) gets the summary. */
+int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out);
+
+/* Release (without finishing: the spool keeps its flushed prefix). NULL ok. */
+void sp_recorder_free(struct sp_recorder *r);
+
+/* /proc/sys/kernel/perf_event_max_sample_rate, or 0 when unreadable. */
+uint32_t sp_max_sample_rate(void);
+
+/* ---------------------------------------------------------------------- */
+/* Launching a command suspended before execve                            */
+
+struct sp_launch;
+
+/*
+ * Fork a child that blocks before execve(argv[0], argv) (PATH searched).
+ * The child's pid is valid at once; events opened with
+ * SP_ATTACH_ENABLE_ON_EXEC switch on at its execve.  -SP_E_LAUNCH with
+ * errno detail is reported by sp_launch_start when execve fails.
+ */
+int sp_launch_suspended(char *const argv[], struct sp_launch **out);
+pid_t sp_launch_pid(const struct sp_launch *l);
+/* Let the child execve.  Returns 0, or -errno of a failed execve. */
+int sp_launch_start(struct sp_launch *l);
+/* Non-blocking reap: 1 and *status (wait(2) form) when exited, 0 when running. */
+int sp_launch_try_wait(struct sp_launch *l, int *status);
+/* Kill (SIGKILL) a child that has not been started, reap, free.  NULL ok. */
+void sp_launch_free(struct sp_launch *l);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

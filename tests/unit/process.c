@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for per-process module maps: overlap trimming, splitting, lookup, copies. */
+#include <criterion/criterion.h>
+
+#include "internal.h"
+
+static struct sp_proc_module mod(uint64_t s, uint64_t e, uint64_t off, uint32_t id)
+{
+	return (struct sp_proc_module){.start = s, .end = e, .file_offset = off, .module_id = id};
+}
+
+Test(process, finds_modules_by_address)
+{
+	struct sp_process p = {0};
+	struct sp_proc_module a = mod(0x1000, 0x2000, 0, 1), b = mod(0x3000, 0x4000, 0, 2);
+	cr_assert_eq(sp_process_add_module(&p, &b), 0);
+	cr_assert_eq(sp_process_add_module(&p, &a), 0);
+	cr_assert_eq(sp_process_find(&p, 0x1000)->module_id, 1);
+	cr_assert_eq(sp_process_find(&p, 0x1fff)->module_id, 1);
+	cr_assert_null(sp_process_find(&p, 0x2000));
+	cr_assert_eq(sp_process_find(&p, 0x3800)->module_id, 2);
+	cr_assert_null(sp_process_find(&p, 0x4000));
+	sp_process_release(&p);
+}
+
+Test(process, new_mapping_splits_old_one)
+{
+	struct sp_process p = {0};
+	struct sp_proc_module a = mod(0x1000, 0x9000, 0x100000, 1), b = mod(0x3000, 0x4000, 0, 2);
+	sp_process_add_module(&p, &a);
+	sp_process_add_module(&p, &b);
+	cr_assert_eq(p.nmods, 3);
+	cr_assert_eq(sp_process_find(&p, 0x2fff)->module_id, 1);
+	cr_assert_eq(sp_process_find(&p, 0x3000)->module_id, 2);
+	struct sp_proc_module *tail = sp_process_find(&p, 0x4000);
+	cr_assert_eq(tail->module_id, 1);
+	/* The right part keeps mapping the same file bytes. */
+	cr_assert_eq(tail->file_offset, 0x100000 + 0x3000);
+	cr_assert_eq(tail->um.start, 0x4000);
+	sp_process_release(&p);
+}
+
+Test(process, new_mapping_replaces_covered_and_trims_neighbours)
+{
+	struct sp_process p = {0};
+	struct sp_proc_module m1 = mod(0x1000, 0x3000, 0, 1), m2 = mod(0x3000, 0x4000, 0, 2),
+			      m3 = mod(0x4000, 0x6000, 0, 3), big = mod(0x2000, 0x5000, 0, 9);
+	sp_process_add_module(&p, &m1);
+	sp_process_add_module(&p, &m2);
+	sp_process_add_module(&p, &m3);
+	sp_process_add_module(&p, &big);
+	cr_assert_eq(p.nmods, 3);
+	cr_assert_eq(sp_process_find(&p, 0x1fff)->module_id, 1);
+	cr_assert_eq(sp_process_find(&p, 0x2000)->module_id, 9);
+	cr_assert_eq(sp_process_find(&p, 0x4fff)->module_id, 9);
+	cr_assert_eq(sp_process_find(&p, 0x5000)->module_id, 3);
+	cr_assert_eq(sp_process_find(&p, 0x5000)->file_offset, 0x1000);
+	sp_process_release(&p);
+}
+
+Test(process, copy_and_clear)
+{
+	struct sp_process p = {0}, c = {0};
+	struct sp_proc_module a = mod(0x1000, 0x2000, 0, 1);
+	sp_process_add_module(&p, &a);
+	cr_assert_eq(sp_process_copy_modules(&c, &p), 0);
+	cr_assert_eq(sp_process_find(&c, 0x1800)->module_id, 1);
+	sp_process_clear_modules(&c);
+	cr_assert_null(sp_process_find(&c, 0x1800));
+	cr_assert_eq(sp_process_find(&p, 0x1800)->module_id, 1);
+	sp_process_release(&p);
+	sp_process_release(&c);
+}
+
+Test(process, python_module_names)
+{
+	cr_assert(sp_is_python_module("/usr/bin/python3.11"));
+	cr_assert(sp_is_python_module("python3"));
+	cr_assert(sp_is_python_module("/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0"));
+	cr_assert_not(sp_is_python_module("/usr/bin/python3-config"));
+	cr_assert_not(sp_is_python_module("/usr/lib/libc.so.6"));
+	cr_assert_not(sp_is_python_module("/usr/bin/pythonista"));
+}

@@ -420,7 +420,12 @@ struct sp_report_opts {
 	const char *spool_path; /* for the header, may be NULL */
 };
 
-/* Aggregate the spool and write one report in the chosen format to out. */
+/*
+ * Aggregate the spool and write one report in the chosen format to out (the
+ * layouts are described in stackpulse-report(1)).  sym may be NULL: a default
+ * symbolizer is then made for this call.  Returns 0, -SP_E_BAD_ARG for an
+ * unknown format, -ENOMEM, or -errno (-EIO) when writing to out failed.
+ */
 int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		    const struct sp_report_opts *opts, FILE *out);
 

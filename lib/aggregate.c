@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/* Aggregate a spool on interned ids: samples per stack id, functions resolved once per frame. */
+#include "report_internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FUNC_UNSET (UINT32_MAX - 1)
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+	return (h ^ 0xff) * 0x100000001b3ULL; /* terminator: "ab","c" differs from "a","bc" */
+}
+
+#define FNV_BASIS 0xcbf29ce484222325ULL
+
+static int grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap ? *cap : 64;
+	while (n < need)
+		n *= 2;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}
+
+/* Interning probes past hash collisions: the map holds hashes, the strings decide. */
+static int intern_name(struct sp_agg *a, const char *name, uint32_t *id)
+{
+	uint64_t h = sp_hash64(fnv_str(FNV_BASIS, name));
+	uint32_t v;
+	while (sp_map_get(&a->name_index, h, &v)) {
+		if (!strcmp(a->names[v], name)) {
+			*id = v;
+			return 0;
+		}
+		h = sp_hash64(h + 1);
+	}
+	int err = grow((void **)&a->names, &a->names_cap, a->nnames + 1, sizeof(*a->names));
+	if (!err)
+		err = sp_map_put(&a->name_index, h, (uint32_t)a->nnames);
+	if (err)
+		return err;
+	a->names[a->nnames] = name;
+	*id = (uint32_t)a->nnames++;
+	return 0;
+}
+
+static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *rf, uint32_t *id)
+{
+	const char *module = rf->module ? rf->module : "";
+	uint64_t h = sp_hash64(fnv_str(fnv_str(FNV_BASIS, rf->name), module));
+	uint32_t v;
+	while (sp_map_get(&a->func_index, h, &v)) {
+		if (!strcmp(a->funcs[v].name, rf->name) && !strcmp(a->funcs[v].module, module)) {
+			*id = v;
+			return 0;
+		}
+		h = sp_hash64(h + 1);
+	}
+	uint32_t name_id;
+	int err = intern_name(a, rf->name, &name_id);
+	if (!err)
+		err = grow((void **)&a->funcs, &a->funcs_cap, a->nfuncs + 1, sizeof(*a->funcs));
+	if (!err)
+		err = sp_map_put(&a->func_index, h, (uint32_t)a->nfuncs);
+	if (err)
+		return err;
+	a->funcs[a->nfuncs] = (struct sp_agg_func){
+		.name = rf->name,
+		.module = module,
+		.name_id = name_id,
+	};
+	*id = (uint32_t)a->nfuncs++;
+	return 0;
+}
+
+/* Function of a frame, resolving it on first use only. */
+static int func_of(struct sp_agg *a, uint32_t frame_id, uint32_t *func)
+{
+	if (frame_id >= sp_spool_frame_count(a->spool)) {
+		*func = SP_AGG_NO_FUNC;
+		return 0;
+	}
+	if (a->frame_func[frame_id] != FUNC_UNSET) {
+		*func = a->frame_func[frame_id];
+		return 0;
+	}
+	const struct sp_resolved_frame *rf;
+	int err = sp_symbolizer_resolve(a->sym, frame_id, &rf);
+	if (err)
+		return err;
+	if (rf->kind == SP_KIND_TRUNCATED)
+		*func = SP_AGG_NO_FUNC;
+	else if ((err = intern_func(a, rf, func)))
+		return err;
+	a->frame_func[frame_id] = *func;
+	return 0;
+}
+
+size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t **frames)
+{
+	size_t n = 0;
+	/* The reader validates parents; the bound still keeps a bad tree from looping. */
+	for (uint32_t node = stack_id; node && n < a->nstacks;
+	     node = sp_spool_stack_parent(a->spool, node)) {
+		if (n == a->path_cap &&
+		    grow((void **)&a->path, &a->path_cap, n + 1, sizeof(*a->path)))
+			break;
+		a->path[n++] = sp_spool_stack_frame(a->spool, node);
+	}
+	*frames = a->path;
+	return n;
+}
+
+static bool frame_is_marker(const struct sp_spool *s, uint32_t frame_id)
+{
+	const struct sp_frame *f =
+		frame_id < sp_spool_frame_count(s) ? sp_spool_frame(s, frame_id) : NULL;
+	return f && f->mode == SP_FRAME_TRUNCATED;
+}
+
+/* Self and total of every function for one distinct stack seen count times. */
+static int attribute_stack(struct sp_agg *a, uint32_t sid, uint64_t count)
+{
+	const uint32_t *fr;
+	size_t n = sp_agg_stack_frames(a, sid, &fr);
+	if (n && frame_is_marker(a->spool, fr[n - 1])) {
+		a->stack_truncated[sid] = 1;
+		a->truncated_samples += count;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint32_t fid;
+		int err = func_of(a, fr[i], &fid);
+		if (err)
+			return err;
+		if (fid == SP_AGG_NO_FUNC)
+			continue;
+		struct sp_agg_func *f = &a->funcs[fid];
+		if (i == 0)
+			f->self += count;
+		/* Recursion: a function counts once per stack in total. */
+		if (f->stamp != sid + 1) {
+			f->stamp = sid + 1;
+			f->total += count;
+		}
+	}
+	return 0;
+}
+
+int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym)
+{
+	memset(a, 0, sizeof(*a));
+	a->spool = s;
+	a->sym = sym;
+	sp_map_init(&a->func_index);
+	sp_map_init(&a->name_index);
+	a->nstacks = sp_spool_stack_count(s);
+	size_t nframes = a->nframes = sp_spool_frame_count(s);
+	if (a->nstacks >= UINT32_MAX)
+		return -SP_E_BAD_ARG;
+	a->stack_count = calloc(a->nstacks ? a->nstacks : 1, sizeof(*a->stack_count));
+	a->stack_truncated = calloc(a->nstacks ? a->nstacks : 1, 1);
+	a->frame_func = malloc((nframes ? nframes : 1) * sizeof(*a->frame_func));
+	if (!a->stack_count || !a->stack_truncated || !a->frame_func)
+		return -ENOMEM;
+	for (size_t i = 0; i < nframes; i++)
+		a->frame_func[i] = FUNC_UNSET;
+
+	/* Pass 1: per-sample work is one increment; nothing is resolved yet. */
+	size_t nsamples = sp_spool_sample_count(s);
+	for (size_t i = 0; i < nsamples; i++) {
+		const struct sp_sample *smp = sp_spool_sample(s, i);
+		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
+		a->stack_count[sid]++;
+		if (!a->samples || smp->timestamp_ns < a->first_ns)
+			a->first_ns = smp->timestamp_ns;
+		if (!a->samples || smp->timestamp_ns > a->last_ns)
+			a->last_ns = smp->timestamp_ns;
+		a->samples++;
+	}
+	a->empty_samples = a->nstacks ? a->stack_count[0] : 0;
+
+	/* Pass 2: once per distinct stack, each frame resolved the first time it is met. */
+	for (size_t sid = 1; sid < a->nstacks; sid++) {
+		if (!a->stack_count[sid])
+			continue;
+		int err = attribute_stack(a, (uint32_t)sid, a->stack_count[sid]);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void sp_agg_release(struct sp_agg *a)
+{
+	free(a->stack_count);
+	free(a->stack_truncated);
+	free(a->frame_func);
+	free(a->funcs);
+	free(a->names);
+	free(a->path);
+	sp_map_release(&a->func_index);
+	sp_map_release(&a->name_index);
+	memset(a, 0, sizeof(*a));
+}
+
+void sp_seq_groups_init(struct sp_seq_groups *g)
+{
+	memset(g, 0, sizeof(*g));
+	sp_map_init(&g->index);
+}
+
+void sp_seq_groups_release(struct sp_seq_groups *g)
+{
+	sp_map_release(&g->index);
+	free(g->ids);
+	free(g->groups);
+	memset(g, 0, sizeof(*g));
+}
+
+int sp_seq_groups_add(struct sp_seq_groups *g, const uint32_t *ids, uint32_t n, uint64_t count)
+{
+	uint64_t h = FNV_BASIS ^ n;
+	for (uint32_t i = 0; i < n; i++)
+		h = sp_hash64(h ^ ids[i]) + i;
+	uint32_t v;
+	while (sp_map_get(&g->index, h, &v)) {
+		struct sp_seq_group *grp = &g->groups[v];
+		if (grp->len == n && !memcmp(g->ids + grp->off, ids, n * sizeof(*ids))) {
+			grp->count += count;
+			return 0;
+		}
+		h = sp_hash64(h + 1);
+	}
+	int err = grow((void **)&g->ids, &g->ids_cap, g->nids + n, sizeof(*g->ids));
+	if (!err)
+		err = grow((void **)&g->groups, &g->groups_cap, g->ngroups + 1, sizeof(*g->groups));
+	if (!err)
+		err = sp_map_put(&g->index, h, (uint32_t)g->ngroups);
+	if (err)
+		return err;
+	if (n)
+		memcpy(g->ids + g->nids, ids, n * sizeof(*ids));
+	g->groups[g->ngroups++] = (struct sp_seq_group){.off = g->nids, .len = n, .count = count};
+	g->nids += n;
+	return 0;
+}

@@ -1,0 +1,215 @@
+/* SPDX-License-Identifier: MIT */
+/* The text report: header, flat function table by self share, heaviest complete stacks. */
+#include "report_internal.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_ROWS 25
+#define DEFAULT_STACKS 5
+#define LINE_COLUMNS 80
+#define LEFT_COLUMNS 27 /* "  Self%  Total%   Samples  " */
+#define MODULE_MAX 20
+#define FUNCTION_MIN 24
+
+static double pct(uint64_t part, uint64_t whole)
+{
+	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void write_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	const struct sp_spool *s = a->spool;
+	const struct sp_spool_meta *meta = sp_spool_meta(s);
+	struct sp_symbolizer_stats st;
+	sp_symbolizer_stats(a->sym, &st);
+
+	fprintf(out, "Spool:      %s\n", opts->spool_path ? opts->spool_path : "(buffer)");
+	fprintf(out, "Command:    %s\n", meta && meta->command && *meta->command ? meta->command
+									: "(unknown)");
+	fprintf(out, "Event:      %s", meta && meta->event_source == SP_EVENT_CYCLES ? "cycles"
+										: "cpu-clock");
+	if (meta && meta->frequency_hz)
+		fprintf(out, " at %" PRIu32 " Hz", meta->frequency_hz);
+	fputc('\n', out);
+	double secs = (double)(a->last_ns - a->first_ns) / 1e9;
+	fprintf(out, "Duration:   %.3f s\n", secs);
+	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->samples,
+		sp_spool_lost_total(s));
+	fprintf(out, "Empty:      %.1f%% of samples had no stack (%" PRIu64 ")\n",
+		pct(a->empty_samples, a->samples), a->empty_samples);
+	fprintf(out, "Truncated:  %.1f%% of samples had a truncated stack (%" PRIu64 ")\n",
+		pct(a->truncated_samples, a->samples), a->truncated_samples);
+	if (st.files_unproven)
+		fprintf(out, "Unproven:   %" PRIu64 " module file%s differ%s from the recorded one%s;"
+			     " shown as module+offset\n", st.files_unproven,
+			st.files_unproven == 1 ? "" : "s", st.files_unproven == 1 ? "s" : "",
+			st.files_unproven == 1 ? "" : "s");
+	if (st.files_unreadable)
+		fprintf(out, "Unreadable: %" PRIu64 " module file%s missing or not ELF;"
+			     " shown as module+offset\n", st.files_unreadable,
+			st.files_unreadable == 1 ? "" : "s");
+	if (sp_spool_truncated(s) || !sp_spool_summary(s))
+		fprintf(out, "Note:       the recording was cut short; only its intact prefix"
+			     " is shown\n");
+}
+
+static int name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y)
+{
+	int c = strcmp(x->name, y->name);
+	return c ? c : strcmp(x->module, y->module);
+}
+
+static int by_self(const void *pa, const void *pb, void *ctx)
+{
+	const struct sp_agg *a = ctx;
+	const struct sp_agg_func *x = &a->funcs[*(const uint32_t *)pa];
+	const struct sp_agg_func *y = &a->funcs[*(const uint32_t *)pb];
+	if (x->self != y->self)
+		return x->self < y->self ? 1 : -1;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	return name_cmp(x, y);
+}
+
+/* Print s in a column of width w, cutting long text with "..." so lines stay in bounds. */
+static void put_cell(FILE *out, const char *s, size_t w, bool pad)
+{
+	size_t n = strlen(s);
+	if (n > w && w > 3)
+		fprintf(out, "%.*s...", (int)(w - 3), s);
+	else if (pad)
+		fprintf(out, "%-*s", (int)w, s);
+	else
+		fputs(s, out);
+}
+
+static int write_table(const struct sp_agg *a, uint32_t max_rows, FILE *out)
+{
+	uint32_t *order = malloc((a->nfuncs ? a->nfuncs : 1) * sizeof(*order));
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < a->nfuncs; i++)
+		order[i] = (uint32_t)i;
+	qsort_r(order, a->nfuncs, sizeof(*order), by_self, (void *)a);
+	size_t rows = a->nfuncs < max_rows ? a->nfuncs : max_rows;
+
+	size_t fw = strlen("Function"), mw = strlen("Module");
+	for (size_t i = 0; i < rows; i++) {
+		const struct sp_agg_func *f = &a->funcs[order[i]];
+		size_t n = strlen(f->name), m = strlen(f->module);
+		fw = n > fw ? n : fw;
+		mw = m > mw ? m : mw;
+	}
+	mw = mw > MODULE_MAX ? MODULE_MAX : mw;
+	size_t room = LINE_COLUMNS - LEFT_COLUMNS - 2 - mw;
+	fw = fw > room ? room : fw;
+	fw = fw < FUNCTION_MIN ? FUNCTION_MIN : fw;
+
+	fprintf(out, "\n  Self%%  Total%%   Samples  %-*s  Module\n", (int)fw, "Function");
+	for (size_t i = 0; i < rows; i++) {
+		const struct sp_agg_func *f = &a->funcs[order[i]];
+		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 "  ", pct(f->self, a->samples),
+			pct(f->total, a->samples), f->self);
+		put_cell(out, f->name, fw, true);
+		fputs("  ", out);
+		put_cell(out, f->module, mw, false);
+		fputc('\n', out);
+	}
+	if (a->nfuncs > rows)
+		fprintf(out, "(%zu more functions not shown)\n", a->nfuncs - rows);
+	free(order);
+	return 0;
+}
+
+struct stack_sort {
+	const struct sp_agg *agg;
+	const struct sp_seq_groups *groups;
+};
+
+static int by_count(const void *pa, const void *pb, void *ctx)
+{
+	const struct stack_sort *c = ctx;
+	const struct sp_seq_group *x = &c->groups->groups[*(const uint32_t *)pa];
+	const struct sp_seq_group *y = &c->groups->groups[*(const uint32_t *)pb];
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	const uint32_t *xi = c->groups->ids + x->off, *yi = c->groups->ids + y->off;
+	for (uint32_t i = 0; i < x->len && i < y->len; i++) {
+		int d = name_cmp(&c->agg->funcs[xi[i]], &c->agg->funcs[yi[i]]);
+		if (d)
+			return d;
+	}
+	return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Complete stacks merged by their function sequence: ids differ when addresses do. */
+static int write_stacks(struct sp_agg *a, uint32_t max_stacks, FILE *out)
+{
+	struct sp_seq_groups g;
+	uint32_t *seq = NULL, *order = NULL;
+	size_t seq_cap = 0;
+	int err = 0;
+	sp_seq_groups_init(&g);
+	for (size_t sid = 1; sid < a->nstacks; sid++) {
+		if (!a->stack_count[sid] || a->stack_truncated[sid])
+			continue;
+		const uint32_t *fr;
+		size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &fr);
+		if (n > seq_cap) {
+			free(seq);
+			seq_cap = n * 2;
+			if (!(seq = malloc(seq_cap * sizeof(*seq)))) {
+				err = -ENOMEM;
+				goto out;
+			}
+		}
+		uint32_t len = 0;
+		for (size_t i = 0; i < n; i++)
+			if (sp_agg_frame_func(a, fr[i]) != SP_AGG_NO_FUNC)
+				seq[len++] = sp_agg_frame_func(a, fr[i]);
+		if (len && (err = sp_seq_groups_add(&g, seq, len, a->stack_count[sid])))
+			goto out;
+	}
+	if (!(order = malloc((g.ngroups ? g.ngroups : 1) * sizeof(*order)))) {
+		err = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < g.ngroups; i++)
+		order[i] = (uint32_t)i;
+	struct stack_sort ctx = {.agg = a, .groups = &g};
+	qsort_r(order, g.ngroups, sizeof(*order), by_count, &ctx);
+
+	fprintf(out, "\nHeaviest stacks (complete stacks, leaf first)\n");
+	if (!g.ngroups)
+		fprintf(out, "  (no complete stacks)\n");
+	for (size_t i = 0; i < g.ngroups && i < max_stacks; i++) {
+		const struct sp_seq_group *grp = &g.groups[order[i]];
+		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(grp->count, a->samples),
+			grp->count, grp->count == 1 ? "" : "s");
+		for (uint32_t j = 0; j < grp->len; j++) {
+			const struct sp_agg_func *f = &a->funcs[g.ids[grp->off + j]];
+			fprintf(out, "    %s (%s)\n", f->name, f->module);
+		}
+	}
+out:
+	free(seq);
+	free(order);
+	sp_seq_groups_release(&g);
+	return err;
+}
+
+int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	write_header(a, opts, out);
+	if (!a->samples) {
+		fprintf(out, "\nNo samples.\n");
+		return 0;
+	}
+	int err = write_table(a, opts->max_rows ? opts->max_rows : DEFAULT_ROWS, out);
+	if (!err)
+		err = write_stacks(a, opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS, out);
+	return err;
+}

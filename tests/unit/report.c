@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the reports: exact folded output and the text report's shares on a known spool. */
+#include <criterion/criterion.h>
+
+#include "report_internal.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Functions the fixture's stacks point into; bodies big enough for +4 and +8. */
+__attribute__((noinline)) int sp_test_known_alpha(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc = acc * 3 + i;
+	return acc;
+}
+
+__attribute__((noinline)) int sp_test_known_beta(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc = acc ^ (i * 7);
+	return acc + sp_test_known_alpha(x);
+}
+
+__attribute__((noinline)) int sp_test_root(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc -= i;
+	return acc + sp_test_known_beta(x);
+}
+
+static char spool_path[64];
+static struct sp_spool_writer *writer;
+static struct sp_spool *spool;
+static uint32_t thread;
+static uint64_t now_ns;
+
+static void setup(void)
+{
+	strcpy(spool_path, "/tmp/sp-report-XXXXXX");
+	int fd = mkstemp(spool_path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	struct sp_spool_meta meta = {.frequency_hz = 999, .event_source = SP_EVENT_CPU_CLOCK,
+				     .start_monotonic_ns = 1000000000, .command = "./prog --fast",
+				     .hostname = "h", .kernel_release = "k"};
+	now_ns = meta.start_monotonic_ns;
+	cr_assert_eq(sp_spool_writer_open(spool_path, &meta, &writer), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 10, &thread), 0);
+}
+
+static void teardown(void)
+{
+	sp_spool_free(spool);
+	sp_spool_writer_free(writer);
+	unlink(spool_path);
+	spool = NULL;
+	writer = NULL;
+}
+
+TestSuite(report, .init = setup, .fini = teardown);
+
+/* This test binary as a module, proven by build-id, with its load bias. */
+static uint32_t self_module(struct sp_module *m, uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	cr_assert_not_null(f);
+	static char path[PATH_MAX];
+	char line[PATH_MAX + 128];
+	bool found = false;
+	memset(m, 0, sizeof(*m));
+	while (!found && fgets(line, sizeof(line), f)) {
+		int n = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*x:%*x %" SCNu64 " %n",
+			   &m->start, &m->end, &m->file_offset, &m->inode, &n) < 4)
+			continue;
+		if (addr < m->start || addr >= m->end)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s", line + n);
+		found = true;
+	}
+	fclose(f);
+	cr_assert(found);
+	m->path = path;
+	sp_elf_init();
+	int fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	struct sp_elf_info info;
+	cr_assert_eq(sp_elf_info_read(elf, &info), 0);
+	m->build_id_len = info.build_id_len;
+	memcpy(m->build_id, info.build_id, info.build_id_len);
+	cr_assert_eq(sp_elf_load_bias(&info, m->start, m->file_offset, &m->load_bias), 0);
+	m->flags = SP_MODULE_HAS_BIAS;
+	sp_elf_info_release(&info);
+	elf_end(elf);
+	close(fd);
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_add_module(writer, m, &id), 0);
+	return id;
+}
+
+static uint32_t frame(uint32_t mid, const struct sp_module *m, uint64_t addr)
+{
+	struct sp_frame f = {.module_id = mid, .mode = SP_FRAME_USER, .abs_ip = addr,
+			     .rel_ip = addr - m->start + m->file_offset};
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &f, &id), 0);
+	return id;
+}
+
+static uint32_t marker(void)
+{
+	struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_TRUNCATED,
+			     .abs_ip = SP_STOP_STACK_EXHAUSTED};
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &f, &id), 0);
+	return id;
+}
+
+/* count samples of the stack frames[0..n) (leaf first), 10 ms apart. */
+static void samples(const uint32_t *frames, size_t n, unsigned count)
+{
+	uint32_t sid;
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, frames, n, &sid), 0);
+	for (unsigned i = 0; i < count; i++) {
+		cr_assert_eq(sp_spool_writer_append_sample(writer, thread, sid, now_ns), 0);
+		now_ns += 10000000;
+	}
+}
+
+static uint64_t fn(int (*f)(int))
+{
+	return (uint64_t)(uintptr_t)f;
+}
+
+/*
+ * 13 samples: alpha<-beta<-root x5, the same names at other addresses x1,
+ * beta<-root x3, alpha<-alpha<-root x2 (recursion), alpha<-[truncated] x1,
+ * empty x1.
+ */
+static void known_profile(bool finish)
+{
+	struct sp_module m;
+	uint32_t mid = self_module(&m, fn(sp_test_known_alpha));
+	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	uint32_t a2 = frame(mid, &m, fn(sp_test_known_alpha) + 8);
+	uint32_t b = frame(mid, &m, fn(sp_test_known_beta) + 4);
+	uint32_t b2 = frame(mid, &m, fn(sp_test_known_beta) + 8);
+	uint32_t r = frame(mid, &m, fn(sp_test_root) + 4);
+	uint32_t t = marker();
+	samples((uint32_t[]){a, b, r}, 3, 5);
+	samples((uint32_t[]){a2, b2, r}, 3, 1);
+	samples((uint32_t[]){b, r}, 2, 3);
+	samples((uint32_t[]){a, a2, r}, 3, 2);
+	samples((uint32_t[]){a, t}, 2, 1);
+	samples(NULL, 0, 1);
+	if (finish) {
+		struct sp_summary sum = {.samples = 13};
+		cr_assert_eq(sp_spool_writer_finish(writer, &sum), 0);
+	} else {
+		cr_assert_eq(sp_spool_writer_flush(writer), 0);
+	}
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+}
+
+static char *report(uint32_t format, uint32_t rows, uint32_t stacks)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(spool, NULL, &sym), 0);
+	struct sp_report_opts opts = {.format = format, .max_rows = rows, .max_stacks = stacks,
+				      .spool_path = "known.spool"};
+	cr_assert_eq(sp_report_write(spool, sym, &opts, out), 0);
+	fclose(out);
+	sp_symbolizer_free(sym);
+	return text;
+}
+
+Test(report, folded_output_is_exact)
+{
+	known_profile(true);
+	char *text = report(SP_REPORT_FOLDED, 0, 0);
+	cr_expect_str_eq(text, "[empty] 1\n"
+			       "[truncated];sp_test_known_alpha 1\n"
+			       "sp_test_root;sp_test_known_alpha;sp_test_known_alpha 2\n"
+			       "sp_test_root;sp_test_known_beta 3\n"
+			       "sp_test_root;sp_test_known_beta;sp_test_known_alpha 6\n");
+	free(text);
+}
+
+static bool has_line(const char *text, const char *line)
+{
+	size_t n = strlen(line);
+	for (const char *p = text; (p = strstr(p, line)); p++)
+		if ((p == text || p[-1] == '\n') && (p[n] == '\n' || !p[n]))
+			return true;
+	return false;
+}
+
+static const char *basename_of_self(void)
+{
+	static char buf[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+	cr_assert_gt(n, 0);
+	buf[n] = '\0';
+	return strrchr(buf, '/') + 1;
+}
+
+Test(report, text_report_shares)
+{
+	known_profile(true);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	const char *mod = basename_of_self();
+	char want[256];
+
+	cr_expect(has_line(text, "Spool:      known.spool"), "%s", text);
+	cr_expect(has_line(text, "Command:    ./prog --fast"), "%s", text);
+	cr_expect(has_line(text, "Event:      cpu-clock at 999 Hz"), "%s", text);
+	cr_expect(has_line(text, "Duration:   0.120 s"), "%s", text);
+	cr_expect(has_line(text, "Samples:    13 (lost 0)"), "%s", text);
+	cr_expect(has_line(text, "Empty:      7.7% of samples had no stack (1)"), "%s", text);
+	cr_expect(has_line(text, "Truncated:  7.7% of samples had a truncated stack (1)"),
+		  "%s", text);
+	cr_expect_null(strstr(text, "cut short"), "%s", text);
+	/* alpha: self 9 (leaf of 5+1+2+1), total 9 (recursion counted once). */
+	snprintf(want, sizeof(want), "  69.2%%   69.2%%         9  %-24s  %s",
+		 "sp_test_known_alpha", mod);
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "  23.1%%   69.2%%         3  %-24s  %s",
+		 "sp_test_known_beta", mod);
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "   0.0%%   84.6%%         0  %-24s  %s", "sp_test_root",
+		 mod);
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	/* Heaviest: two stack ids with the same names merge into 6 samples. */
+	cr_expect(has_line(text, " 46.2% (6 samples)"), "%s", text);
+	snprintf(want, sizeof(want), "    sp_test_known_beta (%s)", mod);
+	cr_expect(has_line(text, want), "%s", text);
+	cr_expect(has_line(text, " 23.1% (3 samples)"), "%s", text);
+	cr_expect(has_line(text, " 15.4% (2 samples)"), "%s", text);
+	/* The truncated stack is not among the heaviest complete stacks. */
+	cr_expect_null(strstr(text, "(1 sample)"), "%s", text);
+	cr_expect(strstr(text, "(6 samples)") < strstr(text, "(3 samples)"));
+	free(text);
+}
+
+Test(report, cut_short_recording_is_said)
+{
+	known_profile(false);
+	cr_assert_null(sp_spool_summary(spool));
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	cr_expect(has_line(text, "Note:       the recording was cut short; only its intact prefix"
+				 " is shown"), "%s", text);
+	free(text);
+}
+
+Test(report, limits_rows_and_stacks)
+{
+	known_profile(true);
+	char *text = report(SP_REPORT_TEXT, 1, 1);
+	cr_expect_not_null(strstr(text, "sp_test_known_alpha"));
+	cr_expect(has_line(text, "(2 more functions not shown)"), "%s", text);
+	cr_expect(has_line(text, " 46.2% (6 samples)"), "%s", text);
+	cr_expect_null(strstr(text, "(3 samples)"), "%s", text);
+	free(text);
+}
+
+Test(report, long_names_stay_within_80_columns)
+{
+	/* Unreadable module with a long name: fallback names are long too. */
+	char path[200];
+	memset(path, 'x', sizeof(path));
+	memcpy(path, "/nonexistent/", 13);
+	path[sizeof(path) - 1] = '\0';
+	struct sp_module m = {.start = 0x1000, .end = 0x2000, .path = path};
+	uint32_t mid;
+	cr_assert_eq(sp_spool_writer_add_module(writer, &m, &mid), 0);
+	uint32_t f = frame(mid, &m, 0x1234);
+	samples(&f, 1, 2);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	const char *table = strstr(text, "  Self%");
+	cr_assert_not_null(table, "%s", text);
+	const char *end = strstr(table, "\nHeaviest");
+	for (const char *p = table; p < end;) {
+		size_t n = strcspn(p, "\n");
+		cr_expect_leq(n, 80, "line too long: %.*s", (int)n, p);
+		p += n + 1;
+	}
+	cr_expect(has_line(text, "Unreadable: 1 module file missing or not ELF; shown as"
+				 " module+offset"), "%s", text);
+	free(text);
+}
+
+Test(report, empty_spool)
+{
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	cr_expect(has_line(text, "No samples."), "%s", text);
+	free(text);
+	text = report(SP_REPORT_FOLDED, 0, 0);
+	cr_expect_str_eq(text, "");
+	free(text);
+}
+
+Test(report, rejects_unknown_format)
+{
+	known_profile(true);
+	struct sp_report_opts opts = {.format = 7};
+	cr_expect_eq(sp_report_write(spool, NULL, &opts, stdout), -SP_E_BAD_ARG);
+}

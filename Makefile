@@ -46,7 +46,7 @@ check-deps:
 libstackpulse.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-lib/%.o: lib/%.c lib/stackpulse.h lib/internal.h | check-deps
+lib/%.o: lib/%.c $(wildcard lib/*.h) | check-deps
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 cmd/%.o: cmd/%.c cmd/cli.h lib/stackpulse.h
@@ -60,7 +60,7 @@ tests/workloads/%: tests/workloads/%.c
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -o $@ $< -lpthread -lm
 workloads: $(WORKLOAD_BIN)
 
-tests/unit/%: tests/unit/%.c libstackpulse.a lib/stackpulse.h lib/internal.h
+tests/unit/%: tests/unit/%.c libstackpulse.a $(wildcard lib/*.h tests/unit/*.h)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS) $(UNWIND_LIBS) $(CRITERION_LIBS)
 
 unit: $(UNIT_BIN)

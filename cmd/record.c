@@ -198,8 +198,8 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	uint64_t n = s->samples ? s->samples : 1;
 	fprintf(stderr,
 		"stackpulse record: wrote '%s' (%.1f KiB, %.1f bytes/sample) in %.1f s, %s at %u Hz\n"
-		"  samples written %" PRIu64 " of %" PRIu64 " events, lost %" PRIu64
-		", empty stacks %" PRIu64 ", truncated stacks %" PRIu64 " (%.1f%%)\n",
+		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
+		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
 		a->output, kib, kib * 1024.0 / (double)n, elapsed,
 		source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock",
 		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,

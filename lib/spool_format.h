@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT */
+/* Private layout of the spool format, version 1 (stackpulse-spool(5)): constants and the reader's tables. */
+#ifndef SP_SPOOL_FORMAT_H
+#define SP_SPOOL_FORMAT_H
+
+#include "internal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* "SPSPOOL" plus a NUL, so `file` and `head` show what the file is. */
+#define SP_SPOOL_MAGIC "SPSPOOL"
+#define SP_SPOOL_MAGIC_LEN 8
+#define SP_SPOOL_VERSION 1
+/* Magic plus the little-endian u16 version. */
+#define SP_SPOOL_HEADER_LEN (SP_SPOOL_MAGIC_LEN + 2)
+/* A uvarint of a 64-bit value never takes more than this many bytes. */
+#define SP_VARINT_MAX 10
+
+/*
+ * Record types.  0 is never written: a zero type byte is what a crash leaves
+ * in a preallocated or zero-filled tail, so the reader treats it as damage.
+ * Types above SP_REC_LAST_ are unknown to this version and are skipped.
+ */
+enum sp_spool_record {
+	SP_REC_INVALID = 0,
+	SP_REC_META = 1,
+	SP_REC_MODULE = 2,
+	SP_REC_FRAME = 3,
+	SP_REC_STACK = 4,
+	SP_REC_THREAD = 5,
+	SP_REC_THREAD_NAME = 6,
+	SP_REC_SAMPLE = 7,
+	SP_REC_EXEC = 8,
+	SP_REC_LOST = 9,
+	SP_REC_SUMMARY = 10,
+	SP_REC_LAST_ = SP_REC_SUMMARY,
+};
+
+/* EXEC flags; bits a reader does not know are ignored. */
+#define SP_EXEC_PYTHON 1u
+
+/* Unchecked LEB128 encoders for callers that reserved SP_VARINT_MAX bytes per value. */
+static inline uint8_t *sp_enc_uvarint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *sp_enc_svarint(uint8_t *p, int64_t v)
+{
+	return sp_enc_uvarint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/*
+ * Room for element n of an array of elem-byte elements: returns the
+ * (possibly moved) array, or NULL on overflow or ENOMEM with arr untouched.
+ * Doubling keeps appends amortized O(1).
+ */
+static inline void *sp_grow_array(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return arr;
+	size_t c = *cap ? *cap * 2 : 16;
+	if (c > SIZE_MAX / elem)
+		return NULL;
+	void *q = realloc(arr, c * elem);
+	if (q)
+		*cap = c;
+	return q;
+}
+
+/* Grow arr (a typed pointer lvalue) to hold element n; 0 or -ENOMEM. */
+#define SP_GROW(arr, n, cap)                                                   \
+	__extension__({                                                        \
+		void *q_ = sp_grow_array((arr), &(cap), (n), sizeof(*(arr)));  \
+		if (q_)                                                        \
+			(arr) = q_;                                            \
+		q_ ? 0 : -ENOMEM;                                              \
+	})
+
+/* ---- the reader's tables, shared with the dump (lib/spool_dump.c) ------ */
+
+/* One record in file order: its type (SP_REC_INVALID for an unknown type) and table index. */
+struct sp_spool_log {
+	uint32_t index;
+	uint8_t type;
+};
+
+struct sp_spool_unknown {
+	uint8_t type;
+	uint64_t length;
+};
+
+/* A THREAD_NAME record; the thread's name points at the latest one's string. */
+struct sp_spool_name {
+	uint32_t thread;
+	char *name;
+};
+
+struct sp_spool_lost {
+	uint64_t count, timestamp_ns;
+};
+
+struct sp_spool {
+	struct sp_spool_meta meta; /* strings point at the owned copies below */
+	char *command, *hostname, *kernel_release;
+	uint16_t version;
+	bool truncated;
+	uint64_t last_timestamp_ns; /* base of the next sample's delta */
+
+	struct sp_module *modules; /* paths owned */
+	size_t nmodules, modules_cap;
+	struct sp_frame *frames;
+	size_t nframes, frames_cap;
+	/* Stack node id -> parent and frame; entry 0 is the empty stack. */
+	uint32_t *stack_parent, *stack_frame;
+	size_t nstacks, stacks_cap;
+	struct sp_thread *threads;
+	size_t nthreads, threads_cap;
+	struct sp_spool_name *names;
+	size_t nnames, names_cap;
+	struct sp_sample *samples;
+	size_t nsamples, samples_cap;
+	struct sp_exec *execs;
+	size_t nexecs, execs_cap;
+	struct sp_spool_lost *losts;
+	size_t nlosts, losts_cap;
+	uint64_t lost_total;
+	/* Every SUMMARY record; the last one is the spool's summary. */
+	struct sp_summary *summaries;
+	size_t nsummaries, summaries_cap;
+	struct sp_spool_unknown *unknowns;
+	size_t nunknowns, unknowns_cap;
+	struct sp_spool_log *log;
+	size_t nlog, log_cap;
+};
+
+#endif

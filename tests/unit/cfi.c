@@ -1,0 +1,474 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests for lib/cfi.c: rows compiled from real ELF files and from hand-written CFI. */
+#include "live_stack.h"
+
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define NOINL __attribute__((noinline, noclone))
+#define RSP_BIT (1u << SP_DW_RSP)
+#define RIP_BIT (1u << SP_DW_RIP)
+
+/*
+ * Functions with hand-written CFI (gas .cfi directives; .cfi_escape spells
+ * DW_CFA_def_cfa_expression = 0x0f and DW_CFA_expression = 0x10 with their
+ * DWARF expressions).  Never called: only their rows are looked up, at
+ * entry + 1, after the first nop.
+ */
+__asm__(".text\n"
+	".globl fx_bad_expr, fx_deref_cfa, fx_regs, fx_ra_in_reg, fx_rbp_cfa, fx_root, fx_signal\n"
+	".hidden fx_bad_expr, fx_deref_cfa, fx_regs, fx_ra_in_reg, fx_rbp_cfa, fx_root, fx_signal\n"
+	/* CFA = rsp + 8 times 1: DW_OP_mul is outside the evaluator's set */
+	"fx_bad_expr: .cfi_startproc\n nop\n"
+	" .cfi_escape 0x0f, 4, 0x77, 0x08, 0x31, 0x1e\n nop\n ret\n .cfi_endproc\n"
+	/* CFA = *(rsp + 8) */
+	"fx_deref_cfa: .cfi_startproc\n nop\n"
+	" .cfi_escape 0x0f, 3, 0x77, 0x08, 0x06\n nop\n ret\n .cfi_endproc\n"
+	/* CFA = rsp + 64; every kind of callee-saved register rule */
+	"fx_regs: .cfi_startproc\n nop\n"
+	" .cfi_def_cfa_offset 64\n"
+	" .cfi_escape 0x10, 3, 2, 0x77, 0x08\n" /* rbx at rsp + 8 = CFA - 56 */
+	" .cfi_escape 0x10, 6, 2, 0x76, 0x00\n" /* rbp at rbp + 0: not CFA based */
+	" .cfi_val_offset r12, -24\n"
+	" .cfi_register r13, rax\n"
+	" .cfi_undefined r14\n"
+	" .cfi_same_value r15\n"
+	" nop\n ret\n .cfi_endproc\n"
+	/* the return address in a register */
+	"fx_ra_in_reg: .cfi_startproc\n nop\n .cfi_register rip, rax\n nop\n ret\n .cfi_endproc\n"
+	/* a frame-pointer frame with a slot beyond int16 for rbx */
+	"fx_rbp_cfa: .cfi_startproc\n nop\n"
+	" .cfi_def_cfa rbp, 16\n .cfi_offset rbp, -16\n .cfi_offset rbx, -40000\n"
+	" nop\n ret\n .cfi_endproc\n"
+	"fx_root: .cfi_startproc\n nop\n .cfi_undefined rip\n nop\n ret\n .cfi_endproc\n"
+	"fx_signal: .cfi_startproc\n .cfi_signal_frame\n nop\n nop\n ret\n .cfi_endproc\n"
+	/* an epilogue inside remember/restore_state, then more body */
+	".globl fx_remember, fx_remember_epi, fx_remember_body\n"
+	".hidden fx_remember, fx_remember_epi, fx_remember_body\n"
+	"fx_remember: .cfi_startproc\n push %rbx\n .cfi_def_cfa_offset 16\n .cfi_offset rbx, -16\n"
+	" sub $8, %rsp\n .cfi_def_cfa_offset 24\n nop\n .cfi_remember_state\n"
+	" add $8, %rsp\n .cfi_def_cfa_offset 16\n"
+	"fx_remember_epi: pop %rbx\n .cfi_def_cfa_offset 8\n ret\n"
+	" .cfi_restore_state\n"
+	"fx_remember_body: nop\n nop\n nop\n add $8, %rsp\n pop %rbx\n ret\n .cfi_endproc\n");
+void fx_bad_expr(void), fx_deref_cfa(void), fx_regs(void), fx_ra_in_reg(void), fx_rbp_cfa(void),
+	fx_root(void), fx_signal(void), fx_remember(void), fx_remember_epi(void),
+	fx_remember_body(void);
+
+static struct ls_map map;
+
+static void setup(void)
+{
+	cr_assert_eq(ls_map_load(&map), 0);
+}
+
+static void teardown(void)
+{
+	ls_map_free(&map);
+}
+
+TestSuite(cfi, .init = setup, .fini = teardown);
+
+static const struct sp_cfi_row *row_at(uint64_t avma, const struct ls_module **mod_out)
+{
+	const struct ls_module *mod = ls_map_module(&map, avma);
+	bool hit;
+
+	cr_assert_not_null(mod, "no module maps %#lx", (unsigned long)avma);
+	cr_assert_not_null(mod->um.cfi, "%s has no CFI table", mod->file->path);
+	if (mod_out)
+		*mod_out = mod;
+	return sp_cfi_table_lookup(mod->um.cfi, avma - mod->um.load_bias, &hit);
+}
+
+static unsigned saved_rule(const struct sp_cfi_row *row, unsigned i)
+{
+	return (row->saved >> (2 * i)) & 3;
+}
+
+/* Saved register slots, in the row's order: rbp rbx r12 r13 r14 r15. */
+enum { S_RBP, S_RBX, S_R12, S_R13, S_R14, S_R15 };
+
+static void expect_entry_row(const struct sp_cfi_row *row, uint64_t svma)
+{
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->cfa_reg, SP_DW_RSP);
+	cr_assert_eq(row->cfa_off, 8);
+	cr_assert_eq(row->ra_off, -8);
+	cr_assert_eq(row->start, svma);
+	cr_assert_eq(row->flags, 0);
+	/* nothing pushed yet: the callee-saved registers are the caller's */
+	for (unsigned i = 0; i < SP_CFI_NSAVED; i++)
+		cr_assert_eq(saved_rule(row, i), SP_CFI_SAME, "saved register %u", i);
+}
+
+static NOINL int entry_probe(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 1;
+}
+
+Test(cfi, function_entry_is_rsp_plus_8)
+{
+	const struct ls_module *mod;
+	const struct sp_cfi_row *row = row_at((uintptr_t)&entry_probe, &mod);
+
+	expect_entry_row(row, (uintptr_t)&entry_probe - mod->um.load_bias);
+}
+
+Test(cfi, libc_function_entry_is_rsp_plus_8)
+{
+	const struct ls_module *mod;
+	uintptr_t fn = (uintptr_t)&getpid;
+	const struct sp_cfi_row *row = row_at(fn, &mod);
+
+	cr_assert(strstr(mod->file->path, "libc"), "getpid is in %s", mod->file->path);
+	expect_entry_row(row, fn - mod->um.load_bias);
+}
+
+Test(cfi, start_is_root)
+{
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)&entry_probe);
+	GElf_Ehdr eh;
+	bool hit;
+
+	cr_assert_not_null(gelf_getehdr(mod->file->elf, &eh));
+	/* e_entry is _start, whose CFI marks the return address undefined */
+	const struct sp_cfi_row *row = sp_cfi_table_lookup(mod->um.cfi, eh.e_entry, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_ROOT);
+}
+
+/* ld.so's entry code (glibc 2.36: no FDE) calls _dl_start and _dl_init: the outermost frame. */
+Test(cfi, loader_entry_is_root)
+{
+	const struct ls_file *ld = NULL;
+	struct sp_cfi_table *t;
+	GElf_Ehdr eh;
+	bool hit;
+
+	for (size_t i = 0; i < map.nfiles; i++)
+		if (strstr(map.files[i].path, "/ld-linux"))
+			ld = &map.files[i];
+	if (!ld)
+		cr_skip_test("no ld-linux mapped (static test binary?)");
+	cr_assert_not_null(gelf_getehdr(ld->elf, &eh));
+	cr_assert_eq(sp_cfi_table_new(ld->elf, &t), 0);
+	for (uint64_t off = 0; off < 16; off++) {
+		const struct sp_cfi_row *row = sp_cfi_table_lookup(t, eh.e_entry + off, &hit);
+
+		cr_assert_not_null(row, "entry + %lu", (unsigned long)off);
+		cr_assert_eq(row->kind, SP_CFI_ROOT, "entry + %lu", (unsigned long)off);
+	}
+	sp_cfi_table_free(t);
+}
+
+/* Each PLT entry's row is the CFA expression; it yields rsp+8 before the push, rsp+16 after. */
+static void check_plt(const struct ls_module *mod, const char *what)
+{
+	uint64_t size, plt = ls_section(mod, ".plt", &size);
+	struct sp_stack_mem mem = { 0 };
+	unsigned checked = 0;
+
+	if (!plt || size < 32) {
+		cr_log_warn("%s (%s) has no .plt entries", what, mod->file->path);
+		return;
+	}
+	for (uint64_t e = plt + 16; e + 16 <= plt + size && checked < 64; e += 16, checked++) {
+		for (unsigned off = 0; off < 16; off++) {
+			struct sp_regs r = { .valid = RSP_BIT | RIP_BIT };
+			bool hit;
+			uint64_t cfa = 0;
+			const struct sp_cfi_row *row = sp_cfi_table_lookup(mod->um.cfi, e + off, &hit);
+
+			cr_assert_not_null(row);
+			cr_assert_eq(row->kind, SP_CFI_CFA_EXPR, "%s .plt+%#lx", what,
+				     (unsigned long)(e + off - plt));
+			cr_assert_eq(row->ra_off, -8);
+			r.regs[SP_DW_RSP] = 0x7ffff000;
+			r.regs[SP_DW_RIP] = e + off + mod->um.load_bias;
+			cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), 0);
+			cr_assert_eq(cfa, 0x7ffff000 + (off >= 11 ? 16 : 8), "%s entry offset %u", what,
+				     off);
+			/* rip unknown: the expression cannot be evaluated */
+			r.valid = RSP_BIT;
+			cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa),
+				     SP_STOP_BAD_RULE);
+		}
+	}
+}
+
+Test(cfi, plt_rows_are_the_cfa_expression)
+{
+	check_plt(ls_map_module(&map, (uintptr_t)&entry_probe), "test binary");
+	check_plt(ls_map_module(&map, (uintptr_t)&getpid), "libc");
+}
+
+Test(cfi, restore_rt_is_signal_frame)
+{
+	struct sigaction sa = { .sa_handler = SIG_IGN }, old;
+	const struct ls_module *mod;
+
+	cr_assert_eq(sigaction(SIGUSR2, &sa, NULL), 0);
+	cr_assert_eq(sigaction(SIGUSR2, NULL, &old), 0);
+	cr_assert_not_null(old.sa_restorer);
+	/* the FDE starts one byte early so that a lookup at ra - 1 finds it */
+	for (int d = -1; d <= 0; d++) {
+		const struct sp_cfi_row *row = row_at((uintptr_t)old.sa_restorer + d, &mod);
+
+		cr_assert_not_null(row);
+		cr_assert_eq(row->kind, SP_CFI_UCONTEXT);
+		cr_assert_eq(row->flags, SP_CFI_F_SIGNAL);
+		cr_assert_eq(row->cfa_reg, SP_DW_RSP);
+		/* offsetof(ucontext_t, uc_mcontext.gregs) */
+		cr_assert_eq(row->cfa_off, 40);
+	}
+	signal(SIGUSR2, SIG_DFL);
+}
+
+Test(cfi, frame_pointer_body_saves_rbp)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_rbp_cfa + 1, NULL);
+
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->cfa_reg, SP_DW_RBP);
+	cr_assert_eq(row->cfa_off, 16);
+	cr_assert_eq(row->ra_off, -8);
+	cr_assert_eq(saved_rule(row, S_RBP), SP_CFI_AT_CFA);
+	cr_assert_eq(row->saved_off[S_RBP], -16);
+	/* a slot too far for the compact offset is unknown, not wrong */
+	cr_assert_eq(saved_rule(row, S_RBX), SP_CFI_UNDEF);
+}
+
+Test(cfi, register_rules_compile)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_regs + 1, NULL);
+
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->cfa_off, 64);
+	cr_assert_eq(saved_rule(row, S_RBX), SP_CFI_AT_CFA);
+	cr_assert_eq(row->saved_off[S_RBX], 8 - 64);
+	cr_assert_eq(saved_rule(row, S_RBP), SP_CFI_UNDEF);
+	cr_assert_eq(saved_rule(row, S_R12), SP_CFI_VAL_CFA);
+	cr_assert_eq(row->saved_off[S_R12], -24);
+	cr_assert_eq(saved_rule(row, S_R13), SP_CFI_UNDEF);
+	cr_assert_eq(saved_rule(row, S_R14), SP_CFI_UNDEF);
+	cr_assert_eq(saved_rule(row, S_R15), SP_CFI_SAME);
+}
+
+Test(cfi, unsupported_rules_are_bad)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_bad_expr + 1, NULL);
+
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_BAD);
+	row = row_at((uintptr_t)&fx_ra_in_reg + 1, NULL);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_BAD);
+	/* the entry rows of the same functions are ordinary */
+	row = row_at((uintptr_t)&fx_bad_expr, NULL);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+}
+
+Test(cfi, deref_cfa_expression_reads_the_copy_only)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_deref_cfa + 1, NULL);
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)&fx_deref_cfa);
+	uint64_t stack[2] = { 0, 0x7fff1000 }, cfa = 0;
+	struct sp_stack_mem mem = { 0x7fff0000, (const uint8_t *)stack, sizeof(stack) };
+	struct sp_regs r = { .valid = RSP_BIT };
+
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_EXPR);
+	r.regs[SP_DW_RSP] = 0x7fff0000;
+	cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), 0);
+	cr_assert_eq(cfa, 0x7fff1000);
+	/* the deref'd word lies past the bytes copied */
+	mem.len = 8;
+	cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), SP_STOP_STACK_EXHAUSTED);
+	/* below the sampled SP */
+	mem.len = sizeof(stack);
+	r.regs[SP_DW_RSP] = 0x7ffe0000;
+	cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), SP_STOP_BAD_RULE);
+}
+
+Test(cfi, hand_written_root_and_signal)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_root + 1, NULL);
+
+	cr_assert_eq(row->kind, SP_CFI_ROOT);
+	/* an 'S' FDE without a sigcontext layout compiles like any other row */
+	row = row_at((uintptr_t)&fx_signal + 1, NULL);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->flags, SP_CFI_F_SIGNAL);
+}
+
+/*
+ * libdw reports the row after DW_CFA_restore_state as starting at the
+ * remember_state: compiled first, it must not cover the epilogue between.
+ */
+Test(cfi, restore_state_row_does_not_cover_epilogue)
+{
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)&fx_remember);
+	uint64_t bias = mod->um.load_bias;
+	struct sp_cfi_table *t;
+	const struct sp_cfi_row *row;
+	bool hit;
+
+	cr_assert_eq(sp_cfi_table_new(mod->file->elf, &t), 0);
+	row = sp_cfi_table_lookup(t, (uintptr_t)&fx_remember_body + 1 - bias, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->cfa_off, 24);
+	cr_assert_eq(row->start, (uintptr_t)&fx_remember_body - bias);
+	row = sp_cfi_table_lookup(t, (uintptr_t)&fx_remember_epi - bias, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->cfa_off, 16);
+	row = sp_cfi_table_lookup(t, (uintptr_t)&fx_remember_epi + 1 - bias, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->cfa_off, 8);
+	row = sp_cfi_table_lookup(t, (uintptr_t)&fx_remember_epi - 1 - bias, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->cfa_off, 24);
+	sp_cfi_table_free(t);
+}
+
+Test(cfi, rows_are_cached)
+{
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)&fx_regs);
+	uint64_t svma = (uintptr_t)&fx_regs + 1 - mod->um.load_bias;
+	const struct sp_cfi_row *a, *b;
+	struct sp_cfi_row copy;
+	bool hit;
+
+	a = sp_cfi_table_lookup(mod->um.cfi, svma, &hit);
+	cr_assert_not_null(a);
+	cr_assert_not(hit);
+	copy = *a;
+	b = sp_cfi_table_lookup(mod->um.cfi, svma, &hit);
+	cr_assert(hit);
+	cr_assert_eq(a, b);
+	/* another pc of the same row comes from the table, not from libdw again */
+	b = sp_cfi_table_lookup(mod->um.cfi, svma + 1, &hit);
+	cr_assert_not_null(b);
+	cr_assert_arr_eq(&copy, b, sizeof(copy));
+	cr_assert_leq(copy.start, svma);
+	cr_assert_gt(copy.start + copy.len, svma + 1);
+}
+
+Test(cfi, address_without_fde_has_no_row)
+{
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)&entry_probe);
+	bool hit;
+
+	/* svma 0 is the ELF header: no FDE; the miss is remembered */
+	cr_assert_null(sp_cfi_table_lookup(mod->um.cfi, 0, &hit));
+	cr_assert_not(hit);
+	cr_assert_null(sp_cfi_table_lookup(mod->um.cfi, 0, &hit));
+	cr_assert(hit);
+}
+
+Test(cfi, file_without_cfi_is_refused)
+{
+	Elf64_Ehdr eh = { 0 };
+	struct sp_cfi_table *t = NULL;
+	Elf *elf;
+
+	memcpy(eh.e_ident, ELFMAG, SELFMAG);
+	eh.e_ident[EI_CLASS] = ELFCLASS64;
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_ident[EI_VERSION] = EV_CURRENT;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	eh.e_ehsize = sizeof(eh);
+	sp_elf_init();
+	elf = elf_memory((char *)&eh, sizeof(eh));
+	cr_assert_not_null(elf);
+	cr_assert_eq(sp_cfi_table_new(elf, &t), -SP_E_NO_CFI);
+	cr_assert_null(t);
+	elf_end(elf);
+
+	eh.e_machine = EM_AARCH64;
+	elf = elf_memory((char *)&eh, sizeof(eh));
+	cr_assert_eq(sp_cfi_table_new(elf, &t), -SP_E_ELF_MALFORMED);
+	elf_end(elf);
+	sp_cfi_table_free(NULL);
+}
+
+/*
+ * .debug_frame: no file on this system carries one, so build a small shared
+ * object with the C compiler when there is one (skip otherwise).
+ */
+Test(cfi, reads_debug_frame)
+{
+	char dir[] = "/tmp/sp-cfi-XXXXXX", src[64], so[64], cmd[512];
+	struct sp_cfi_table *t = NULL;
+	struct ls_file *f;
+	struct ls_map m = { 0 };
+	FILE *fp;
+	bool hit;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(src, sizeof(src), "%s/d.c", dir);
+	snprintf(so, sizeof(so), "%s/d.so", dir);
+	fp = fopen(src, "w");
+	cr_assert_not_null(fp);
+	fputs("int leaf(int x) { return x * 3; }\n"
+	      "int outer(int x) { volatile int a[4] = {x}; return leaf(a[0]) + 1; }\n",
+	      fp);
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -shared -fPIC -nostdlib -O0 -g -fno-asynchronous-unwind-tables "
+		 "-fno-unwind-tables -o %s %s 2>/dev/null",
+		 so, src);
+	if (system(cmd) != 0) {
+		unlink(src);
+		rmdir(dir);
+		cr_skip_test("no C compiler to build a .debug_frame fixture");
+	}
+	f = ls_file_get(&m, so);
+	cr_assert_not_null(f);
+	cr_assert_not_null(f->cfi, "table over .debug_frame");
+	t = f->cfi;
+
+	/* find outer's svma in .symtab */
+	uint64_t outer = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(f->elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+			if (gelf_getsym(d, (int)i, &s) &&
+			    (n = elf_strptr(f->elf, sh.sh_link, s.st_name)) && !strcmp(n, "outer"))
+				outer = s.st_value;
+		}
+	}
+	cr_assert_neq(outer, 0);
+	const struct sp_cfi_row *row = sp_cfi_table_lookup(t, outer, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->cfa_reg, SP_DW_RSP);
+	cr_assert_eq(row->cfa_off, 8);
+	/* -O0: after push rbp; mov rsp, rbp the CFA is rbp + 16 */
+	row = sp_cfi_table_lookup(t, outer + 8, &hit);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->cfa_reg, SP_DW_RBP);
+	cr_assert_eq(row->cfa_off, 16);
+	cr_assert_eq(saved_rule(row, S_RBP), SP_CFI_AT_CFA);
+	cr_assert_eq(row->saved_off[S_RBP], -16);
+
+	ls_map_free(&m);
+	unlink(so);
+	unlink(src);
+	rmdir(dir);
+}

@@ -84,7 +84,7 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	if (max_rate && freq > max_rate)
 		return -SP_E_FREQ_LIMIT;
 	/* The kernel wants a multiple of 8 and fits the copy in a u16-sized record. */
-	if (stack < 64 || stack > SP_MAX_SAMPLE_USER_STACK || stack % 8)
+	if (stack < 8 || stack > SP_MAX_SAMPLE_USER_STACK || stack % 8)
 		return -SP_E_STACK_SIZE;
 
 	struct perf_event_attr *a = &e->attr;

@@ -91,7 +91,7 @@ Test(perf_record, rejects_stack_size_past_record, .init = setup)
 {
 	size_t len = build_sample(64, 8);
 	/* Claim a bigger copy than the record holds. */
-	size_t size_word = 1 + 5 + layout.nregs + 1;
+	size_t size_word = 1 + 5 + layout.nregs; /* header, ip, tid, time, cpu, abi, regs */
 	words[size_word] = 1u << 20;
 	struct sp_perf_sample s;
 	cr_assert_eq(sp_perf_parse_sample(&layout, words, len, &s), -SP_E_RING_CORRUPT);
@@ -130,11 +130,12 @@ static size_t build_mmap2(const char *name, bool terminate)
 	size_t size = (72 + n + (terminate ? 1 : 0) + 7) & ~(size_t)7;
 	if (!terminate)
 		size = 72 + n; /* a name filling the record to its end, no NUL */
-	/* sample_id trailer: pid/tid, time */
-	uint64_t pt = 7 | ((uint64_t)8 << 32), t = 555;
+	/* sample_id trailer in sample_type order: pid/tid, time, cpu */
+	uint64_t pt = 7 | ((uint64_t)8 << 32), t = 555, cpu = 1;
 	memcpy(b + size, &pt, 8);
 	memcpy(b + size + 8, &t, 8);
-	size += 16;
+	memcpy(b + size + 16, &cpu, 8);
+	size += 24;
 	struct perf_event_header h = {.type = PERF_RECORD_MMAP2, .size = (uint16_t)size};
 	memcpy(b, &h, sizeof(h));
 	return size;

@@ -1,0 +1,210 @@
+# SPDX-License-Identifier: MIT
+# Shared helpers for the end-to-end tests: paths, a temp dir per test, result lines,
+# and parsers for stackpulse's report, folded and dump output.  Sourced, POSIX sh.
+#
+# Result protocol (read by tests/e2e/run): every check prints one line starting with
+# "ok: ", "FAIL: " or "skip: "; figures for people go on lines starting with "# ".
+
+set -u
+
+E2E_DIR=$(cd "$(dirname "$0")" && pwd)
+REPO=$(cd "$E2E_DIR/../.." && pwd)
+WORKLOADS=$REPO/tests/workloads
+
+# The binary under test, made absolute because tests cd into their temp dir.
+SP=${STACKPULSE:-./stackpulse}
+case $SP in
+/*) ;;
+*/*) SP=$(cd "$(dirname "$SP")" 2>/dev/null && pwd)/$(basename "$SP") ;;
+*) SP=$(command -v "$SP" 2>/dev/null || echo "$SP") ;;
+esac
+
+FAILED=0
+BG_PIDS=
+
+ok() { echo "ok: $*"; }
+fail() { echo "FAIL: $*"; FAILED=1; }
+skip() { echo "skip: $*"; }
+info() { echo "# $*"; }
+
+# Skip the rest of this test (it cannot run here) with a reason.
+skip_all() {
+	skip "$*"
+	exit 0
+}
+
+# End the test: the exit status tells the runner whether anything failed.
+finish() {
+	exit "$FAILED"
+}
+
+cleanup() {
+	for p in $BG_PIDS; do
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	[ -n "${TMP:-}" ] && rm -rf "$TMP"
+}
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/stackpulse-e2e.XXXXXX") || {
+	echo "FAIL: cannot create a temporary directory"
+	exit 1
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+cd "$TMP" || exit 1
+
+# Remember a background process so it is killed (by its pid) when the test ends.
+track_pid() {
+	BG_PIDS="$BG_PIDS $1"
+}
+
+# Print "1" when the check "$1 -ge $2" holds for decimal numbers given as strings.
+num_ge() {
+	awk -v a="$1" -v b="$2" 'BEGIN { print ((a + 0 >= b + 0) ? 1 : 0) }'
+}
+
+# Percentage with two decimals: pct MATCHED TOTAL.
+pct() {
+	awk -v m="$1" -v t="$2" 'BEGIN { if (t + 0 == 0) print "0.00"; else printf "%.2f\n", 100 * m / t }'
+}
+
+# --- preconditions -------------------------------------------------------------
+
+# The binary is the product under test: missing is a failure, not a skip.
+need_stackpulse() {
+	if [ ! -x "$SP" ]; then
+		fail "stackpulse binary '$SP' not found or not executable (build it with make, or set STACKPULSE)"
+		exit 1
+	fi
+}
+
+# need_workload NAME: set WL to the workload's path; missing is a build failure.
+need_workload() {
+	WL=$WORKLOADS/$1
+	if [ ! -x "$WL" ]; then
+		fail "workload '$1' not built (run make workloads)"
+		exit 1
+	fi
+}
+
+# need_cmd NAME [PURPOSE]: skip the test when a tool it compares with is missing.
+need_cmd() {
+	command -v "$1" >/dev/null 2>&1 || skip_all "'$1' not found in PATH${2:+ (needed for $2)}"
+}
+
+# Recording needs perf_event_open on other tasks: root, CAP_PERFMON, or a low paranoid level.
+need_perf_events() {
+	if [ ! -e /proc/sys/kernel/perf_event_paranoid ]; then
+		skip_all "kernel has no perf events (/proc/sys/kernel/perf_event_paranoid missing)"
+	fi
+	paranoid=$(cat /proc/sys/kernel/perf_event_paranoid)
+	# Level 2 still lets an unprivileged user sample user space of its own processes,
+	# which is all recording needs; Debian's level 3 denies every unprivileged use.
+	if [ "$(id -u)" != 0 ] && [ "$paranoid" -gt 2 ]; then
+		skip_all "perf_event_open not permitted: not root and perf_event_paranoid=$paranoid"
+	fi
+}
+
+# Run a command with a time limit when timeout(1) exists (a hang must not stall CI).
+with_timeout() {
+	limit=$1
+	shift
+	if command -v timeout >/dev/null 2>&1; then
+		timeout -k 5 "$limit" "$@"
+	else
+		"$@"
+	fi
+}
+
+# --- running stackpulse --------------------------------------------------------
+
+# sp_record SPOOL [RECORD OPTIONS...] -- COMMAND...: record into SPOOL, stderr kept in
+# record.err; returns record's exit status.
+sp_record() {
+	spool=$1
+	shift
+	with_timeout 120 "$SP" record -o "$spool" "$@" 2>record.err
+}
+
+# --- parsing -------------------------------------------------------------------
+
+# folded_share FILE ERE: print "MATCHED TOTAL", the sample counts of folded stacks in
+# FILE whose stack (the line without its trailing count) matches the ERE.  The ERE
+# comes through the environment so awk does not reinterpret its backslashes.
+folded_share() {
+	SHARE_RE=$2 awk '
+		/^[ \t]*$/ { next }
+		{
+			n = $NF
+			if (n !~ /^[0-9]+$/) { bad++; next }
+			s = $0
+			sub(/[ \t]+[0-9]+[ \t]*$/, "", s)
+			total += n
+			if (s ~ ENVIRON["SHARE_RE"]) matched += n
+		}
+		END { printf "%d %d\n", matched, total }
+	' "$1"
+}
+
+# folded_top FILE N: the N heaviest stacks of a folded file, "count stack" per line.
+folded_top() {
+	awk '{ n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s); c[s] += n }
+	     END { for (s in c) print c[s], s }' "$1" | sort -rn | head -n "$2"
+}
+
+# folded_self FILE: leaf function self counts, "count share% name" per line, heaviest first.
+folded_self() {
+	awk '{ n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s); k = split(s, f, ";")
+	       self[f[k]] += n; total += n }
+	     END { for (x in self) printf "%d %.2f %s\n", self[x], 100 * self[x] / total, x }' "$1" |
+		sort -rn
+}
+
+# summary_number FILE WORD: the count printed next to WORD in a summary (record's
+# stderr, or a dump summary line): accepts "WORD=N", "WORD: N", "WORD N",
+# "WORD written N" (one word between), "N WORD".
+summary_number() {
+	WORD=$2 awk '
+		BEGIN { w = tolower(ENVIRON["WORD"]) }
+		{
+			line = tolower($0)
+			nf = split(line, t, /[ \t,;()]+/)
+			for (i = 1; i <= nf; i++) {
+				if (t[i] ~ ("^" w "[=:]") ) {
+					v = t[i]; sub(/^[^=:]*[=:]/, "", v)
+					if (v ~ /^[0-9]+$/) { print v; exit }
+					if (v == "" && t[i + 1] ~ /^[0-9]+$/) { print t[i + 1]; exit }
+				}
+				if (t[i] == w && i > 1 && t[i - 1] ~ /^[0-9]+$/) { print t[i - 1]; exit }
+				if (t[i] == w && t[i + 1] ~ /^[0-9]+$/) { print t[i + 1]; exit }
+				if (t[i] == w && t[i + 2] ~ /^[0-9]+$/) { print t[i + 2]; exit }
+			}
+		}
+	' "$1"
+}
+
+# dump_field LINE-KIND KEY FILE: the values of KEY= on dump lines of LINE-KIND.
+dump_field() {
+	KIND=$1 KEY=$2 awk '
+		$1 == ENVIRON["KIND"] {
+			for (i = 2; i <= NF; i++)
+				if (index($i, ENVIRON["KEY"] "=") == 1) { print substr($i, length(ENVIRON["KEY"]) + 2); break }
+		}
+	' "$3"
+}
+
+# report_top_function FILE: the Function column of the first row under the flat
+# table's "Self%" header (columns: Self% Total% Samples Function Module).
+report_top_function() {
+	awk '
+		/Self%/ && /Total%/ { intable = 1; next }
+		intable && /^[ \t]*[-=]*[ \t]*$/ { next }
+		intable { print $4; exit }
+	' "$1"
+}
+
+# Sum of the counts in a folded file.
+folded_total() {
+	awk '{ t += $NF } END { print t + 0 }' "$1"
+}

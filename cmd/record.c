@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -205,6 +206,14 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,
 		s->sample_events, s->lost_events, s->empty_stack_samples,
 		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
+	/* The recorder's own CPU (draining, unwinding, writing), not the target's. */
+	struct rusage ru;
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample)\n", cpu,
+			cpu * 1e6 / (double)n);
+	}
 	if (sp_summary_error_total(s)) {
 		fprintf(stderr, "  why stacks ended early or samples were skipped:\n");
 		for (unsigned i = 0; i < SP_STOP_COUNT_; i++)

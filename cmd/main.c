@@ -70,7 +70,7 @@ struct subcommand {
 static const struct subcommand commands[] = {
 	{"record", cmd_record, "sample a command or running processes into a spool"},
 	{"report", cmd_report, "print where CPU time went, or export to other tools"},
-	{"symbolize", cmd_symbolize, "resolve a spool's frames ahead of time"},
+	{"symbolize", cmd_symbolize, "resolve a spool's frames ahead of time (not implemented yet)"},
 	{"dump", cmd_dump, "print every record of a spool"},
 };
 
@@ -86,7 +86,7 @@ static void usage(FILE *out)
 		     "Exit status: 0 on success, 1 when the operation fails, 2 on a usage error;\n"
 		     "'record -- COMMAND' exits with COMMAND's status.\n"
 		     "Manual: stackpulse(1), stackpulse-record(1), stackpulse-report(1),\n"
-		     "stackpulse-dump(1), stackpulse-spool(5).\n");
+		     "stackpulse-dump(1), stackpulse-symbolize(1), stackpulse-spool(5).\n");
 }
 
 int main(int argc, char **argv)

@@ -23,8 +23,7 @@ struct record_args {
 	const char *output;
 	double duration_s; /* 0 = until the target exits */
 	bool quiet;
-	pid_t *pids;
-	size_t npids;
+	pid_t pid;         /* -p, or 0 */
 	char **command;    /* argv of the command to launch, or NULL */
 	char cmdline[1024];
 };
@@ -57,27 +56,17 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	return 0;
 }
 
-static int add_pids(struct record_args *a, const char *list, struct argp_state *state)
+static int add_pid(struct record_args *a, const char *arg, struct argp_state *state)
 {
-	char *copy = strdup(list), *save = NULL;
-	if (!copy)
-		return ENOMEM;
-	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		uint32_t pid;
-		if (parse_u32(tok, 1, INT_MAX, &pid)) {
-			free(copy);
-			argp_error(state, "invalid process id '%s'", tok);
-			return EINVAL;
-		}
-		pid_t *p = realloc(a->pids, (a->npids + 1) * sizeof(*p));
-		if (!p) {
-			free(copy);
-			return ENOMEM;
-		}
-		a->pids = p;
-		a->pids[a->npids++] = (pid_t)pid;
-	}
-	free(copy);
+	uint32_t pid;
+	if (strchr(arg, ','))
+		argp_error(state, "several -p PIDs are not supported yet: give one process id");
+	else if (parse_u32(arg, 1, INT_MAX, &pid))
+		argp_error(state, "invalid process id '%s'", arg);
+	else if (a->pid)
+		argp_error(state, "-p given twice: give one process id");
+	else
+		a->pid = (pid_t)pid;
 	return 0;
 }
 
@@ -86,7 +75,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	struct record_args *a = state->input;
 	switch (key) {
 	case 'p':
-		return add_pids(a, arg, state);
+		return add_pid(a, arg, state);
 	case 'F':
 		if (parse_u32(arg, 1, 1000000, &a->opts.frequency_hz))
 			argp_error(state, "invalid frequency '%s' (an integer number of Hz)", arg);
@@ -116,9 +105,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		return 0;
 	case ARGP_KEY_END:
-		if (!a->command && !a->npids)
+		if (!a->command && !a->pid)
 			argp_error(state, "nothing to record: give -p PID or -- COMMAND [ARGS...]");
-		if (a->command && a->npids)
+		if (a->command && a->pid)
 			argp_error(state, "give either -p PID or a COMMAND, not both");
 		return 0;
 	default:
@@ -127,7 +116,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 }
 
 static const struct argp argp = {
-	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID[,PID...]",
+	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID",
 	"Sample the CPU stacks of a command or of running processes into a spool file."
 	"\vThe command is started suspended and sampling switches on when it calls execve, "
 	"so nothing of its start-up is missed. Each sample's user stack is unwound with "
@@ -135,18 +124,24 @@ static const struct argp argp = {
 	"and stacks, not raw stack bytes. Recording ends when the command (or every "
 	"process given with -p) exits, when -d expires, or on Ctrl-C; the spool is "
 	"always finished. 'stackpulse report' reads it.\n\n"
+	"When -d ends a launched command (SIGTERM), record exits 0 if the command then "
+	"ends of that signal. A SIGINT or SIGTERM sent to record alone finishes the "
+	"spool and sends SIGTERM to a launched command still running; a second one "
+	"sends SIGKILL.\n\n"
 	"Exit status: with a COMMAND, the command's exit status (128+N when it was "
-	"killed by signal N); with -p, 0 on success; 1 when recording fails, 2 on a "
-	"usage error.",
+	"killed by signal N; 127 when it cannot be found, 126 when it cannot be run); "
+	"with -p, 0 on success; 1 when recording fails, 2 on a usage error.",
 	NULL, NULL, NULL,
 };
 
+/* How many SIGINT/SIGTERM arrived: the first finishes, the second hurries the command. */
 static volatile sig_atomic_t stop_requested;
 
 static void on_stop_signal(int sig)
 {
 	(void)sig;
-	stop_requested = 1;
+	if (stop_requested < 100)
+		stop_requested++;
 }
 
 static double now_s(void)
@@ -197,11 +192,15 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	struct stat st;
 	double kib = stat(a->output, &st) ? 0 : (double)st.st_size / 1024.0;
 	uint64_t n = s->samples ? s->samples : 1;
+	char per_sample[32] = "no samples";
+	if (s->samples)
+		snprintf(per_sample, sizeof(per_sample), "%.1f bytes/sample",
+			 kib * 1024.0 / (double)n);
 	fprintf(stderr,
-		"stackpulse record: wrote '%s' (%.1f KiB, %.1f bytes/sample) in %.1f s, %s at %u Hz\n"
+		"stackpulse record: wrote '%s' (%.1f KiB, %s) in %.1f s, %s at %u Hz\n"
 		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
 		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
-		a->output, kib, kib * 1024.0 / (double)n, elapsed,
+		a->output, kib, per_sample, elapsed,
 		source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock",
 		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,
 		s->sample_events, s->lost_events, s->empty_stack_samples,
@@ -211,8 +210,11 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-		fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample)\n", cpu,
-			cpu * 1e6 / (double)n);
+		if (s->samples)
+			fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample)\n", cpu,
+				cpu * 1e6 / (double)s->samples);
+		else
+			fprintf(stderr, "  recorder CPU %.3f s\n", cpu);
 	}
 	if (sp_summary_error_total(s)) {
 		fprintf(stderr, "  why stacks ended early or samples were skipped:\n");
@@ -228,22 +230,97 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	if (s->lost_events)
 		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size\n",
 			s->lost_events);
+	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED])
+		fprintf(stderr, "  stacks deeper than the copied %u bytes were cut: raise "
+				"--stack-size (up to %u)\n",
+			a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE,
+			SP_MAX_SAMPLE_USER_STACK);
 }
 
-static void join_command(struct record_args *a)
+/* Append one word, single-quoted when a shell would split or expand it. */
+static size_t append_word(char *buf, size_t cap, size_t used, const char *w, bool first)
+{
+	bool plain = *w != '\0' && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+					      "0123456789_-+=/.,:@%") == strlen(w);
+	if (!first && used + 1 < cap)
+		buf[used++] = ' ';
+	if (!plain && used + 1 < cap)
+		buf[used++] = '\'';
+	for (; *w && used + 5 < cap; w++) {
+		if (*w == '\'' && !plain) {
+			memcpy(buf + used, "'\\''", 4); /* close, escaped quote, reopen */
+			used += 4;
+		} else {
+			buf[used++] = *w;
+		}
+	}
+	if (!plain && used + 1 < cap)
+		buf[used++] = '\'';
+	buf[used] = '\0';
+	return used;
+}
+
+/* The recorded command line: the launched argv, or the -p target's /proc cmdline. */
+static void describe_target(struct record_args *a)
 {
 	size_t used = 0;
 	a->cmdline[0] = '\0';
-	for (char **p = a->command; p && *p && used + 2 < sizeof(a->cmdline); p++) {
-		int n = snprintf(a->cmdline + used, sizeof(a->cmdline) - used, "%s%s",
-				 p == a->command ? "" : " ", *p);
-		if (n < 0)
-			break;
-		used += (size_t)n;
+	if (a->command) {
+		for (char **p = a->command; *p; p++)
+			used = append_word(a->cmdline, sizeof(a->cmdline), used, *p, p == a->command);
+		return;
 	}
-	if (used >= sizeof(a->cmdline))
-		used = sizeof(a->cmdline) - 1;
-	a->cmdline[used] = '\0';
+	char path[64], raw[1024];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->pid);
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(raw, 1, sizeof(raw) - 1, f) : 0;
+	if (f)
+		fclose(f);
+	raw[n] = '\0';
+	for (size_t i = 0; i < n; i += strlen(raw + i) + 1)
+		used = append_word(a->cmdline, sizeof(a->cmdline), used, raw + i, i == 0);
+	if (!used)
+		snprintf(a->cmdline, sizeof(a->cmdline), "pid %d", (int)a->pid);
+}
+
+/* Would execvp find an executable file?  0, or the errno it would fail with. */
+static int command_error(const char *cmd)
+{
+	if (strchr(cmd, '/'))
+		return access(cmd, X_OK) ? errno : 0;
+	const char *path = getenv("PATH");
+	int err = ENOENT;
+	char buf[4096];
+	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
+		size_t len = strcspn(p, ":");
+		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(len ? len : 1), len ? p : ".", cmd);
+		if (!access(buf, X_OK))
+			return 0;
+		if (errno == EACCES)
+			err = EACCES;
+		p += len + (p[len] == ':');
+	}
+	return err;
+}
+
+/* Can the spool be created?  Checked before a command starts or a process stops. */
+static int output_error(const char *path)
+{
+	char dir[4096];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	struct stat st;
+	if (stat(dir, &st))
+		return errno;
+	if (!S_ISDIR(st.st_mode))
+		return ENOTDIR;
+	return access(dir, W_OK) ? errno : 0;
 }
 
 static int exit_status_of(int status)
@@ -264,16 +341,16 @@ int cmd_record(int argc, char **argv)
 	int rc = SP_EXIT_FAILURE, err;
 
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
-	join_command(&a);
-	if (!a.command) {
-		/* The command line recorded for -p: the target's pid list. */
-		snprintf(a.cmdline, sizeof(a.cmdline), "-p %d%s", (int)a.pids[0],
-			 a.npids > 1 ? ",..." : "");
-	}
+	describe_target(&a);
 	a.opts.command = a.cmdline;
-	if (a.npids > 1) {
-		free(a.pids);
-		return sp_cli_error("several -p PIDs are not supported yet; record one process");
+
+	/* Fail before anything starts, so a mistake never clobbers the last spool. */
+	err = output_error(a.output);
+	if (err)
+		return sp_cli_error("cannot create spool '%s': %s", a.output, strerror(err));
+	if (a.command && (err = command_error(a.command[0]))) {
+		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));
+		return err == ENOENT ? 127 : 126;
 	}
 
 	struct sigaction sa = {.sa_handler = on_stop_signal};
@@ -303,7 +380,7 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		pid = a.pids[0];
+		pid = a.pid;
 		err = sp_recorder_attach(pid, a.output, SP_ATTACH_STOP_ENABLE_RESUME, &a.opts, &rec);
 		if (err) {
 			rc = attach_error(err, &a, pid);
@@ -340,20 +417,40 @@ int cmd_record(int argc, char **argv)
 		print_summary(&a, &summary, sp_recorder_event_source(rec), elapsed);
 
 	if (launch) {
+		bool ended_by_us = false;
 		if (!exited) {
-			/* -d expired or we were asked to stop: end the command too. */
-			if (!stop_requested)
-				kill(pid, SIGTERM);
-			while (sp_launch_try_wait(launch, &status) == 0)
+			/*
+			 * -d expired, or record alone was signalled: end the command too,
+			 * as perf does.  A terminal's Ctrl-C reached the command already,
+			 * so give it a moment to exit on its own first.
+			 */
+			for (int i = 0; i < 20 && stop_requested; i++) {
+				if (sp_launch_try_wait(launch, &status) == 1)
+					break;
 				usleep(10000);
+			}
+			if (sp_launch_try_wait(launch, &status) == 0) {
+				kill(pid, SIGTERM);
+				ended_by_us = !stop_requested;
+			}
+			int seen = stop_requested;
+			while (sp_launch_try_wait(launch, &status) == 0) {
+				if (stop_requested > seen) {
+					kill(pid, SIGKILL);
+					seen = stop_requested;
+				}
+				usleep(10000);
+			}
 		}
 		rc = err ? SP_EXIT_FAILURE : exit_status_of(status);
+		/* The command ended because -d asked for it: that is success. */
+		if (!err && ended_by_us && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
+			rc = SP_EXIT_OK;
 	} else {
 		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
 	}
 out:
 	sp_recorder_free(rec);
 	sp_launch_free(launch);
-	free(a.pids);
 	return rc;
 }

@@ -79,7 +79,7 @@ int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t
 	if (st & PERF_SAMPLE_PERIOD)
 		err = err ? err : take_u64(&c, &v);
 	if ((st & PERF_SAMPLE_CALLCHAIN) && !err && !(err = take_u64(&c, &out->nr_callchain))) {
-		const uint8_t *p;
+		const uint8_t *p = NULL;
 		if (out->nr_callchain > (uint64_t)(c.end - c.p) / 8)
 			return -SP_E_RING_CORRUPT;
 		err = take(&c, out->nr_callchain * 8, &p);
@@ -87,7 +87,7 @@ int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t
 	}
 	if ((st & PERF_SAMPLE_REGS_USER) && !err && !(err = take_u64(&c, &out->regs_abi))) {
 		if (out->regs_abi) {
-			const uint8_t *p;
+			const uint8_t *p = NULL;
 			err = take(&c, (size_t)l->nregs * 8, &p);
 			out->regs = (const uint64_t *)p;
 		}
@@ -95,7 +95,7 @@ int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t
 	if ((st & PERF_SAMPLE_STACK_USER) && !err && !(err = take_u64(&c, &out->stack_size))) {
 		/* No data and no dyn_size follow a zero size (the kernel could not copy). */
 		if (out->stack_size) {
-			const uint8_t *p;
+			const uint8_t *p = NULL;
 			if (out->stack_size > (uint64_t)(c.end - c.p))
 				return -SP_E_RING_CORRUPT;
 			err = take(&c, out->stack_size, &p);

@@ -375,6 +375,28 @@ struct sp_proc_module {
 	struct sp_unwind_module um;
 };
 
+/* Every module file a recording has opened, found by (dev, ino) (lib/modfile.c). */
+struct sp_modfile_cache {
+	struct sp_map file_index;     /* hash(dev, ino) -> index into files */
+	struct sp_map build_id_index; /* hash(build-id) -> first file with it */
+	struct sp_modfile **files;
+	size_t nfiles, files_cap;
+	uint64_t unreadable;          /* files that could not be opened or parsed */
+};
+
+void sp_modfile_cache_init(struct sp_modfile_cache *c);
+void sp_modfile_cache_release(struct sp_modfile_cache *c);
+/*
+ * The file behind an executable mapping of pid, opened on first use: the
+ * reported path when its inode matches, else /proc/PID/map_files/START-END
+ * (deleted or replaced files); "[vdso]" is read from our own vdso.  NULL only
+ * when out of memory; a file that cannot be read has info_ok false.
+ */
+struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_t start,
+				  uint64_t end, uint64_t dev, uint64_t ino, const char *path);
+/* The file's rule table, compiled on first use and shared by files of one build-id. */
+struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
+
 struct sp_process {
 	pid_t pid;
 	struct sp_proc_module *mods; /* sorted by start, non-overlapping */

@@ -30,11 +30,7 @@ struct sp_recorder {
 	struct sp_map proc_index;
 	struct sp_process **procs;
 	size_t nprocs, procs_cap;
-	/* module files: hash(dev, ino) -> index into files; build-id hash -> index */
-	struct sp_map file_index;
-	struct sp_map build_id_index;
-	struct sp_modfile **files;
-	size_t nfiles, files_cap;
+	struct sp_modfile_cache files;
 	/* attached roots, watched through pidfds */
 	pid_t *roots;
 	int *pidfds;
@@ -46,154 +42,6 @@ struct sp_recorder {
 	int write_error;
 	bool finished;
 };
-
-/* ---- module files -------------------------------------------------------- */
-
-static uint64_t file_key(uint64_t dev, uint64_t ino)
-{
-	return sp_hash64(dev * 0x9e3779b97f4a7c15ULL ^ ino);
-}
-
-static uint64_t build_id_key(const struct sp_elf_info *info)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	for (unsigned i = 0; i < info->build_id_len; i++)
-		h = (h ^ info->build_id[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-static void modfile_free(struct sp_modfile *f)
-{
-	if (!f)
-		return;
-	if (f->cfi && !f->cfi_owner)
-		sp_cfi_table_free(f->cfi);
-	if (f->elf)
-		elf_end(f->elf);
-	if (f->fd >= 0)
-		close(f->fd);
-	free(f->image);
-	sp_elf_info_release(&f->info);
-	free(f);
-}
-
-/* Our own [vdso]: the kernel maps the same image into every process. */
-static int open_vdso(struct sp_modfile *f)
-{
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	if (!base)
-		return -ENOENT;
-	FILE *maps = fopen("/proc/self/maps", "r");
-	if (!maps)
-		return -errno;
-	char line[512];
-	size_t size = 0;
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long s, e;
-		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == base && strstr(line, "[vdso]")) {
-			size = e - s;
-			break;
-		}
-	}
-	fclose(maps);
-	if (!size)
-		return -ENOENT;
-	f->image = malloc(size);
-	if (!f->image)
-		return -ENOMEM;
-	memcpy(f->image, (const void *)base, size);
-	f->elf = elf_memory(f->image, size);
-	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
-}
-
-/*
- * Open the file behind a mapping once.  The path the kernel reports may no
- * longer be the mapped file (deleted, replaced, another mount namespace), so
- * the inode is checked and /proc/PID/map_files is the fallback.
- */
-static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_t end,
-			const char *path)
-{
-	struct stat st;
-	if (!strcmp(path, "[vdso]"))
-		return open_vdso(f);
-	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0 && (fstat(fd, &st) || (f->ino && st.st_ino != f->ino))) {
-		close(fd);
-		fd = -1;
-	}
-	if (fd < 0) {
-		char alt[64];
-		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 start, end);
-		fd = open(alt, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 || fstat(fd, &st)) {
-			int e = -errno;
-			if (fd >= 0)
-				close(fd);
-			return e;
-		}
-	}
-	f->fd = fd;
-	f->size = (uint64_t)st.st_size;
-	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
-	f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
-}
-
-static struct sp_modfile *get_modfile(struct sp_recorder *r, pid_t pid, uint64_t start,
-				      uint64_t end, uint64_t dev, uint64_t ino, const char *path)
-{
-	bool special = path[0] == '[';
-	uint64_t key = special ? sp_hash64(0x5644534fULL ^ (uint64_t)path[1]) : file_key(dev, ino);
-	uint32_t idx;
-	if (sp_map_get(&r->file_index, key, &idx))
-		return r->files[idx];
-	if (r->nfiles == r->files_cap) {
-		size_t cap = r->files_cap ? r->files_cap * 2 : 64;
-		struct sp_modfile **p = realloc(r->files, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		r->files = p;
-		r->files_cap = cap;
-	}
-	struct sp_modfile *f = calloc(1, sizeof(*f));
-	if (!f)
-		return NULL;
-	f->fd = -1;
-	f->dev = dev;
-	f->ino = ino;
-	if (open_modfile(f, pid, start, end, path) == 0 && sp_elf_info_read(f->elf, &f->info) == 0)
-		f->info_ok = true;
-	else
-		r->summary.error_stats[SP_ERR_MODULE_UNREADABLE]++;
-	if (f->info_ok && f->info.build_id_len) {
-		uint32_t other;
-		uint64_t bkey = build_id_key(&f->info);
-		if (sp_map_get(&r->build_id_index, bkey, &other) &&
-		    r->files[other]->info.build_id_len == f->info.build_id_len &&
-		    !memcmp(r->files[other]->info.build_id, f->info.build_id, f->info.build_id_len))
-			f->cfi_owner = r->files[other];
-		else
-			sp_map_put(&r->build_id_index, bkey, (uint32_t)r->nfiles);
-	}
-	r->files[r->nfiles] = f;
-	sp_map_put(&r->file_index, key, (uint32_t)r->nfiles);
-	r->nfiles++;
-	return f;
-}
-
-/* The rule table is compiled on first use, once per build-id. */
-static struct sp_cfi_table *modfile_cfi(struct sp_recorder *r, struct sp_modfile *f)
-{
-	struct sp_modfile *owner = f->cfi_owner ? f->cfi_owner : f;
-	if (!owner->cfi_tried) {
-		owner->cfi_tried = true;
-		if (!owner->info_ok || sp_cfi_table_new(owner->elf, &owner->cfi))
-			owner->cfi = NULL;
-	}
-	return owner->cfi;
-}
 
 /* ---- processes ----------------------------------------------------------- */
 
@@ -272,7 +120,7 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	if (anon) {
 		m.flags |= SP_MODULE_ANON;
 	} else {
-		struct sp_modfile *f = get_modfile(r, p->pid, start, end, dev, ino, path);
+		struct sp_modfile *f = sp_modfile_get(&r->files, p->pid, start, end, dev, ino, path);
 		if (f && f->info_ok) {
 			pm.file = f;
 			m.file_size = f->size;
@@ -333,13 +181,11 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 
 static const struct sp_unwind_module *find_module_cb(void *ctx, uint64_t pc)
 {
-	struct sp_recorder *r = ((void **)ctx)[0];
-	struct sp_process *p = ((void **)ctx)[1];
-	struct sp_proc_module *m = sp_process_find(p, pc);
+	struct sp_proc_module *m = sp_process_find(ctx, pc);
 	if (!m)
 		return NULL;
 	if (m->file && !m->um.cfi)
-		m->um.cfi = modfile_cfi(r, m->file);
+		m->um.cfi = sp_modfile_cfi(m->file);
 	return &m->um;
 }
 
@@ -380,8 +226,7 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 			.data = s.stack,
 			.len = (size_t)s.dyn_size,
 		};
-		void *ctx[2] = {r, p};
-		sp_unwind(&regs, &mem, find_module_cb, ctx, r->pcs, MAX_FRAMES, &n, &stop,
+		sp_unwind(&regs, &mem, find_module_cb, p, r->pcs, MAX_FRAMES, &n, &stop,
 			  &r->unwind_stats);
 	} else if (s.ip) {
 		/* Without registers only the sampled IP is known. */
@@ -661,8 +506,7 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 	if (!r)
 		return -ENOMEM;
 	sp_map_init(&r->proc_index);
-	sp_map_init(&r->file_index);
-	sp_map_init(&r->build_id_index);
+	sp_modfile_cache_init(&r->files);
 	sp_map_init(&seen);
 	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC);
 	if (err)
@@ -762,6 +606,7 @@ void sp_recorder_disable(struct sp_recorder *r)
 void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
 {
 	*out = r->summary;
+	out->error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 }
 
 enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r)
@@ -794,6 +639,7 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	sp_recorder_disable(r);
 	int err = sp_recorder_consume_available(r);
 	r->finished = true;
+	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
 	if (out)
 		*out = r->summary;
@@ -811,16 +657,12 @@ void sp_recorder_free(struct sp_recorder *r)
 		free(r->procs[i]);
 	}
 	free(r->procs);
-	for (size_t i = 0; i < r->nfiles; i++)
-		modfile_free(r->files[i]);
-	free(r->files);
+	sp_modfile_cache_release(&r->files);
 	for (size_t i = 0; i < r->nroots; i++)
 		if (r->pidfds[i] >= 0)
 			close(r->pidfds[i]);
 	free(r->roots);
 	free(r->pidfds);
 	sp_map_release(&r->proc_index);
-	sp_map_release(&r->file_index);
-	sp_map_release(&r->build_id_index);
 	free(r);
 }

@@ -490,6 +490,63 @@ void sp_recorder_free(struct sp_recorder *r);
 /* /proc/sys/kernel/perf_event_max_sample_rate, or 0 when unreadable. */
 uint32_t sp_max_sample_rate(void);
 
+/*
+ * Add another process to the same recording (the seeds' open_process): its
+ * threads get events, its modules come from /proc/PID/maps (STOP mode) or
+ * from its exec (ENABLE_ON_EXEC mode).  Errors as sp_recorder_attach.
+ */
+int sp_recorder_open_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode);
+
+/*
+ * Open events for threads of pid that /proc/PID/task lists and the recorder
+ * has no event for yet (needed only with no_inherit).  Returns the number of
+ * threads added, or -errno.
+ */
+int sp_recorder_refresh_threads(struct sp_recorder *r, pid_t pid);
+
+/* True when some ring holds unread records (drain with consume_available). */
+bool sp_recorder_has_pending_events(const struct sp_recorder *r);
+
+/*
+ * Attached processes still alive: up to max pids into out (may be NULL when
+ * max is 0); returns how many are alive.  "Alive" means some thread of the
+ * process has not exited (pidfd), so a leader that called pthread_exit
+ * keeps its process active.
+ */
+size_t sp_recorder_active_processes(const struct sp_recorder *r, pid_t *out, size_t max);
+
+/* True when an attached process other than pid is alive. */
+bool sp_recorder_has_active_processes_except(const struct sp_recorder *r, pid_t pid);
+
+/* ---------------------------------------------------------------------- */
+/* Processes: descendants and liveness (lib/children.c, lib/liveness.c)  */
+
+/*
+ * Every descendant of root alive now (children, grandchildren, ...), found
+ * through /proc/PID/task/TID/children, falling back to scanning the ppid
+ * field of every /proc/PID/stat when that file is missing.  *out is a
+ * malloc'd array of *n pids (root not included) that the caller frees.
+ * Returns 0 or -errno (-SP_E_NO_PROCESS when root does not exist).
+ */
+int sp_discover_descendants(pid_t root, pid_t **out, size_t *n);
+
+/* Watches one process for exit through a pidfd (pidfd_open(2)). */
+struct sp_exit_watcher;
+
+/* -ESRCH when pid does not exist; -ENOSYS on kernels without pidfd_open. */
+int sp_exit_watcher_new(pid_t pid, struct sp_exit_watcher **out);
+/* Non-blocking: 1 when every thread of the process has exited, 0 while any runs. */
+int sp_exit_watcher_poll(struct sp_exit_watcher *w);
+/* The pidfd, readable once the process has exited (for poll/epoll loops). */
+int sp_exit_watcher_fd(const struct sp_exit_watcher *w);
+void sp_exit_watcher_free(struct sp_exit_watcher *w);
+
+/* Does pid name a live (non-zombie) process?  Works for other users' processes too. */
+bool sp_pid_exists(pid_t pid);
+/* Send SIGINT / SIGKILL.  0 or -errno. */
+int sp_pid_interrupt(pid_t pid);
+int sp_pid_kill(pid_t pid);
+
 /* ---------------------------------------------------------------------- */
 /* Launching a command suspended before execve                            */
 

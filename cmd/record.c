@@ -16,6 +16,8 @@
 
 enum {
 	OPT_STACK_SIZE = 0x100,
+	OPT_DESCENDANTS,
+	OPT_NO_INHERIT,
 };
 
 struct record_args {
@@ -23,14 +25,20 @@ struct record_args {
 	const char *output;
 	double duration_s; /* 0 = until the target exits */
 	bool quiet;
-	pid_t pid;         /* -p, or 0 */
+	pid_t *pids;       /* -p PID,... in order, npids of them */
+	size_t npids;
+	bool descendants;
 	char **command;    /* argv of the command to launch, or NULL */
 	char cmdline[1024];
 };
 
 static const struct argp_option options[] = {
 	{NULL, 0, NULL, 0, "Target:", 1},
-	{"pid", 'p', "PID", 0, "record the running process PID and all its threads", 1},
+	{"pid", 'p', "PID[,PID...]", 0, "record running processes and all their threads", 1},
+	{"descendants", OPT_DESCENDANTS, NULL, 0, "with -p, also record every process already "
+						 "descended from the given ones", 1},
+	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "do not follow threads and processes the "
+					       "targets start while recording", 1},
 	{NULL, 0, NULL, 0, "Sampling:", 2},
 	{"freq", 'F', "HZ", 0, "samples per second per thread (default 999; at most "
 			       "kernel.perf_event_max_sample_rate)", 2},
@@ -39,6 +47,8 @@ static const struct argp_option options[] = {
 	 "raise it when stacks come out truncated", 2},
 	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
 					"sent SIGTERM)", 2},
+	{"kernel", 'k', NULL, 0, "add kernel frames from the kernel callchain (falls back to "
+				 "user-only, saying so, when kernel sampling is denied)", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},
@@ -56,17 +66,24 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	return 0;
 }
 
-static int add_pid(struct record_args *a, const char *arg, struct argp_state *state)
+static int add_pids(struct record_args *a, const char *list, struct argp_state *state)
 {
-	uint32_t pid;
-	if (strchr(arg, ','))
-		argp_error(state, "several -p PIDs are not supported yet: give one process id");
-	else if (parse_u32(arg, 1, INT_MAX, &pid))
-		argp_error(state, "invalid process id '%s'", arg);
-	else if (a->pid)
-		argp_error(state, "-p given twice: give one process id");
-	else
-		a->pid = (pid_t)pid;
+	const char *p = list;
+	do {
+		char *end;
+		errno = 0;
+		long v = strtol(p, &end, 10);
+		if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ',')) {
+			argp_error(state, "invalid process id list '%s' (PID[,PID...])", list);
+			return EINVAL;
+		}
+		pid_t *n = realloc(a->pids, (a->npids + 1) * sizeof(*n));
+		if (!n)
+			return ENOMEM;
+		a->pids = n;
+		a->pids[a->npids++] = (pid_t)v;
+		p = *end ? end + 1 : end;
+	} while (*p);
 	return 0;
 }
 
@@ -75,7 +92,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	struct record_args *a = state->input;
 	switch (key) {
 	case 'p':
-		return add_pid(a, arg, state);
+		return add_pids(a, arg, state);
+	case OPT_DESCENDANTS:
+		a->descendants = true;
+		return 0;
+	case OPT_NO_INHERIT:
+		a->opts.no_inherit = true;
+		return 0;
+	case 'k':
+		a->opts.include_kernel = true;
+		return 0;
 	case 'F':
 		if (parse_u32(arg, 1, 1000000, &a->opts.frequency_hz))
 			argp_error(state, "invalid frequency '%s' (an integer number of Hz)", arg);
@@ -105,10 +131,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		return 0;
 	case ARGP_KEY_END:
-		if (!a->command && !a->pid)
+		if (!a->command && !a->npids)
 			argp_error(state, "nothing to record: give -p PID or -- COMMAND [ARGS...]");
-		if (a->command && a->pid)
+		if (a->command && a->npids)
 			argp_error(state, "give either -p PID or a COMMAND, not both");
+		if (a->descendants && !a->npids)
+			argp_error(state, "--descendants goes with -p");
 		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -116,7 +144,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 }
 
 static const struct argp argp = {
-	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID",
+	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID[,PID...]",
 	"Sample the CPU stacks of a command or of running processes into a spool file."
 	"\vThe command is started suspended and sampling switches on when it calls execve, "
 	"so nothing of its start-up is missed. Each sample's user stack is unwound with "
@@ -230,7 +258,13 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	if (s->lost_events)
 		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size\n",
 			s->lost_events);
-	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED])
+	if (s->spliced_stacks)
+		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
+				"frame-pointer chain where both chains met\n",
+			s->spliced_stacks);
+	if (a->opts.include_kernel)
+		fprintf(stderr, "  kernel frames %s\n", s->kernel_enabled ? "on" : "off (denied)");
+	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers)
 		fprintf(stderr, "  stacks deeper than the copied %u bytes were cut: raise "
 				"--stack-size (up to %u)\n",
 			a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE,
@@ -271,7 +305,7 @@ static void describe_target(struct record_args *a)
 		return;
 	}
 	char path[64], raw[1024];
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->pid);
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->pids[0]);
 	FILE *f = fopen(path, "re");
 	size_t n = f ? fread(raw, 1, sizeof(raw) - 1, f) : 0;
 	if (f)
@@ -280,7 +314,10 @@ static void describe_target(struct record_args *a)
 	for (size_t i = 0; i < n; i += strlen(raw + i) + 1)
 		used = append_word(a->cmdline, sizeof(a->cmdline), used, raw + i, i == 0);
 	if (!used)
-		snprintf(a->cmdline, sizeof(a->cmdline), "pid %d", (int)a->pid);
+		snprintf(a->cmdline, sizeof(a->cmdline), "pid %d", (int)a->pids[0]);
+	if (a->npids > 1 && used + 32 < sizeof(a->cmdline))
+		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more processes)",
+			 a->npids - 1);
 }
 
 /* Would execvp find an executable file?  0, or the errno it would fail with. */
@@ -332,6 +369,62 @@ static int exit_status_of(int status)
 	return SP_EXIT_FAILURE;
 }
 
+static int paranoid_level(void)
+{
+	int v = -1;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
+	if (f) {
+		if (fscanf(f, "%d", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static void print_status(const struct sp_recorder *rec, double elapsed)
+{
+	struct sp_summary s;
+	sp_recorder_summary(rec, &s);
+	fprintf(stderr, "\r\033[K  recording: %.0f s, %" PRIu64 " samples (%.0f/s), %" PRIu64 " lost",
+		elapsed, s.samples, elapsed > 0 ? (double)s.samples / elapsed : 0.0, s.lost_events);
+	fflush(stderr);
+}
+
+/* -p PID,... [--descendants]: the first attach creates the spool, the rest join it. */
+static int attach_processes(struct record_args *a, struct sp_recorder **rec)
+{
+	int err = sp_recorder_attach(a->pids[0], a->output, SP_ATTACH_STOP_ENABLE_RESUME,
+				     &a->opts, rec);
+	if (err)
+		return attach_error(err, a, a->pids[0]);
+	for (size_t i = 1; i < a->npids; i++) {
+		err = sp_recorder_open_process(*rec, a->pids[i], SP_ATTACH_STOP_ENABLE_RESUME);
+		if (err)
+			return attach_error(err, a, a->pids[i]);
+	}
+	for (size_t i = 0; a->descendants && i < a->npids; i++) {
+		pid_t *kids = NULL;
+		size_t n = 0;
+		err = sp_discover_descendants(a->pids[i], &kids, &n);
+		if (err) {
+			sp_cli_warn("cannot list the descendants of pid %d: %s", (int)a->pids[i],
+				    sp_strerror(err));
+			continue;
+		}
+		for (size_t k = 0; k < n; k++) {
+			/* A descendant may exit between the listing and the attach. */
+			err = sp_recorder_open_process(*rec, kids[k], SP_ATTACH_STOP_ENABLE_RESUME);
+			if (err && err != -SP_E_NO_PROCESS && err != -ESRCH) {
+				err = attach_error(err, a, kids[k]);
+				free(kids);
+				return err;
+			}
+		}
+		free(kids);
+	}
+	return 0;
+}
+
 int cmd_record(int argc, char **argv)
 {
 	struct record_args a = {.output = "profile.spool"};
@@ -380,24 +473,38 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	} else {
-		pid = a.pid;
-		err = sp_recorder_attach(pid, a.output, SP_ATTACH_STOP_ENABLE_RESUME, &a.opts, &rec);
+		pid = a.pids[0];
+		err = attach_processes(&a, &rec);
 		if (err) {
-			rc = attach_error(err, &a, pid);
+			/* A half-made recording is no use: leave no spool behind. */
+			if (rec)
+				unlink(a.output);
+			rc = err;
 			goto out;
 		}
+	}
+	if (a.opts.include_kernel) {
+		struct sp_summary now;
+		sp_recorder_summary(rec, &now);
+		if (!now.kernel_enabled)
+			sp_cli_warn("kernel sampling denied (kernel.perf_event_paranoid is %d): "
+				    "recording user frames only; run as root or grant CAP_PERFMON "
+				    "for -k", paranoid_level());
 	}
 
 	double start = now_s();
 	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
 	int status = 0;
 	bool exited = false;
+	/* One refreshed status line on a terminal; nothing in logs or with -q. */
+	bool status_line = !a.quiet && isatty(STDERR_FILENO);
+	double next_status = start + 1.0;
 	while (!stop_requested) {
 		if (launch && sp_launch_try_wait(launch, &status) == 1) {
 			exited = true;
 			break;
 		}
-		if (!launch && !sp_recorder_process_is_active(rec, pid))
+		if (!launch && !sp_recorder_process_is_active(rec, 0))
 			break;
 		if (deadline && now_s() >= deadline)
 			break;
@@ -408,7 +515,13 @@ int cmd_record(int argc, char **argv)
 			sp_cli_error("recording into '%s' failed: %s", a.output, sp_strerror(err));
 			break;
 		}
+		if (status_line && now_s() >= next_status) {
+			print_status(rec, now_s() - start);
+			next_status = now_s() + 1.0;
+		}
 	}
+	if (status_line)
+		fputs("\r\033[K", stderr);
 	double elapsed = now_s() - start;
 	err = sp_recorder_finish(rec, &summary);
 	if (err)
@@ -452,5 +565,6 @@ int cmd_record(int argc, char **argv)
 out:
 	sp_recorder_free(rec);
 	sp_launch_free(launch);
+	free(a.pids);
 	return rc;
 }

@@ -314,6 +314,8 @@ struct sp_events {
 	struct sp_perf_layout layout;
 	enum sp_event_source source;
 	bool source_fixed;  /* the first open settled cycles vs cpu-clock */
+	bool kernel_enabled; /* kernel samples and callchains are on */
+	bool kernel_denied;  /* -k was asked for but the kernel refused it */
 	int ncpus;
 	int *cpus;
 	struct sp_ring *rings;  /* ncpus entries; fd -1 until the first event */
@@ -334,7 +336,8 @@ struct sp_events {
 int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec);
 /* Open the event for task tid on every CPU (cycles, else cpu-clock).  -errno. */
 int sp_events_open_task(struct sp_events *e, pid_t tid);
-int sp_events_enable(struct sp_events *e);
+/* Enable the events opened since the nfds count was `from` (0: all). */
+int sp_events_enable(struct sp_events *e, size_t from);
 void sp_events_disable(struct sp_events *e);
 /* epoll_wait on the rings: 1 ready, 0 timeout, -errno. */
 int sp_events_wait(struct sp_events *e, int timeout_ms);

@@ -93,11 +93,17 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	a->config = PERF_COUNT_HW_CPU_CYCLES;
 	a->freq = 1;
 	a->sample_freq = freq;
+	/*
+	 * The callchain brings kernel frames (-k) and the user frame-pointer
+	 * chain that extends stacks deeper than the copy (DESIGN decision 3).
+	 */
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-			 PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = sp_perf_regs_mask();
 	a->sample_stack_user = stack;
 	a->exclude_kernel = !opts->include_kernel;
+	a->exclude_callchain_kernel = !opts->include_kernel;
+	e->kernel_enabled = opts->include_kernel;
 	a->exclude_hv = 1;
 	a->exclude_idle = 1;
 	a->mmap = 1;
@@ -196,6 +202,17 @@ static int open_one(struct sp_events *e, pid_t tid, int cpu)
 			return (int)fd;
 		}
 		int err = errno;
+		/*
+		 * perf_event_paranoid >= 2 denies kernel sampling to unprivileged
+		 * users while allowing their own user space: go on user-only.
+		 */
+		if ((err == EACCES || err == EPERM) && !e->attr.exclude_kernel && !e->source_fixed) {
+			e->attr.exclude_kernel = 1;
+			e->attr.exclude_callchain_kernel = 1;
+			e->kernel_enabled = false;
+			e->kernel_denied = true;
+			continue;
+		}
 		if (!e->source_fixed && e->attr.type == PERF_TYPE_HARDWARE &&
 		    hardware_unavailable(err)) {
 			e->attr.type = PERF_TYPE_SOFTWARE;
@@ -235,9 +252,9 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 	return opened ? 0 : -SP_E_NO_EVENT;
 }
 
-int sp_events_enable(struct sp_events *e)
+int sp_events_enable(struct sp_events *e, size_t from)
 {
-	for (size_t i = 0; i < e->nfds; i++)
+	for (size_t i = from; i < e->nfds; i++)
 		if (ioctl(e->fds[i], PERF_EVENT_IOC_ENABLE, 0))
 			return -errno;
 	return 0;

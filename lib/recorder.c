@@ -35,9 +35,11 @@ struct sp_recorder {
 	pid_t *roots;
 	int *pidfds;
 	size_t nroots;
+	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
 	/* per-sample scratch, reused */
 	uint64_t pcs[MAX_FRAMES];
-	uint32_t frame_ids[MAX_FRAMES + 1];
+	uint64_t kpcs[MAX_FRAMES];
+	uint32_t frame_ids[2 * MAX_FRAMES + 1];
 	struct sp_unwind_stats unwind_stats;
 	int write_error;
 	bool finished;
@@ -189,6 +191,91 @@ static const struct sp_unwind_module *find_module_cb(void *ctx, uint64_t pc)
 	return &m->um;
 }
 
+/*
+ * Split perf's callchain at its context markers: kernel entries (when -k) into
+ * kpcs as lookup addresses, and the user frame-pointer chain returned in place.
+ */
+static size_t split_callchain(const struct sp_perf_sample *s, uint64_t *kpcs, size_t max,
+			      const uint64_t **user, size_t *nuser)
+{
+	size_t nk = 0;
+	int ctx = 0; /* 1 kernel, 2 user */
+	*user = NULL;
+	*nuser = 0;
+	for (uint64_t i = 0; i < s->nr_callchain; i++) {
+		uint64_t ip;
+		memcpy(&ip, &s->callchain[i], sizeof(ip));
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
+			      ip == (uint64_t)PERF_CONTEXT_USER ? 2 : 0;
+			if (ctx == 2) {
+				*user = &s->callchain[i + 1];
+				*nuser = 0;
+			}
+			continue;
+		}
+		if (ctx == 1 && nk < max) {
+			/* Like user frames: return addresses are looked up at ra - 1. */
+			kpcs[nk] = nk == 0 ? ip : ip - 1;
+			nk++;
+		} else if (ctx == 2) {
+			(*nuser)++;
+		}
+	}
+	return nk;
+}
+
+/*
+ * DESIGN decision 3: when DWARF stopped early, continue with the frame-pointer
+ * chain only from where both chains hold the same return address.  Appends to
+ * pcs[n..] and returns the new count; *used says whether a splice happened.
+ * Spliced frames stop at the first address no module of p maps.
+ */
+static size_t splice_callchain(struct sp_recorder *r, struct sp_process *p, size_t n,
+			       const uint64_t *user, size_t nuser, bool *used)
+{
+	*used = false;
+	if (n < 2 || !user) {
+		r->summary.ignored_user_callchain_frames += nuser;
+		return n;
+	}
+	uint64_t ra = r->pcs[n - 1] + 1;
+	size_t j = 1;
+	for (; j < nuser; j++) {
+		uint64_t v;
+		memcpy(&v, &user[j], sizeof(v));
+		if (v == ra)
+			break;
+	}
+	if (j >= nuser) {
+		r->summary.ignored_user_callchain_frames += nuser;
+		return n;
+	}
+	r->summary.ignored_user_callchain_frames += j + 1;
+	for (size_t k = j + 1; k < nuser && n < MAX_FRAMES; k++) {
+		uint64_t v;
+		memcpy(&v, &user[k], sizeof(v));
+		if (!v || !sp_process_find(p, v - 1))
+			break;
+		r->pcs[n++] = v - 1;
+		*used = true;
+	}
+	return n;
+}
+
+static uint32_t intern_user_frame(struct sp_recorder *r, struct sp_process *p, uint64_t pc)
+{
+	struct sp_proc_module *m = sp_process_find(p, pc);
+	struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER, .abs_ip = pc};
+	uint32_t id = 0;
+	if (m) {
+		f.module_id = m->module_id;
+		f.rel_ip = pc - m->start + m->file_offset;
+	}
+	note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &id));
+	return id;
+}
+
 static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_sample s;
@@ -214,6 +301,10 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		return;
 	}
 
+	const uint64_t *user;
+	size_t nuser, nk = split_callchain(&s, r->kpcs, MAX_FRAMES, &user, &nuser);
+	if (!r->events.kernel_enabled)
+		nk = 0;
 	size_t n = 0;
 	unsigned stop = SP_STOP_NO_REGS;
 	if (s.regs_abi && s.regs) {
@@ -228,34 +319,38 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		};
 		sp_unwind(&regs, &mem, find_module_cb, p, r->pcs, MAX_FRAMES, &n, &stop,
 			  &r->unwind_stats);
-	} else if (s.ip) {
+	} else if (s.ip && nk == 0) {
 		/* Without registers only the sampled IP is known. */
 		r->pcs[0] = s.ip;
 		n = 1;
 	}
 	sum->stop_reasons[stop < SP_STOP_COUNT_ ? stop : SP_STOP_BAD_RULE]++;
+	bool spliced = false;
+	if (stop == SP_STOP_STACK_EXHAUSTED || stop == SP_STOP_NO_UNWIND_INFO) {
+		n = splice_callchain(r, p, n, user, nuser, &spliced);
+		sum->spliced_stacks += spliced;
+	} else
+		sum->ignored_user_callchain_frames += nuser;
 
-	for (size_t i = 0; i < n; i++) {
-		struct sp_proc_module *m = sp_process_find(p, r->pcs[i]);
-		struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER,
-				     .abs_ip = r->pcs[i]};
-		if (m) {
-			f.module_id = m->module_id;
-			f.rel_ip = r->pcs[i] - m->start + m->file_offset;
-		}
-		note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &r->frame_ids[i]));
+	/* Leaf first: kernel frames, then user frames, then the marker. */
+	size_t nf = 0;
+	for (size_t i = 0; i < nk; i++) {
+		struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_KERNEL,
+				     .abs_ip = r->kpcs[i]};
+		note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &r->frame_ids[nf++]));
 	}
-	if (n == 0)
+	for (size_t i = 0; i < n; i++)
+		r->frame_ids[nf++] = intern_user_frame(r, p, r->pcs[i]);
+	if (nf == 0)
 		sum->empty_stack_samples++;
-	if (stop != SP_STOP_ROOT && n > 0) {
+	if (stop != SP_STOP_ROOT && !spliced && nf > 0) {
 		struct sp_frame marker = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_TRUNCATED,
 					  .abs_ip = stop};
-		note_write(r, sp_spool_writer_intern_frame(r->spool, &marker, &r->frame_ids[n]));
-		n++;
+		note_write(r, sp_spool_writer_intern_frame(r->spool, &marker, &r->frame_ids[nf++]));
 		sum->truncated_frame_markers++;
 	}
 	uint32_t stack_id = 0, thread = 0;
-	int err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, n, &stack_id);
+	int err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf, &stack_id);
 	err = err ? err : sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
 	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, s.time);
 	note_write(r, err);
@@ -401,7 +496,7 @@ static char process_state(pid_t pid)
 }
 
 /* Open events for every thread of pid not yet opened; returns how many were new. */
-static int open_threads(struct sp_recorder *r, pid_t pid, struct sp_map *seen)
+static int open_threads(struct sp_recorder *r, pid_t pid)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
@@ -414,7 +509,7 @@ static int open_threads(struct sp_recorder *r, pid_t pid, struct sp_map *seen)
 		char *end;
 		long tid = strtol(de->d_name, &end, 10);
 		uint32_t dummy;
-		if (*end || tid <= 0 || sp_map_get(seen, (uint64_t)tid, &dummy))
+		if (*end || tid <= 0 || sp_map_get(&r->opened_tids, (uint64_t)tid, &dummy))
 			continue;
 		err = sp_events_open_task(&r->events, (pid_t)tid);
 		if (err == -ESRCH) { /* the thread exited meanwhile */
@@ -422,20 +517,22 @@ static int open_threads(struct sp_recorder *r, pid_t pid, struct sp_map *seen)
 			continue;
 		}
 		if (!err)
-			err = sp_map_put(seen, (uint64_t)tid, 1);
+			err = sp_map_put(&r->opened_tids, (uint64_t)tid, (uint32_t)pid);
 		added++;
 	}
 	closedir(d);
 	return err ? err : added;
 }
 
-static void name_threads(struct sp_recorder *r, pid_t pid, const struct sp_map *seen)
+/* Thread names from /proc for every opened thread of pid. */
+static void name_threads(struct sp_recorder *r, pid_t pid)
 {
-	for (size_t i = 0; i < seen->cap; i++) {
-		if (!seen->used[i])
+	const struct sp_map *m = &r->opened_tids;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i] || m->vals[i] != (uint32_t)pid)
 			continue;
 		char path[96], name[64] = "";
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)seen->keys[i]);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)m->keys[i]);
 		FILE *f = fopen(path, "re");
 		if (f) {
 			if (fgets(name, sizeof(name), f))
@@ -443,7 +540,7 @@ static void name_threads(struct sp_recorder *r, pid_t pid, const struct sp_map *
 			fclose(f);
 		}
 		uint32_t idx;
-		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)seen->keys[i], &idx))
+		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)m->keys[i], &idx))
 			sp_spool_writer_set_thread_name(r->spool, idx, name);
 	}
 }
@@ -491,10 +588,72 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 	return sp_spool_writer_open(path, &meta, &r->spool);
 }
 
+/*
+ * First half of attaching: stop the process (STOP mode) and open events for
+ * its threads, or for the suspended child (EXEC mode).  *stopped says whether
+ * we sent SIGSTOP, so the caller resumes it whatever happens next.
+ */
+static int open_events(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode,
+		       bool *stopped)
+{
+	*stopped = false;
+	r->events.attr.enable_on_exec = mode == SP_ATTACH_ENABLE_ON_EXEC;
+	if (mode == SP_ATTACH_ENABLE_ON_EXEC) {
+		int err = sp_events_open_task(&r->events, pid);
+		return err ? err : sp_map_put(&r->opened_tids, (uint64_t)pid, (uint32_t)pid);
+	}
+	char state = process_state(pid);
+	if (!state)
+		return -SP_E_NO_PROCESS;
+	/* A process someone else stopped stays stopped: don't SIGCONT it. */
+	if (state != 'T' && state != 't') {
+		if (kill(pid, SIGSTOP))
+			return -errno;
+		*stopped = true;
+		for (int i = 0; i < 200 && process_state(pid) != 'T'; i++)
+			usleep(1000);
+	}
+	/* Re-list until no new thread shows up: threads may start until the stop lands. */
+	int added;
+	do
+		added = open_threads(r, pid);
+	while (added > 0);
+	return added < 0 ? added : 0;
+}
+
+/* Second half: the process's state and modules, then sampling on (STOP mode). */
+static int register_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode,
+			    size_t first_fd)
+{
+	struct sp_process *p = add_process(r, pid);
+	if (!p)
+		return -ENOMEM;
+	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
+		int err = read_maps(r, p);
+		if (err)
+			return err;
+		name_threads(r, pid);
+		err = sp_events_enable(&r->events, first_fd);
+		if (err)
+			return err;
+	}
+	return watch_root(r, pid);
+}
+
+static struct sp_recorder *recorder_new(void)
+{
+	struct sp_recorder *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	sp_map_init(&r->proc_index);
+	sp_map_init(&r->opened_tids);
+	sp_modfile_cache_init(&r->files);
+	return r;
+}
+
 int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mode,
 		       const struct sp_record_opts *opts, struct sp_recorder **out)
 {
-	struct sp_map seen;
 	bool stopped = false;
 	int err;
 
@@ -502,76 +661,30 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 		return -SP_E_BAD_ARG;
 	sp_elf_init();
 	raise_nofile_limit();
-	struct sp_recorder *r = calloc(1, sizeof(*r));
+	struct sp_recorder *r = recorder_new();
 	if (!r)
 		return -ENOMEM;
-	sp_map_init(&r->proc_index);
-	sp_modfile_cache_init(&r->files);
-	sp_map_init(&seen);
 	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC);
 	if (err)
 		goto fail;
-	r->summary.kernel_enabled = opts->include_kernel;
-
-	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
-		char state = process_state(pid);
-		if (!state) {
-			err = -SP_E_NO_PROCESS;
-			goto fail;
-		}
-		/* A process someone else stopped stays stopped: don't SIGCONT it. */
-		if (state != 'T' && state != 't') {
-			if (kill(pid, SIGSTOP)) {
-				err = -errno;
-				goto fail;
-			}
-			stopped = true;
-			for (int i = 0; i < 200 && process_state(pid) != 'T'; i++)
-				usleep(1000);
-		}
-		/* Re-list until no new thread shows up: threads may start until the stop lands. */
-		int added;
-		do
-			added = open_threads(r, pid, &seen);
-		while (added > 0);
-		if (added < 0) {
-			err = added;
-			goto fail;
-		}
-	} else {
-		err = sp_events_open_task(&r->events, pid);
-		if (err)
-			goto fail;
-	}
+	/* The spool's header names the event source, known once an event is open. */
+	err = open_events(r, pid, mode, &stopped);
+	if (err)
+		goto fail;
+	r->summary.kernel_enabled = r->events.kernel_enabled;
 	err = open_spool(r, spool_path, opts);
 	if (err)
 		goto fail;
-	struct sp_process *p = add_process(r, pid);
-	if (!p) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
-		err = read_maps(r, p);
-		if (err)
-			goto fail;
-		name_threads(r, pid, &seen);
-		err = sp_events_enable(&r->events);
-		if (err)
-			goto fail;
-	}
-	err = watch_root(r, pid);
+	err = register_process(r, pid, mode, 0);
 	if (err)
 		goto fail;
 	if (stopped)
 		kill(pid, SIGCONT);
-	sp_map_release(&seen);
 	*out = r;
 	return 0;
 fail:
 	if (stopped)
 		kill(pid, SIGCONT);
-	sp_map_release(&seen);
 	if (r->spool) {
 		sp_spool_writer_free(r->spool);
 		r->spool = NULL;
@@ -579,6 +692,42 @@ fail:
 	}
 	sp_recorder_free(r);
 	return err;
+}
+
+int sp_recorder_open_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode)
+{
+	bool stopped = false;
+	if (pid <= 0)
+		return -SP_E_BAD_ARG;
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->roots[i] == pid)
+			return 0;
+	size_t first_fd = r->events.nfds;
+	int err = open_events(r, pid, mode, &stopped);
+	if (!err)
+		err = register_process(r, pid, mode, first_fd);
+	if (stopped)
+		kill(pid, SIGCONT);
+	return err;
+}
+
+int sp_recorder_refresh_threads(struct sp_recorder *r, pid_t pid)
+{
+	size_t first_fd = r->events.nfds;
+	r->events.attr.enable_on_exec = 0;
+	int added = open_threads(r, pid);
+	if (added > 0) {
+		name_threads(r, pid);
+		int err = sp_events_enable(&r->events, first_fd);
+		if (err)
+			return err;
+	}
+	return added;
+}
+
+bool sp_recorder_has_pending_events(const struct sp_recorder *r)
+{
+	return sp_events_pending(&r->events);
 }
 
 int sp_recorder_wait(struct sp_recorder *r, int timeout_ms)
@@ -614,21 +763,41 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r)
 	return r->events.source;
 }
 
+/* Is root i alive?  A pidfd turns readable once the whole thread group has exited. */
+static bool root_alive(const struct sp_recorder *r, size_t i)
+{
+	if (r->pidfds[i] < 0)
+		return kill(r->roots[i], 0) == 0 || errno == EPERM;
+	struct pollfd pfd = {.fd = r->pidfds[i], .events = POLLIN};
+	return poll(&pfd, 1, 0) == 0;
+}
+
 bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid)
 {
-	for (size_t i = 0; i < r->nroots; i++) {
-		if (pid > 0 && r->roots[i] != pid)
-			continue;
-		if (r->pidfds[i] < 0) {
-			if (kill(r->roots[i], 0) == 0 || errno == EPERM)
-				return true;
-			continue;
-		}
-		/* A pidfd turns readable once the whole thread group has exited. */
-		struct pollfd pfd = {.fd = r->pidfds[i], .events = POLLIN};
-		if (poll(&pfd, 1, 0) == 0)
+	for (size_t i = 0; i < r->nroots; i++)
+		if ((pid <= 0 || r->roots[i] == pid) && root_alive(r, i))
 			return true;
+	return false;
+}
+
+size_t sp_recorder_active_processes(const struct sp_recorder *r, pid_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nroots; i++) {
+		if (!root_alive(r, i))
+			continue;
+		if (out && n < max)
+			out[n] = r->roots[i];
+		n++;
 	}
+	return n;
+}
+
+bool sp_recorder_has_active_processes_except(const struct sp_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->roots[i] != pid && root_alive(r, i))
+			return true;
 	return false;
 }
 
@@ -664,5 +833,6 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->roots);
 	free(r->pidfds);
 	sp_map_release(&r->proc_index);
+	sp_map_release(&r->opened_tids);
 	free(r);
 }

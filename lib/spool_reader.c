@@ -296,6 +296,9 @@ static int parse_summary(struct sp_spool *s, struct cur *c)
 	    get_counts(c, m.stop_reasons, SP_STOP_COUNT_) ||
 	    get_counts(c, m.error_stats, SP_ERR_COUNT_))
 		return CORRUPT;
+	/* Appended later: absent in the first spools, so optional. */
+	if (c->p < c->end && get_u64(c, &m.spliced_stacks))
+		return CORRUPT;
 	m.kernel_enabled = kernel != 0;
 	int err = SP_GROW(s->summaries, s->nsummaries, s->summaries_cap);
 	if (!err)

@@ -108,7 +108,8 @@ struct sp_summary {
 	uint64_t empty_stack_samples; /* samples that produced no usable frame */
 	uint64_t truncated_frame_markers;
 	uint64_t ignored_user_callchain_frames;
-	uint64_t stop_reasons[SP_STOP_COUNT_]; /* stacks ended, per reason */
+	uint64_t spliced_stacks;      /* DWARF stopped early; the frame-pointer chain went on */
+	uint64_t stop_reasons[SP_STOP_COUNT_]; /* where DWARF unwinding stopped, per reason */
 	uint64_t error_stats[SP_ERR_COUNT_];   /* per-kind sample errors */
 };
 

@@ -81,18 +81,32 @@ demo: stackpulse tests/workloads/chain4
 	./stackpulse record -F 999 -o demo.spool -- tests/workloads/chain4 -t 2
 	./stackpulse report demo.spool
 
+# The library's version, for stackpulse.pc: SP_VERSION in the public header.
+VERSION := $(shell sed -n 's/^\#define SP_VERSION "\(.*\)"/\1/p' lib/stackpulse.h)
+
+# stackpulse.pc names the installed paths (prefix, not DESTDIR: that is only a staging root).
 install: stackpulse libstackpulse.a
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-	  $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5
+	  $(DESTDIR)$(libdir)/pkgconfig $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5
 	install -m 755 stackpulse $(DESTDIR)$(bindir)/stackpulse
 	install -m 644 libstackpulse.a $(DESTDIR)$(libdir)/libstackpulse.a
 	install -m 644 lib/stackpulse.h $(DESTDIR)$(includedir)/stackpulse.h
+	sed -e 's|@prefix@|$(prefix)|g' -e 's|@libdir@|$(libdir)|g' \
+	  -e 's|@includedir@|$(includedir)|g' -e 's|@version@|$(VERSION)|g' \
+	  stackpulse.pc.in >$(DESTDIR)$(libdir)/pkgconfig/stackpulse.pc
+	chmod 644 $(DESTDIR)$(libdir)/pkgconfig/stackpulse.pc
 	for m in man/*.1; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man1/; done; true
 	for m in man/*.5; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man5/; done; true
 
+# The README's embedding example, built against this tree's library.
+examples/embed: examples/embed.c libstackpulse.a lib/stackpulse.h
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
+embed-example: examples/embed
+
 clean:
-	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN)
+	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed
 
 # dependency check, demo
-.PHONY: demo all check check-unit check-e2e check-deps unit workloads install clean
+.PHONY: demo all check check-unit check-e2e check-deps unit workloads install clean \
+	embed-example
 .SECONDARY:

@@ -65,8 +65,10 @@ uint64_t sp_summary_error_total(const struct sp_summary *s)
 	uint64_t t = 0;
 	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
 		t += s->error_stats[i];
+	uint64_t early = 0;
 	for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
 		if (i != SP_STOP_ROOT)
-			t += s->stop_reasons[i];
-	return t;
+			early += s->stop_reasons[i];
+	/* A stack the frame-pointer chain continued reached past where DWARF stopped. */
+	return t + (early > s->spliced_stacks ? early - s->spliced_stacks : 0);
 }

@@ -657,8 +657,11 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 	bool stopped = false;
 	int err;
 
-	if (pid <= 0 || !spool_path || !opts)
+	static const struct sp_record_opts defaults;
+	if (pid <= 0 || !spool_path)
 		return -SP_E_BAD_ARG;
+	if (!opts)
+		opts = &defaults;
 	sp_elf_init();
 	raise_nofile_limit();
 	struct sp_recorder *r = recorder_new();

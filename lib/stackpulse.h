@@ -113,7 +113,7 @@ struct sp_summary {
 	uint64_t error_stats[SP_ERR_COUNT_];   /* per-kind sample errors */
 };
 
-/* Total of error_stats plus every non-ROOT stop reason. */
+/* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */
 uint64_t sp_summary_error_total(const struct sp_summary *s);
 
 /* ---------------------------------------------------------------------- */
@@ -482,7 +482,10 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
 /* True while some attached process has a live thread. */
 bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid);
 
-/* Final drain, summary trailer, close.  *out (may be NULL) gets the summary. */
+/*
+ * Final drain, summary trailer, close.  *out (may be NULL) gets the summary.
+ * The recorder is still to be freed with sp_recorder_free().
+ */
 int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out);
 
 /* Release (without finishing: the spool keeps its flushed prefix). NULL ok. */

@@ -148,7 +148,7 @@ static uint64_t fn(int (*f)(int))
  * beta<-root x3, alpha<-alpha<-root x2 (recursion), alpha<-[truncated] x1,
  * empty x1.
  */
-static void known_profile(bool finish)
+static void known_profile_summary(const struct sp_summary *sum)
 {
 	struct sp_module m;
 	uint32_t mid = self_module(&m, fn(sp_test_known_alpha));
@@ -164,15 +164,20 @@ static void known_profile(bool finish)
 	samples((uint32_t[]){a, a2, r}, 3, 2);
 	samples((uint32_t[]){a, t}, 2, 1);
 	samples(NULL, 0, 1);
-	if (finish) {
-		struct sp_summary sum = {.samples = 13};
-		cr_assert_eq(sp_spool_writer_finish(writer, &sum), 0);
+	if (sum) {
+		cr_assert_eq(sp_spool_writer_finish(writer, sum), 0);
 	} else {
 		cr_assert_eq(sp_spool_writer_flush(writer), 0);
 	}
 	sp_spool_writer_free(writer);
 	writer = NULL;
 	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+}
+
+static void known_profile(bool finish)
+{
+	struct sp_summary sum = {.sample_events = 13, .samples = 13};
+	known_profile_summary(finish ? &sum : NULL);
 }
 
 static char *report(uint32_t format, uint32_t rows, uint32_t stacks)
@@ -329,4 +334,102 @@ Test(report, rejects_unknown_format)
 	known_profile(true);
 	struct sp_report_opts opts = {.format = 7};
 	cr_expect_eq(sp_report_write(spool, NULL, &opts, stdout), -SP_E_BAD_ARG);
+}
+
+/* ---- the header's counters and error breakdown ------------------------------ */
+
+Test(report, clean_counters_take_one_line)
+{
+	known_profile(true);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	cr_expect(has_line(text, "Counters:   13 sample events, 13 written, 0 lost, kernel frames off"),
+		  "%s", text);
+	cr_expect_null(strstr(text, "Unwinding:"), "%s", text);
+	cr_expect_null(strstr(text, "Errors:"), "%s", text);
+	cr_expect_null(strstr(text, "missing"), "%s", text);
+	cr_expect_null(strstr(text, "callchain"), "%s", text);
+	/* The counters belong to the header: before the table. */
+	cr_expect(strstr(text, "Counters:") < strstr(text, "  Self%"), "%s", text);
+	free(text);
+}
+
+Test(report, problem_counters_and_breakdown)
+{
+	struct sp_summary sum = {
+		.sample_events = 20, .samples = 13, .lost_events = 2, .kernel_enabled = true,
+		.missing_pid_samples = 1, .idle_tid_samples = 3, .empty_stack_samples = 1,
+		.truncated_frame_markers = 1, .spliced_stacks = 2,
+		.ignored_user_callchain_frames = 40,
+	};
+	sum.stop_reasons[SP_STOP_ROOT] = 9;
+	sum.stop_reasons[SP_STOP_NO_UNWIND_INFO] = 1;
+	sum.stop_reasons[SP_STOP_STACK_EXHAUSTED] = 3;
+	sum.error_stats[SP_ERR_RECORD_MALFORMED] = 1;
+	sum.error_stats[SP_ERR_UNKNOWN_PROCESS] = 2;
+	known_profile_summary(&sum);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+
+	/* Only the non-zero problems, wrapped within 80 columns. */
+	cr_expect(has_line(text, "Counters:   20 sample events, 13 written, 2 lost, kernel frames on,"),
+		  "%s", text);
+	cr_expect(has_line(text, "            1 missing pid, 3 idle tid, 1 empty stack,"
+				 " 1 truncation marker"), "%s", text);
+	cr_expect_null(strstr(text, "missing tid"), "%s", text);
+	cr_expect_null(strstr(text, "missing timestamp"), "%s", text);
+
+	/* Stop reasons heaviest first, ROOT never; shares of the 20 sample events. */
+	cr_expect(has_line(text, "Unwinding:  4 stacks where DWARF unwinding stopped early"
+				 " (20.0% of samples)"), "%s", text);
+	const char *exhausted = "              stack-exhausted   3   15.0%  stack copy exhausted";
+	const char *no_cfi = "              no-unwind-info    1    5.0%  no call-frame information";
+	cr_expect(has_line(text, exhausted), "%s", text);
+	cr_expect(has_line(text, no_cfi), "%s", text);
+	cr_expect(strstr(text, exhausted) < strstr(text, no_cfi), "%s", text);
+	cr_expect_null(strstr(text, "  root "), "%s", text);
+	cr_expect(has_line(text, "            2 stacks continued by frame pointers,"
+				 " 40 callchain frames unused"), "%s", text);
+
+	const char *unknown = "              unknown-process   2   10.0%"
+			      "  sample from an untracked process";
+	const char *malformed = "              record-malformed  1    5.0%"
+				"  malformed perf record skipped";
+	cr_expect(has_line(text, "Errors:     3 sample errors (15.0% of samples)"), "%s", text);
+	cr_expect(has_line(text, unknown), "%s", text);
+	cr_expect(has_line(text, malformed), "%s", text);
+	cr_expect(strstr(text, unknown) < strstr(text, malformed), "%s", text);
+	cr_expect(strstr(text, "Unwinding:") < strstr(text, "Errors:"), "%s", text);
+
+	/* Every header line fits in 80 columns. */
+	const char *end = strstr(text, "\n  Self%");
+	cr_assert_not_null(end, "%s", text);
+	for (const char *p = text; p < end;) {
+		size_t n = strcspn(p, "\n");
+		cr_expect_leq(n, 80, "line too long: %.*s", (int)n, p);
+		p += n + 1;
+	}
+	free(text);
+}
+
+Test(report, error_kinds_alone)
+{
+	struct sp_summary sum = {.sample_events = 13, .samples = 13};
+	sum.stop_reasons[SP_STOP_ROOT] = 13;
+	sum.error_stats[SP_ERR_SPOOL_WRITE] = 1;
+	known_profile_summary(&sum);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	cr_expect(has_line(text, "Counters:   13 sample events, 13 written, 0 lost, kernel frames off"),
+		  "%s", text);
+	cr_expect_null(strstr(text, "Unwinding:"), "%s", text);
+	cr_expect(has_line(text, "Errors:     1 sample error (7.7% of samples)"), "%s", text);
+	cr_expect(has_line(text, "              spool-write  1    7.7%  spool write failed"), "%s",
+		  text);
+	free(text);
+}
+
+Test(report, cut_short_recording_has_no_counters)
+{
+	known_profile(false);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	cr_expect_null(strstr(text, "Counters:"), "%s", text);
+	free(text);
 }

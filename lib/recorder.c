@@ -239,15 +239,31 @@ static size_t splice_callchain(struct sp_recorder *r, struct sp_process *p, size
 		r->summary.ignored_user_callchain_frames += nuser;
 		return n;
 	}
-	uint64_t ra = r->pcs[n - 1] + 1;
-	size_t j = 1;
-	for (; j < nuser; j++) {
-		uint64_t v;
-		memcpy(&v, &user[j], sizeof(v));
-		if (v == ra)
+	/*
+	 * user[0] is the sampled IP, user[k] the k-th return address.  The chain
+	 * is trusted only where it agrees with every DWARF frame they share, at
+	 * one fixed shift d: a leaf that sets up no frame pointer makes the
+	 * frame-pointer walk skip its caller (d = 1).  Agreement over the whole
+	 * overlap, not one matching address, is the proof: in a recursion one
+	 * return address repeats at every depth.
+	 */
+	size_t d = 0, j = 0;
+	for (; d <= 2; d++) {
+		if (n < 2 + d || nuser < 2)
 			break;
+		size_t last = n - 1 - d < nuser - 1 ? n - 1 - d : nuser - 1;
+		bool agree = last >= 1;
+		for (size_t k = 1; agree && k <= last; k++) {
+			uint64_t v;
+			memcpy(&v, &user[k], sizeof(v));
+			agree = v == r->pcs[k + d] + 1;
+		}
+		if (agree) {
+			j = n - 1 - d; /* user[j] is the DWARF chain's last frame */
+			break;
+		}
 	}
-	if (j >= nuser) {
+	if (!j || j >= nuser) {
 		r->summary.ignored_user_callchain_frames += nuser;
 		return n;
 	}

@@ -180,10 +180,18 @@ static int map_ring(struct sp_events *e, struct sp_ring *r, int fd)
 	r->fd = fd;
 	r->base = p;
 	r->data_size = e->ring_pages * page;
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = r};
-	if (epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev))
-		return -errno;
 	return 0;
+}
+
+/*
+ * Every event is watched, not only a ring's owner: the kernel wakes all the
+ * events attached to a ring, and the owner's thread may exit first (its fd
+ * then reports EPOLLHUP and is dropped, see sp_events_wait).
+ */
+static int watch_fd(struct sp_events *e, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data = {.u64 = (uint64_t)(uint32_t)fd}};
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
 }
 
 /* Errors that mean "no such hardware event here", so cpu-clock is worth a try. */
@@ -241,6 +249,8 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 			err = map_ring(e, r, fd);
 		else if (!err && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
 			err = -errno;
+		if (!err)
+			err = watch_fd(e, fd);
 		if (err) {
 			last_err = err;
 			break;
@@ -272,6 +282,16 @@ int sp_events_wait(struct sp_events *e, int timeout_ms)
 	int n = epoll_wait(e->epfd, ev, 8, timeout_ms);
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		/*
+		 * An event reports EPOLLHUP for good once its thread exits
+		 * (perf_poll), which would turn this wait into a busy loop.  The
+		 * ring lives on for the other events writing into it (SET_OUTPUT)
+		 * and they still wake us, so only that fd stops being watched.
+		 */
+		if (ev[i].events & (EPOLLHUP | EPOLLERR))
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, (int)ev[i].data.u64, NULL);
+	}
 	return n > 0;
 }
 

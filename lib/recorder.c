@@ -42,6 +42,7 @@ struct sp_recorder {
 	uint32_t frame_ids[2 * MAX_FRAMES + 1];
 	struct sp_unwind_stats unwind_stats;
 	int write_error;
+	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	bool finished;
 };
 
@@ -148,16 +149,15 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	return err;
 }
 
-/* /proc/PID/maps snapshot: every executable mapping becomes a module. */
-static int read_maps(struct sp_recorder *r, struct sp_process *p)
+/* Executable mappings listed in one maps file; returns how many, or -errno. */
+static int read_maps_file(struct sp_recorder *r, struct sp_process *p, const char *path)
 {
-	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
 	char *line = NULL;
 	size_t cap = 0;
+	int found = 0;
 	while (getline(&line, &cap, f) > 0) {
 		unsigned long long start, end, off, ino;
 		unsigned maj, min;
@@ -173,9 +173,36 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 		if (!strcmp(name, "[vsyscall]"))
 			continue;
 		add_mapping(r, p, start, end, off, makedev(maj, min), ino, name, 0);
+		found++;
 	}
 	free(line);
 	fclose(f);
+	return found;
+}
+
+/*
+ * /proc/PID/maps snapshot: every executable mapping becomes a module.  Once
+ * the leader thread has exited (pthread_exit in main) its maps file is
+ * empty, so a live thread's /proc/PID/task/TID/maps is read instead.
+ */
+static int read_maps(struct sp_recorder *r, struct sp_process *p)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	int found = read_maps_file(r, p, path);
+	if (found != 0)
+		return found < 0 ? found : 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && found <= 0 && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/maps", (int)p->pid, de->d_name);
+		found = read_maps_file(r, p, path);
+	}
+	if (d)
+		closedir(d);
 	return 0;
 }
 
@@ -754,6 +781,13 @@ int sp_recorder_wait(struct sp_recorder *r, int timeout_ms)
 	return sp_events_wait(&r->events, timeout_ms);
 }
 
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
 int sp_recorder_consume_available(struct sp_recorder *r)
 {
 	uint64_t corrupt = 0;
@@ -761,6 +795,16 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 	r->summary.error_stats[SP_ERR_RECORD_MALFORMED] += corrupt;
 	if (err)
 		return err;
+	/*
+	 * The writer flushes by size; a slow recording would keep seconds of
+	 * samples in memory, lost if the recorder is killed.  Flush at least
+	 * once a second so a SIGKILL costs at most about a second.
+	 */
+	uint64_t now = monotonic_ns();
+	if (now - r->last_flush_ns >= 1000000000ULL) {
+		r->last_flush_ns = now;
+		note_write(r, sp_spool_writer_flush(r->spool));
+	}
 	if (!err && r->write_error)
 		return r->write_error;
 	return 0;

@@ -244,6 +244,18 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		else
 			fprintf(stderr, "  recorder CPU %.3f s\n", cpu);
 	}
+	/* The seeds' skip counters, named only when something was skipped. */
+	const struct {
+		const char *what;
+		uint64_t n;
+	} skipped[] = {
+		{"without pid/tid", s->missing_pid_samples + s->missing_tid_samples},
+		{"of the idle task", s->idle_tid_samples},
+		{"without timestamp", s->missing_timestamp_samples},
+	};
+	for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++)
+		if (skipped[i].n)
+			fprintf(stderr, "  %" PRIu64 " samples %s\n", skipped[i].n, skipped[i].what);
 	if (sp_summary_error_total(s)) {
 		fprintf(stderr, "  why stacks ended early or samples were skipped:\n");
 		for (unsigned i = 0; i < SP_STOP_COUNT_; i++)

@@ -19,15 +19,6 @@ MIN=99
 # A frame the symbolizer could only name by module and offset, or by address.
 ADDR_ONLY='(^|;)[^;]*\+0x[0-9a-fA-F]+(;|$)|(^|;)0x[0-9a-fA-F]+(;|$)'
 
-# pid_samples DUMP: "pid samples" for every pid with samples.
-pid_samples() {
-	awk '
-		function val(k,   i) { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
-		$1 == "thread" { pid[val("index")] = val("pid") }
-		$1 == "sample" { n[pid[val("thread")]]++ }
-		END { for (p in n) print p, n[p] }' "$1"
-}
-
 # nested NAME SCRIPT: record `sh -c SCRIPT`, which reaches chain4 -t 1 through shells,
 # and check chain4's stacks.
 nested() {

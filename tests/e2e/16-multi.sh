@@ -15,15 +15,6 @@ THREAD_ROOT='^(__GI_)?_*clone3?;start_thread'
 ROOT='^_start;__libc_start_main[^;]*;__libc_start_call_main;main'
 MIN=99
 
-# pid_samples DUMP: "pid samples" for every pid with samples.
-pid_samples() {
-	awk '
-		function val(k,   i) { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
-		$1 == "thread" { pid[val("index")] = val("pid") }
-		$1 == "sample" { n[pid[val("thread")]]++ }
-		END { for (p in n) print p, n[p] }' "$1"
-}
-
 # samples_of PID FILE: the samples of PID in a pid_samples listing (0 when none).
 samples_of() {
 	awk -v p="$1" '$1 == p { n = $2 } END { print n + 0 }' "$2"

@@ -208,3 +208,12 @@ report_top_function() {
 folded_total() {
 	awk '{ t += $NF } END { print t + 0 }' "$1"
 }
+
+# pid_samples DUMP: "pid samples" for every pid with samples.
+pid_samples() {
+	awk '
+		function val(k,   i) { for (i = 2; i <= NF; i++) if (index($i, k "=") == 1) return substr($i, length(k) + 2); return "" }
+		$1 == "thread" { pid[val("index")] = val("pid") }
+		$1 == "sample" { n[pid[val("thread")]]++ }
+		END { for (p in n) print p, n[p] }' "$1"
+}

@@ -185,11 +185,19 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 	uint32_t freq = a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY;
 	switch (-err) {
 	case EACCES:
-	case EPERM:
+	case EPERM: {
+		char proc[32];
+		struct stat st;
+		snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+		if (geteuid() != 0 && !stat(proc, &st) && st.st_uid != geteuid())
+			return sp_cli_error("cannot record pid %d: it belongs to another user (uid %u); "
+					    "record it as that user, as root, or with CAP_PERFMON",
+					    (int)pid, (unsigned)st.st_uid);
 		return sp_cli_error("cannot open perf events for pid %d: %s; run as root, grant "
 				    "CAP_PERFMON, or lower kernel.perf_event_paranoid "
 				    "(sysctl -w kernel.perf_event_paranoid=1)",
 				    (int)pid, strerror(-err));
+	}
 	case EMFILE:
 	case ENFILE:
 		return sp_cli_error("out of file descriptors opening perf events (one per thread "
@@ -215,7 +223,7 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 }
 
 static void print_summary(const struct record_args *a, const struct sp_summary *s,
-			  enum sp_event_source source, double elapsed)
+			  enum sp_event_source source, bool counts_kernel_time, double elapsed)
 {
 	struct stat st;
 	double kib = stat(a->output, &st) ? 0 : (double)st.st_size / 1024.0;
@@ -274,8 +282,9 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
 				"frame-pointer chain where both chains met\n",
 			s->spliced_stacks);
-	if (a->opts.include_kernel)
-		fprintf(stderr, "  kernel frames %s\n", s->kernel_enabled ? "on" : "off (denied)");
+	/* A denial was said once when recording started; only "on" is news here. */
+	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
+		fprintf(stderr, "  kernel frames on\n");
 	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers)
 		fprintf(stderr, "  stacks deeper than the copied %u bytes were cut: raise "
 				"--stack-size (up to %u)\n",
@@ -328,8 +337,8 @@ static void describe_target(struct record_args *a)
 	if (!used)
 		snprintf(a->cmdline, sizeof(a->cmdline), "pid %d", (int)a->pids[0]);
 	if (a->npids > 1 && used + 32 < sizeof(a->cmdline))
-		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more processes)",
-			 a->npids - 1);
+		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more process%s)",
+			 a->npids - 1, a->npids > 2 ? "es" : "");
 }
 
 /* Would execvp find an executable file?  0, or the errno it would fail with. */
@@ -379,6 +388,37 @@ static int exit_status_of(int status)
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return SP_EXIT_FAILURE;
+}
+
+/*
+ * End a launched command still running when recording stopped, as perf does:
+ * a terminal's Ctrl-C reached it already, so it gets a moment to exit on its
+ * own; then SIGTERM; a command still there 5 s later, or a further signal to
+ * record, gets SIGKILL.  Returns true when our SIGTERM (for -d) ended it.
+ */
+static bool end_command(struct sp_launch *launch, pid_t pid, const char *name, int first_stop,
+			int *status)
+{
+	for (int i = 0; i < 20 && first_stop; i++) {
+		if (sp_launch_try_wait(launch, status) == 1)
+			return false;
+		usleep(10000);
+	}
+	if (sp_launch_try_wait(launch, status) == 1)
+		return false;
+	kill(pid, SIGTERM);
+	double kill_at = now_s() + 5.0;
+	bool killed = false;
+	while (sp_launch_try_wait(launch, status) == 0) {
+		if (!killed && (stop_requested > first_stop || now_s() >= kill_at)) {
+			if (now_s() >= kill_at)
+				sp_cli_warn("'%s' did not exit 5 s after SIGTERM: sending SIGKILL", name);
+			kill(pid, SIGKILL);
+			killed = true;
+		}
+		usleep(10000);
+	}
+	return !first_stop && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM;
 }
 
 static int paranoid_level(void)
@@ -495,14 +535,11 @@ int cmd_record(int argc, char **argv)
 			goto out;
 		}
 	}
-	if (a.opts.include_kernel) {
-		struct sp_summary now;
-		sp_recorder_summary(rec, &now);
-		if (!now.kernel_enabled)
-			sp_cli_warn("kernel sampling denied (kernel.perf_event_paranoid is %d): "
-				    "recording user frames only; run as root or grant CAP_PERFMON "
-				    "for -k", paranoid_level());
-	}
+	if (!sp_recorder_counts_kernel_time(rec))
+		sp_cli_warn("kernel-mode sampling denied (kernel.perf_event_paranoid is %d): time "
+			    "spent in system calls is not sampled%s; run as root or grant "
+			    "CAP_PERFMON to count it",
+			    paranoid_level(), a.opts.include_kernel ? " and -k is off" : "");
 
 	double start = now_s();
 	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
@@ -534,42 +571,23 @@ int cmd_record(int argc, char **argv)
 	}
 	if (status_line)
 		fputs("\r\033[K", stderr);
+	/* Signals after this one hurry the command along (see end_command). */
+	int first_stop = stop_requested;
 	double elapsed = now_s() - start;
 	err = sp_recorder_finish(rec, &summary);
 	if (err)
 		sp_cli_error("cannot finish spool '%s': %s", a.output, sp_strerror(err));
 	else if (!a.quiet)
-		print_summary(&a, &summary, sp_recorder_event_source(rec), elapsed);
+		print_summary(&a, &summary, sp_recorder_event_source(rec),
+			      sp_recorder_counts_kernel_time(rec), elapsed);
 
 	if (launch) {
 		bool ended_by_us = false;
-		if (!exited) {
-			/*
-			 * -d expired, or record alone was signalled: end the command too,
-			 * as perf does.  A terminal's Ctrl-C reached the command already,
-			 * so give it a moment to exit on its own first.
-			 */
-			for (int i = 0; i < 20 && stop_requested; i++) {
-				if (sp_launch_try_wait(launch, &status) == 1)
-					break;
-				usleep(10000);
-			}
-			if (sp_launch_try_wait(launch, &status) == 0) {
-				kill(pid, SIGTERM);
-				ended_by_us = !stop_requested;
-			}
-			int seen = stop_requested;
-			while (sp_launch_try_wait(launch, &status) == 0) {
-				if (stop_requested > seen) {
-					kill(pid, SIGKILL);
-					seen = stop_requested;
-				}
-				usleep(10000);
-			}
-		}
+		if (!exited)
+			ended_by_us = end_command(launch, pid, a.command[0], first_stop, &status);
 		rc = err ? SP_EXIT_FAILURE : exit_status_of(status);
 		/* The command ended because -d asked for it: that is success. */
-		if (!err && ended_by_us && WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM)
+		if (!err && ended_by_us)
 			rc = SP_EXIT_OK;
 	} else {
 		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;

@@ -315,7 +315,7 @@ struct sp_events {
 	enum sp_event_source source;
 	bool source_fixed;  /* the first open settled cycles vs cpu-clock */
 	bool kernel_enabled; /* kernel samples and callchains are on */
-	bool kernel_denied;  /* -k was asked for but the kernel refused it */
+	bool kernel_denied;  /* kernel-mode sampling refused: time in the kernel is not counted */
 	int ncpus;
 	int *cpus;
 	struct sp_ring *rings;  /* ncpus entries; fd -1 until the first event */

@@ -101,7 +101,12 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 	a->sample_regs_user = sp_perf_regs_mask();
 	a->sample_stack_user = stack;
-	a->exclude_kernel = !opts->include_kernel;
+	/*
+	 * Time in system calls is CPU time too: count it whenever the kernel
+	 * lets us (the sample then carries the user stack of the syscall),
+	 * and add kernel frames only with -k.
+	 */
+	a->exclude_kernel = 0;
 	a->exclude_callchain_kernel = !opts->include_kernel;
 	e->kernel_enabled = opts->include_kernel;
 	a->exclude_hv = 1;

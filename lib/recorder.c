@@ -21,6 +21,13 @@
 #include <unistd.h>
 
 #define MAX_FRAMES 1024
+#define ROOT_CHAIN_MAX 16 /* root-end frames remembered per thread */
+
+/* The root end of one thread's last complete stack, outermost frames last. */
+struct root_chain {
+	uint32_t n;
+	uint64_t pcs[ROOT_CHAIN_MAX];
+};
 
 struct sp_recorder {
 	struct sp_events events;
@@ -36,6 +43,9 @@ struct sp_recorder {
 	int *pidfds;
 	size_t nroots;
 	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
+	struct sp_map root_index;  /* tid -> index into root_chains */
+	struct root_chain *root_chains;
+	size_t nroot_chains, root_chains_cap;
 	/* per-sample scratch, reused */
 	uint64_t pcs[MAX_FRAMES];
 	uint64_t kpcs[MAX_FRAMES];
@@ -306,6 +316,69 @@ static size_t splice_callchain(struct sp_recorder *r, struct sp_process *p, size
 	return n;
 }
 
+/* Remember the root end of a thread's latest complete stack (128 bytes copied). */
+static void remember_root(struct sp_recorder *r, uint32_t tid, size_t n)
+{
+	uint32_t idx;
+	if (n < 2)
+		return;
+	if (sp_map_get(&r->root_index, tid, &idx)) {
+		struct root_chain *c = &r->root_chains[idx];
+		c->n = n < ROOT_CHAIN_MAX ? (uint32_t)n : ROOT_CHAIN_MAX;
+		memcpy(c->pcs, r->pcs + n - c->n, c->n * sizeof(uint64_t));
+		return;
+	}
+	if (r->nroot_chains == r->root_chains_cap) {
+		size_t cap = r->root_chains_cap ? r->root_chains_cap * 2 : 16;
+		struct root_chain *c = realloc(r->root_chains, cap * sizeof(*c));
+		if (!c)
+			return;
+		r->root_chains = c;
+		r->root_chains_cap = cap;
+	}
+	struct root_chain *c = &r->root_chains[r->nroot_chains];
+	c->n = n < ROOT_CHAIN_MAX ? (uint32_t)n : ROOT_CHAIN_MAX;
+	memcpy(c->pcs, r->pcs + n - c->n, c->n * sizeof(uint64_t));
+	if (!sp_map_put(&r->root_index, tid, (uint32_t)r->nroot_chains))
+		r->nroot_chains++;
+}
+
+static void forget_root(struct sp_recorder *r, uint32_t tid)
+{
+	uint32_t idx;
+	if (sp_map_get(&r->root_index, tid, &idx))
+		r->root_chains[idx].n = 0;
+}
+
+/*
+ * A spliced stack ends where the frame-pointer chain ends, often in start-up
+ * code that keeps no frame pointer.  A thread's outermost frames do not change
+ * while the frames above them live, so when the stack's last frame occurs
+ * exactly once in the thread's remembered complete stack, the frames below it
+ * there are this stack's too.  Returns true when the root was reached.
+ */
+static bool complete_from_root(struct sp_recorder *r, uint32_t tid, size_t *n)
+{
+	uint32_t idx;
+	if (!*n || !sp_map_get(&r->root_index, tid, &idx))
+		return false;
+	const struct root_chain *c = &r->root_chains[idx];
+	uint64_t last = r->pcs[*n - 1];
+	size_t at = SIZE_MAX;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->pcs[i] != last)
+			continue;
+		if (at != SIZE_MAX)
+			return false; /* twice: no unique meeting point */
+		at = i;
+	}
+	if (at == SIZE_MAX)
+		return false;
+	for (size_t i = at + 1; i < c->n && *n < MAX_FRAMES; i++)
+		r->pcs[(*n)++] = c->pcs[i];
+	return true;
+}
+
 static uint32_t intern_user_frame(struct sp_recorder *r, struct sp_process *p, uint64_t pc)
 {
 	struct sp_proc_module *m = sp_process_find(p, pc);
@@ -368,10 +441,13 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		n = 1;
 	}
 	sum->stop_reasons[stop < SP_STOP_COUNT_ ? stop : SP_STOP_BAD_RULE]++;
-	bool spliced = false;
-	if (stop == SP_STOP_STACK_EXHAUSTED || stop == SP_STOP_NO_UNWIND_INFO) {
+	bool spliced = false, rooted = stop == SP_STOP_ROOT;
+	if (rooted) {
+		remember_root(r, s.tid, n);
+	} else if (stop == SP_STOP_STACK_EXHAUSTED || stop == SP_STOP_NO_UNWIND_INFO) {
 		n = splice_callchain(r, p, n, user, nuser, &spliced);
 		sum->spliced_stacks += spliced;
+		rooted = spliced && complete_from_root(r, s.tid, &n);
 	} else
 		sum->ignored_user_callchain_frames += nuser;
 
@@ -386,7 +462,7 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		r->frame_ids[nf++] = intern_user_frame(r, p, r->pcs[i]);
 	if (nf == 0)
 		sum->empty_stack_samples++;
-	if (stop != SP_STOP_ROOT && !spliced && nf > 0) {
+	if (!rooted && nf > 0) {
 		struct sp_frame marker = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_TRUNCATED,
 					  .abs_ip = stop};
 		note_write(r, sp_spool_writer_intern_frame(r->spool, &marker, &r->frame_ids[nf++]));
@@ -441,6 +517,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 			sp_process_clear_modules(p);
 			mark_python(r, p, false, time);
 		}
+		forget_root(r, c.tid);
 	}
 	int err = sp_spool_writer_intern_thread(r->spool, (int32_t)c.pid, (int32_t)c.tid, &thread);
 	err = err ? err : sp_spool_writer_set_thread_name(r->spool, thread, c.comm);
@@ -460,8 +537,9 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		struct sp_process *child = add_process(r, (pid_t)t.pid);
 		if (child && parent && parent != child)
 			sp_process_copy_modules(child, parent);
-	} else if (!fork && t.pid == t.tid) {
-		struct sp_process *p = find_process(r, (pid_t)t.pid);
+	} else if (!fork) {
+		forget_root(r, t.tid);
+		struct sp_process *p = t.pid == t.tid ? find_process(r, (pid_t)t.pid) : NULL;
 		if (p)
 			p->exited = true;
 	}
@@ -690,6 +768,7 @@ static struct sp_recorder *recorder_new(void)
 		return NULL;
 	sp_map_init(&r->proc_index);
 	sp_map_init(&r->opened_tids);
+	sp_map_init(&r->root_index);
 	sp_modfile_cache_init(&r->files);
 	return r;
 }
@@ -821,6 +900,11 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
 	out->error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 }
 
+bool sp_recorder_counts_kernel_time(const struct sp_recorder *r)
+{
+	return !r->events.kernel_denied;
+}
+
 enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r)
 {
 	return r->events.source;
@@ -897,5 +981,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->pidfds);
 	sp_map_release(&r->proc_index);
 	sp_map_release(&r->opened_tids);
+	sp_map_release(&r->root_index);
+	free(r->root_chains);
 	free(r);
 }

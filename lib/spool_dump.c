@@ -224,6 +224,8 @@ int sp_spool_dump_text(const struct sp_spool *s, FILE *out)
 	}
 	if (s->truncated)
 		fprintf(out, "# truncated: the spool ends mid-record; %zu records kept\n", s->nlog);
+	else if (!s->nsummaries)
+		fprintf(out, "# cut short: no summary trailer (the recorder did not finish)\n");
 	if (fflush(out) || ferror(out))
 		return errno ? -errno : -EIO;
 	return 0;

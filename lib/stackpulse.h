@@ -370,8 +370,26 @@ struct sp_resolved_frame {
 	uint64_t symbol_offset; /* pc - symbol start, when named */
 };
 
+/* Which processes' perf maps (/tmp/perf-PID.map) may name their anonymous code. */
+enum sp_perf_map_policy {
+	SP_PERF_MAPS_ALL = 0,    /* every process (the default) */
+	SP_PERF_MAPS_PYTHON = 1, /* processes whose latest exec marker says Python runtime */
+	SP_PERF_MAPS_NONE = 2,   /* none: anonymous code keeps its address form */
+};
+
+/* Zero-initialised options are the defaults.  Strings are copied by sp_symbolizer_new. */
 struct sp_symbolizer_opts {
 	bool no_demangle;
+	bool no_kernel_symbols;    /* kernel frames keep the [kernel]+0xADDRESS form */
+	/*
+	 * A saved kallsyms file of the recording's boot; NULL reads
+	 * /proc/kallsyms, and only when the running kernel's release is the
+	 * recorded one (a reboot into the same release is not detected: the
+	 * kernel's load address changes, so use a copy saved at recording time).
+	 */
+	const char *kallsyms_path;
+	const char *perf_map_dir;  /* where perf-PID.map files are read; NULL: /tmp */
+	uint32_t perf_map_policy;  /* enum sp_perf_map_policy */
 };
 
 struct sp_symbolizer;
@@ -387,8 +405,20 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 
 /*
  * Resolve one interned frame (cached per frame id).  *out is borrowed and
- * lives as long as the symbolizer.  Resolution order: ELF symbols of the
- * module's file, then the module+0xOFFSET fallback.
+ * lives as long as the symbolizer.  Resolution order (DESIGN decision 9):
+ * a frame in anonymous code (an SP_MODULE_ANON module, or no module) is
+ * looked up in its process's perf map, allowed by the policy and checked
+ * (a regular file, not writable by group or others, not older than the
+ * process when the recording saw its exec); "py::FUNC:FILE" entries give
+ * SP_KIND_PYTHON frames, others SP_RFRAME_JIT ones, both SP_ORIGIN_PERF_MAP.
+ * A file-backed frame gets the ELF symbols of its proven module file.  A
+ * kernel frame gets its kallsyms name (SP_ORIGIN_KERNEL_SYMBOLS, module
+ * "[kernel.kallsyms]" or "[MODULE]"); kallsyms is read once, on the first
+ * kernel frame, keeping only the symbols the spool's kernel frames need.
+ * Otherwise the module+0xOFFSET, [kernel]+0xADDRESS or [unknown]+0xADDRESS
+ * fallback.  Errors: -SP_E_BAD_ARG for an unknown frame id, -ENOMEM.  An
+ * unreadable kallsyms or perf map is not an error: it is counted in the
+ * stats and its frames keep the fallback form.
  */
 int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
 			  const struct sp_resolved_frame **out);
@@ -400,8 +430,27 @@ struct sp_symbolizer_stats {
 	uint64_t files_proven;        /* module files opened and proven the recorded file */
 	uint64_t files_unproven;      /* build-id, or inode + size + mtime, differ */
 	uint64_t files_unreadable;    /* missing, unreadable or not ELF */
-	uint64_t frames_named;        /* distinct frames named from symbols */
+	uint64_t frames_named;        /* distinct frames named (ELF, kallsyms or perf map) */
 	uint64_t frames_address_only; /* distinct frames given the address form */
+	/* Kernel symbols: kallsyms is read once, for every kernel frame of the spool. */
+	int kallsyms_error;           /* 0, or -errno why kallsyms could not be read */
+	bool kallsyms_read;           /* a kallsyms file was read */
+	bool kallsyms_restricted;     /* it showed every address as 0 (kernel.kptr_restrict) */
+	bool kallsyms_other_kernel;   /* /proc/kallsyms not used: the recording ran another kernel release */
+	uint64_t kallsyms_lines;      /* lines read */
+	uint64_t kallsyms_kept;       /* symbols kept: only those nearest below a kernel frame */
+	uint64_t kallsyms_malformed;  /* lines skipped as malformed */
+	uint64_t kernel_frames_named; /* distinct kernel frames named from kallsyms */
+	uint64_t kernel_frames_unnamed; /* distinct kernel frames left as addresses */
+	/* Perf maps, read once per process that has a frame in anonymous code. */
+	uint64_t perf_maps_read;      /* map files read */
+	uint64_t perf_maps_missing;   /* processes with anonymous-code frames and no map file */
+	uint64_t perf_maps_stale;     /* map files older than their process (pid reuse): ignored */
+	uint64_t perf_maps_insecure;  /* not a regular file, or writable by group or others: ignored */
+	uint64_t perf_maps_limited;   /* map files read only in part (size or line limits) */
+	uint64_t perf_map_lines_malformed; /* lines skipped (bad numbers or names, wrapping ranges) */
+	uint64_t perf_map_frames_named;    /* distinct frames named from a perf map */
+	uint64_t perf_map_frames_denied;   /* distinct frames of processes the policy excludes */
 };
 
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out);
@@ -478,6 +527,13 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out);
 
 /* Event source actually opened. */
 enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
+
+/*
+ * False when the kernel refused kernel-mode sampling (an unprivileged user
+ * under perf_event_paranoid >= 2): time the targets spend in system calls is
+ * then not sampled at all, and -k's kernel frames are off too.
+ */
+bool sp_recorder_counts_kernel_time(const struct sp_recorder *r);
 
 /* True while some attached process has a live thread. */
 bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid);

@@ -398,7 +398,8 @@ struct sp_symbolizer;
  * Build a symbolizer for a loaded spool.  Module files are opened lazily,
  * once per file (libdwfl), and proven to be the recorded file (build-id, or
  * inode + size + mtime) before their symbols are used.  The spool must
- * outlive the symbolizer.
+ * outlive the symbolizer; opts may be NULL (defaults).  Errors:
+ * -SP_E_BAD_ARG (no spool, an unknown perf_map_policy), -ENOMEM.
  */
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
 		      struct sp_symbolizer **out);

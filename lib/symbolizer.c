@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* Resolve a spool's interned frames to names: libdwfl per proven module file, else address forms. */
+/* Resolve a spool's interned frames to names: ELF per proven file, kallsyms, perf maps, else addresses. */
 #include "report_internal.h"
+#include "symbols_internal.h"
 
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -9,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #define NO_FILE UINT32_MAX
@@ -19,6 +21,27 @@ enum file_state {
 	FILE_PROVEN,     /* symbols usable */
 	FILE_UNPROVEN,   /* opened, but not the recorded file: never use its symbols */
 	FILE_UNREADABLE, /* missing, unreadable, not ELF, or libdwfl refused it */
+};
+
+#define DEFAULT_KALLSYMS "/proc/kallsyms"
+#define DEFAULT_PERF_MAP_DIR "/tmp"
+
+/* Frame pids for frames outside every module: none seen yet, or several processes. */
+#define PID_NONE INT32_MIN
+#define PID_MANY (INT32_MIN + 1)
+
+enum source_state {
+	SOURCE_UNLOADED = 0,
+	SOURCE_LOADED,
+	SOURCE_UNUSABLE, /* disabled, denied, missing or rejected: the fallback form */
+};
+
+/* One process's perf map, looked for on its first frame in anonymous code. */
+struct proc_map {
+	int32_t pid;
+	uint8_t state;      /* enum source_state */
+	const char *module; /* "perf-PID.map", the module shown for its JIT frames */
+	struct sp_perf_map map;
 };
 
 /* Cached result of one (file, svma) lookup. */
@@ -60,6 +83,12 @@ struct sp_symbolizer {
 	size_t nframes;
 	struct sym_hit *hits;
 	size_t nhits, hits_cap;
+	struct sp_kallsyms *ksyms;   /* sparse: the symbols of this spool's kernel frames */
+	uint8_t ksyms_state;         /* enum source_state */
+	struct proc_map *maps;
+	size_t nmaps, maps_cap;
+	struct sp_map map_index;     /* pid -> index into maps */
+	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
 	struct sp_symbolizer_stats stats;
 };
 
@@ -115,7 +144,8 @@ static const char *display_name(struct sp_arena *a, const struct sp_module *m)
 	if (m->flags & SP_MODULE_KERNEL)
 		return "[kernel]";
 	const char *p = m->path;
-	if (!p || !*p)
+	/* perf names anonymous executable mappings "//anon". */
+	if (!p || !*p || !strcmp(p, "//anon"))
 		return "[anon]";
 	size_t n = path_len(p);
 	const char *slash = memrchr(p, '/', n);
@@ -175,7 +205,7 @@ out:
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
 		      struct sp_symbolizer **out)
 {
-	if (!s || !out)
+	if (!s || !out || (opts && opts->perf_map_policy > SP_PERF_MAPS_NONE))
 		return -SP_E_BAD_ARG;
 	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
 	if (!sym)
@@ -185,6 +215,18 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	if (opts)
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
+	sp_map_init(&sym->map_index);
+	/* The caller's strings need not outlive this call. */
+	if (sym->opts.kallsyms_path &&
+	    !(sym->opts.kallsyms_path = sp_arena_strndup(&sym->strings, sym->opts.kallsyms_path,
+							  strlen(sym->opts.kallsyms_path))))
+		goto fail;
+	if (!sym->opts.perf_map_dir)
+		sym->opts.perf_map_dir = DEFAULT_PERF_MAP_DIR;
+	else if (!(sym->opts.perf_map_dir = sp_arena_strndup(&sym->strings,
+							       sym->opts.perf_map_dir,
+							       strlen(sym->opts.perf_map_dir))))
+		goto fail;
 	sym->nmodules = sp_spool_module_count(s);
 	sym->nframes = sp_spool_frame_count(s);
 	sym->files = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->files));
@@ -246,6 +288,12 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->frames);
 	free(sym->resolved);
 	free(sym->hits);
+	sp_kallsyms_free(sym->ksyms);
+	for (size_t i = 0; i < sym->nmaps; i++)
+		sp_perf_map_release(&sym->maps[i].map);
+	free(sym->maps);
+	sp_map_release(&sym->map_index);
+	free(sym->frame_pid);
 	free(sym->debuginfo_path);
 	sp_arena_release(&sym->strings);
 	free(sym);
@@ -402,21 +450,323 @@ static int lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64
 	return 0;
 }
 
-static int resolve_user(struct sp_symbolizer *sym, const struct sp_frame *fr,
+/* ---- kernel frames: kallsyms ------------------------------------------- */
+
+static bool is_kernel_frame(const struct sp_spool *s, const struct sp_frame *fr)
+{
+	if (fr->mode == SP_FRAME_KERNEL)
+		return true;
+	const struct sp_module *m = fr->module_id == SP_NO_MODULE ? NULL
+								 : sp_spool_module(s, fr->module_id);
+	return fr->mode == SP_FRAME_USER && m && (m->flags & SP_MODULE_KERNEL);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Read kallsyms once, for every kernel address of the spool at once: the
+ * file is streamed a single time and only the symbols those addresses need
+ * are kept (DESIGN decision 9).  Trouble leaves ksyms_state UNUSABLE and is
+ * counted; only -ENOMEM is an error.
+ */
+static int load_kallsyms(struct sp_symbolizer *sym)
+{
+	sym->ksyms_state = SOURCE_UNUSABLE;
+	if (sym->opts.no_kernel_symbols)
+		return 0;
+	const char *path = sym->opts.kallsyms_path;
+	if (!path) {
+		/* The running kernel's symbols name another kernel's addresses wrongly. */
+		const struct sp_spool_meta *meta = sp_spool_meta(sym->spool);
+		struct utsname uts;
+		if (meta && meta->kernel_release && *meta->kernel_release &&
+		    (uname(&uts) || strcmp(uts.release, meta->kernel_release))) {
+			sym->stats.kallsyms_other_kernel = true;
+			return 0;
+		}
+		path = DEFAULT_KALLSYMS;
+	}
+	size_t n = 0;
+	uint64_t *addrs = malloc((sym->nframes ? sym->nframes : 1) * sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < sym->nframes; i++) {
+		const struct sp_frame *fr = sp_spool_frame(sym->spool, (uint32_t)i);
+		if (fr && is_kernel_frame(sym->spool, fr))
+			addrs[n++] = fr->abs_ip;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || addrs[i] != addrs[u - 1])
+			addrs[u++] = addrs[i];
+	int err = sp_kallsyms_load(path, addrs, u, &sym->ksyms);
+	free(addrs);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		sym->stats.kallsyms_error = err;
+		return 0;
+	}
+	const struct sp_kallsyms_stats *ks = sp_kallsyms_stats(sym->ksyms);
+	sym->stats.kallsyms_read = true;
+	sym->stats.kallsyms_lines = ks->lines;
+	sym->stats.kallsyms_kept = ks->kept;
+	sym->stats.kallsyms_malformed = ks->malformed;
+	sym->stats.kallsyms_restricted = ks->restricted;
+	if (!ks->restricted)
+		sym->ksyms_state = SOURCE_LOADED;
+	return 0;
+}
+
+static int resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
+			  struct sp_resolved_frame *rf)
+{
+	rf->kind = SP_KIND_KERNEL;
+	rf->module = "[kernel]";
+	if (sym->ksyms_state == SOURCE_UNLOADED) {
+		int err = load_kallsyms(sym);
+		if (err)
+			return err;
+	}
+	const struct sp_ksym *ks =
+		sym->ksyms_state == SOURCE_LOADED ? sp_kallsyms_find(sym->ksyms, fr->abs_ip) : NULL;
+	if (ks) {
+		rf->name = ks->name;
+		rf->module = ks->module ? sp_arena_printf(&sym->strings, "[%s]", ks->module)
+					: "[kernel.kallsyms]";
+		rf->origin = SP_ORIGIN_KERNEL_SYMBOLS;
+		rf->symbol_offset = fr->abs_ip - ks->addr;
+		sym->stats.kernel_frames_named++;
+		return rf->module ? 0 : -ENOMEM;
+	}
+	sym->stats.kernel_frames_unnamed++;
+	rf->name = sp_arena_printf(&sym->strings, "[kernel]+0x%" PRIx64, fr->abs_ip);
+	return rf->name ? 0 : -ENOMEM;
+}
+
+/* ---- anonymous code: perf maps ---------------------------------------- */
+
+/*
+ * The process a frame outside every module belongs to: frames are interned
+ * without one, so it comes from the samples whose stacks hold the frame.
+ * Computed once for all frames: each stack node is marked with its samples'
+ * pid, or PID_MANY when processes share it, walking up only until a node
+ * already carries the same mark.
+ */
+static int compute_frame_pids(struct sp_symbolizer *sym)
+{
+	const struct sp_spool *s = sym->spool;
+	size_t nstacks = sp_spool_stack_count(s);
+	int32_t *node = malloc((nstacks ? nstacks : 1) * sizeof(*node));
+	sym->frame_pid = malloc((sym->nframes ? sym->nframes : 1) * sizeof(*sym->frame_pid));
+	if (!node || !sym->frame_pid) {
+		free(node);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nstacks; i++)
+		node[i] = PID_NONE;
+	for (size_t i = 0; i < sym->nframes; i++)
+		sym->frame_pid[i] = PID_NONE;
+	for (size_t i = 0; i < sp_spool_sample_count(s); i++) {
+		const struct sp_sample *x = sp_spool_sample(s, i);
+		const struct sp_thread *t = sp_spool_thread(s, x->thread);
+		if (!t)
+			continue;
+		int32_t pid = t->pid;
+		for (uint32_t id = x->stack_id; id && id < nstacks; id = sp_spool_stack_parent(s, id)) {
+			if (node[id] == pid || node[id] == PID_MANY)
+				break;
+			node[id] = node[id] == PID_NONE ? pid : PID_MANY;
+		}
+	}
+	for (size_t id = 1; id < nstacks; id++) {
+		uint32_t f = sp_spool_stack_frame(s, (uint32_t)id);
+		if (node[id] == PID_NONE || f >= sym->nframes)
+			continue;
+		int32_t *fp = &sym->frame_pid[f];
+		*fp = *fp == PID_NONE || *fp == node[id] ? node[id] : PID_MANY;
+	}
+	free(node);
+	return 0;
+}
+
+/*
+ * The process's start when the recording saw it: its exec marker (the
+ * recorder writes a not-Python marker at every exec), converted from
+ * CLOCK_MONOTONIC to µs since the epoch with the spool's two anchors.  0
+ * when the process was already running when the recording began (attached,
+ * or forked without exec): then nothing in the spool says when it started.
+ */
+static uint64_t process_start_us(const struct sp_spool *s, int32_t pid)
+{
+	const struct sp_spool_meta *meta = sp_spool_meta(s);
+	for (size_t i = 0; i < sp_spool_exec_count(s); i++) {
+		const struct sp_exec *e = sp_spool_exec(s, i);
+		if (e->pid != pid || e->is_python_runtime || !e->timestamp_ns)
+			continue;
+		uint64_t since = e->timestamp_ns > meta->start_monotonic_ns
+					 ? e->timestamp_ns - meta->start_monotonic_ns : 0;
+		return meta->start_timestamp_us + since / 1000;
+	}
+	return 0;
+}
+
+/* The seeds' PID-reuse guard: the latest marker of the process decides. */
+static bool is_python_process(const struct sp_spool *s, int32_t pid)
+{
+	bool python = false;
+	for (size_t i = 0; i < sp_spool_exec_count(s); i++) {
+		const struct sp_exec *e = sp_spool_exec(s, i);
+		if (e->pid == pid)
+			python = e->is_python_runtime;
+	}
+	return python;
+}
+
+/* The perf map of pid, read on first use; NULL when none may or can be used. */
+static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc_map **out)
+{
+	*out = NULL;
+	uint32_t idx;
+	if (sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx)) {
+		if (sym->maps[idx].state == SOURCE_LOADED)
+			*out = &sym->maps[idx];
+		return 0;
+	}
+	if (sym->nmaps == sym->maps_cap) {
+		size_t cap = sym->maps_cap ? sym->maps_cap * 2 : 8;
+		struct proc_map *m = realloc(sym->maps, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		sym->maps = m;
+		sym->maps_cap = cap;
+	}
+	struct proc_map *pm = &sym->maps[sym->nmaps];
+	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNUSABLE};
+	sp_perf_map_init(&pm->map);
+	int err = sp_map_put(&sym->map_index, (uint64_t)(uint32_t)pid, (uint32_t)sym->nmaps);
+	if (err)
+		return err;
+	sym->nmaps++;
+	if (sym->opts.perf_map_policy == SP_PERF_MAPS_PYTHON && !is_python_process(sym->spool, pid))
+		return 0;
+	unsigned verdict;
+	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid,
+			       process_start_us(sym->spool, pid), NULL, &verdict);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		verdict = SP_PERF_MAP_MISSING; /* a read error: as good as no file */
+	switch (verdict) {
+	case SP_PERF_MAP_USED:
+		break;
+	case SP_PERF_MAP_INSECURE:
+		sym->stats.perf_maps_insecure++;
+		return 0;
+	case SP_PERF_MAP_STALE:
+		sym->stats.perf_maps_stale++;
+		return 0;
+	default:
+		sym->stats.perf_maps_missing++;
+		return 0;
+	}
+	sym->stats.perf_maps_read++;
+	sym->stats.perf_maps_limited += pm->map.stats.limited;
+	sym->stats.perf_map_lines_malformed += pm->map.stats.malformed + pm->map.stats.overflow;
+	pm->module = sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
+	if (!pm->module)
+		return -ENOMEM;
+	pm->state = SOURCE_LOADED;
+	*out = pm;
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s && s[1] ? s + 1 : p;
+}
+
+/* Name a frame of anonymous code of pid from its perf map; rf untouched when it cannot. */
+static int resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct sp_frame *fr,
+			    struct sp_resolved_frame *rf)
+{
+	if (sym->opts.perf_map_policy == SP_PERF_MAPS_NONE) {
+		sym->stats.perf_map_frames_denied++;
+		return 0;
+	}
+	const struct proc_map *pm;
+	int err = process_map(sym, pid, &pm);
+	if (err || !pm) {
+		if (!err && sym->opts.perf_map_policy == SP_PERF_MAPS_PYTHON &&
+		    !is_python_process(sym->spool, pid))
+			sym->stats.perf_map_frames_denied++;
+		return err;
+	}
+	const struct sp_perf_map_range *r = sp_perf_map_find(&pm->map, fr->abs_ip);
+	if (!r)
+		return 0;
+	const char *name = sp_perf_map_name(&pm->map, r);
+	if (!strncmp(name, "py::", 4)) {
+		/* CPython's trampolines (-X perf): "py::QUALNAME:FILENAME". */
+		const char *func = name + 4, *colon = strchr(func, ':');
+		const char *file = colon && colon[1] ? colon + 1 : NULL;
+		rf->name = sp_arena_strndup(&sym->strings, func,
+					    colon ? (size_t)(colon - func) : strlen(func));
+		rf->file = file;
+		rf->module = file ? base_name(file) : "[python]";
+		rf->kind = SP_KIND_PYTHON;
+	} else {
+		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
+		rf->name = dem ? sp_arena_strndup(&sym->strings, dem, strlen(dem)) : name;
+		free(dem);
+		rf->module = pm->module;
+		rf->flags |= SP_RFRAME_JIT;
+	}
+	if (!rf->name)
+		return -ENOMEM;
+	rf->origin = SP_ORIGIN_PERF_MAP;
+	rf->symbol_offset = fr->abs_ip - r->sym_start;
+	sym->stats.perf_map_frames_named++;
+	return 0;
+}
+
+/* ---- user frames ------------------------------------------------------- */
+
+static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
 			struct sp_resolved_frame *rf)
 {
 	if (fr->module_id == SP_NO_MODULE || fr->module_id >= sym->nmodules) {
+		/* Code outside every recorded mapping may still be a runtime's, named in its map. */
+		if (!sym->frame_pid) {
+			int err = compute_frame_pids(sym);
+			if (err)
+				return err;
+		}
+		int32_t pid = sym->frame_pid[frame_id];
+		if (pid != PID_NONE && pid != PID_MANY) {
+			int err = resolve_perf_map(sym, pid, fr, rf);
+			if (err || rf->origin == SP_ORIGIN_PERF_MAP)
+				return err;
+		}
 		rf->kind = SP_KIND_UNKNOWN;
 		rf->module = "[unknown]";
 		rf->name = sp_arena_printf(&sym->strings, "[unknown]+0x%" PRIx64, fr->abs_ip);
 		return rf->name ? 0 : -ENOMEM;
 	}
 	const struct sp_module *m = sp_spool_module(sym->spool, fr->module_id);
+	if (m && (m->flags & SP_MODULE_KERNEL))
+		return resolve_kernel(sym, fr, rf);
 	rf->module = sym->module_name[fr->module_id];
-	if (m && (m->flags & SP_MODULE_KERNEL)) {
-		rf->kind = SP_KIND_KERNEL;
-		rf->name = sp_arena_printf(&sym->strings, "[kernel]+0x%" PRIx64, fr->abs_ip);
-		return rf->name ? 0 : -ENOMEM;
+	if (m && (m->flags & SP_MODULE_ANON)) {
+		int err = resolve_perf_map(sym, m->pid, fr, rf);
+		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
+			return err;
 	}
 	uint32_t fi = sym->module_file[fr->module_id];
 	if (m && fi != NO_FILE) {
@@ -469,21 +819,16 @@ int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
 		rf->flags = SP_RFRAME_TRUNCATED;
 		break;
 	case SP_FRAME_KERNEL:
-		/* kallsyms is not read yet: kernel frames keep their address. */
-		rf->kind = SP_KIND_KERNEL;
-		rf->module = "[kernel]";
-		rf->name = sp_arena_printf(&sym->strings, "[kernel]+0x%" PRIx64, fr->abs_ip);
-		if (!rf->name)
-			err = -ENOMEM;
+		err = resolve_kernel(sym, fr, rf);
 		break;
 	default:
-		err = resolve_user(sym, fr, rf);
+		err = resolve_user(sym, frame_id, fr, rf);
 		break;
 	}
 	if (err)
 		return err;
 	if (rf->kind != SP_KIND_TRUNCATED) {
-		if (rf->origin == SP_ORIGIN_ELF)
+		if (rf->origin != SP_ORIGIN_ADDRESS_ONLY)
 			sym->stats.frames_named++;
 		else
 			sym->stats.frames_address_only++;

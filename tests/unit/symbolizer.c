@@ -1,15 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the symbolizer: names from this test binary, identity proof, fallbacks, markers. */
+/* Unit tests of the symbolizer: ELF names and identity proof, kallsyms, perf maps, fallbacks. */
 #include <criterion/criterion.h>
 
 #include "report_internal.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Functions with known names; bodies big enough that +4 stays inside them. */
@@ -383,4 +386,314 @@ Test(symbolizer, demangle_wrapper_leaves_plain_names_alone)
 	cr_assert_not_null(d);
 	cr_expect_str_eq(d, "std::vector<int, std::allocator<int> >::push_back(int const&)");
 	free(d);
+}
+
+/* ---- kernel symbols and perf maps ------------------------------------------ */
+
+static char fixture_dir[64];
+
+/* Criterion runs these after the suite's setup and before its teardown. */
+static void fixtures_setup(void)
+{
+	strcpy(fixture_dir, "/tmp/sp-symbolizer-fix-XXXXXX");
+	cr_assert_not_null(mkdtemp(fixture_dir));
+}
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static void fixtures_teardown(void)
+{
+	nftw(fixture_dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+/* Write text to NAME in the fixture directory (mode 0600); returns its path. */
+static const char *fixture_file(const char *name, const char *text)
+{
+	static char path[2][128];
+	static int which;
+	char *p = path[which++ & 1];
+	snprintf(p, sizeof(path[0]), "%s/%s", fixture_dir, name);
+	FILE *f = fopen(p, "w");
+	cr_assert_not_null(f);
+	cr_assert_eq(fputs(text, f) >= 0, true);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(p, 0600), 0);
+	return p;
+}
+
+static uint32_t add_kernel_frame(uint64_t addr)
+{
+	struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_KERNEL, .abs_ip = addr};
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &f, &id), 0);
+	return id;
+}
+
+static void load_with(const struct sp_symbolizer_opts *opts)
+{
+	struct sp_summary summary = {0};
+	cr_assert_eq(sp_spool_writer_finish(writer, &summary), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	cr_assert_eq(sp_symbolizer_new(spool, opts, &sym), 0);
+}
+
+static struct sp_symbolizer_stats stats_now(void)
+{
+	struct sp_symbolizer_stats st;
+	sp_symbolizer_stats(sym, &st);
+	return st;
+}
+
+static const char kallsyms_text[] =
+	"ffffffff81000000 T _stext\n"
+	"ffffffff81000200 T do_syscall_64\n"
+	"ffffffff81000300 T vfs_read\n"
+	"ffffffff81000400 T _etext\n"
+	"ffffffff82000000 D some_data\n"
+	"ffffffffc0002000 t ext4_file_read_iter\t[ext4]\n"
+	"ffffffffc0003000 d ext4_data\t[ext4]\n";
+
+Test(symbolizer, kernel_frames_are_named_from_a_kallsyms_file, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	uint32_t a = add_kernel_frame(0xffffffff81000210);
+	uint32_t b = add_kernel_frame(0xffffffffc0002010);
+	uint32_t c = add_kernel_frame(0xffffffff82000010); /* data, not a function */
+	uint32_t d = add_kernel_frame(0xffffffff81000220);
+	struct sp_symbolizer_opts opts = {.kallsyms_path = fixture_file("kallsyms", kallsyms_text)};
+	load_with(&opts);
+
+	const struct sp_resolved_frame *ra = resolve(a);
+	cr_expect_str_eq(ra->name, "do_syscall_64");
+	cr_expect_str_eq(ra->module, "[kernel.kallsyms]");
+	cr_expect_eq(ra->kind, SP_KIND_KERNEL);
+	cr_expect_eq(ra->origin, SP_ORIGIN_KERNEL_SYMBOLS);
+	cr_expect_eq(ra->symbol_offset, 0x10);
+	cr_expect_str_eq(resolve(b)->name, "ext4_file_read_iter");
+	cr_expect_str_eq(resolve(b)->module, "[ext4]");
+	cr_expect_str_eq(resolve(c)->name, "[kernel]+0xffffffff82000010");
+	cr_expect_eq(resolve(c)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	cr_expect_eq(resolve(c)->kind, SP_KIND_KERNEL);
+	cr_expect_str_eq(resolve(d)->name, "do_syscall_64");
+	struct sp_symbolizer_stats st = stats_now();
+	cr_expect(st.kallsyms_read);
+	cr_expect_eq(st.kallsyms_lines, 7);
+	cr_expect_eq(st.kallsyms_kept, 2, "only what the frames need: %" PRIu64, st.kallsyms_kept);
+	cr_expect_eq(st.kernel_frames_named, 3);
+	cr_expect_eq(st.kernel_frames_unnamed, 1);
+	cr_expect_eq(st.frames_named, 3);
+}
+
+Test(symbolizer, kernel_symbols_can_be_turned_off, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	uint32_t a = add_kernel_frame(0xffffffff81000210);
+	struct sp_symbolizer_opts opts = {.kallsyms_path = fixture_file("kallsyms", kallsyms_text),
+					  .no_kernel_symbols = true};
+	load_with(&opts);
+	cr_expect_str_eq(resolve(a)->name, "[kernel]+0xffffffff81000210");
+	cr_expect_not(stats_now().kallsyms_read);
+}
+
+Test(symbolizer, restricted_or_missing_kallsyms_leave_addresses, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	uint32_t a = add_kernel_frame(0xffffffff81000210);
+	struct sp_symbolizer_opts opts = {
+		.kallsyms_path = fixture_file("zeros", "0000000000000000 T _stext\n"
+						       "0000000000000000 T do_syscall_64\n")};
+	load_with(&opts);
+	cr_expect_str_eq(resolve(a)->name, "[kernel]+0xffffffff81000210");
+	cr_expect(stats_now().kallsyms_restricted);
+
+	sp_symbolizer_free(sym);
+	opts.kallsyms_path = "/nonexistent/kallsyms";
+	cr_assert_eq(sp_symbolizer_new(spool, &opts, &sym), 0);
+	cr_expect_str_eq(resolve(a)->name, "[kernel]+0xffffffff81000210");
+	cr_expect_eq(stats_now().kallsyms_error, -ENOENT);
+}
+
+Test(symbolizer, live_kallsyms_is_not_used_for_another_kernel_release)
+{
+	/* The fixture spool says kernel "k": this machine's symbols would name it wrongly. */
+	uint32_t a = add_kernel_frame(0xffffffff81000210);
+	load(false);
+	cr_expect_str_eq(resolve(a)->name, "[kernel]+0xffffffff81000210");
+	cr_expect(stats_now().kallsyms_other_kernel);
+	cr_expect_not(stats_now().kallsyms_read);
+}
+
+#define ANON_START 0x7f0000000000ull
+
+static struct sp_module anon_module(int32_t pid)
+{
+	return (struct sp_module){.pid = pid, .start = ANON_START, .end = ANON_START + 0x10000,
+				  .file_offset = ANON_START, .flags = SP_MODULE_ANON,
+				  .path = "//anon"};
+}
+
+static const char perf_map_text[] =
+	"7f0000001000 40 jit_hot_loop\n"
+	"7f0000002000 b py::handle_request:/srv/app/server.py\n"
+	"7f0000003000 20 _ZN2sp4demoEi\n";
+
+Test(symbolizer, anonymous_code_is_named_from_the_perf_map, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	struct sp_module m = anon_module(4242);
+	uint32_t mid = add_module(&m);
+	uint32_t jit = add_frame(mid, &m, ANON_START + 0x1010);
+	uint32_t py = add_frame(mid, &m, ANON_START + 0x2004);
+	uint32_t cxx = add_frame(mid, &m, ANON_START + 0x3000);
+	uint32_t gap = add_frame(mid, &m, ANON_START + 0x1040);
+	fixture_file("perf-4242.map", perf_map_text);
+	struct sp_symbolizer_opts opts = {.perf_map_dir = fixture_dir};
+	load_with(&opts);
+
+	const struct sp_resolved_frame *rj = resolve(jit);
+	cr_expect_str_eq(rj->name, "jit_hot_loop");
+	cr_expect_str_eq(rj->module, "perf-4242.map");
+	cr_expect_eq(rj->kind, SP_KIND_NATIVE);
+	cr_expect_eq(rj->origin, SP_ORIGIN_PERF_MAP);
+	cr_expect(rj->flags & SP_RFRAME_JIT);
+	cr_expect_eq(rj->symbol_offset, 0x10);
+	const struct sp_resolved_frame *rp = resolve(py);
+	cr_expect_str_eq(rp->name, "handle_request");
+	cr_expect_str_eq(rp->file, "/srv/app/server.py");
+	cr_expect_str_eq(rp->module, "server.py");
+	cr_expect_eq(rp->kind, SP_KIND_PYTHON);
+	cr_expect_eq(rp->origin, SP_ORIGIN_PERF_MAP);
+	cr_expect_not(rp->flags & SP_RFRAME_JIT);
+	cr_expect_str_eq(resolve(cxx)->name, "sp::demo(int)");
+	/* Past the end of every line: the address form. */
+	cr_expect_eq(resolve(gap)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	cr_expect_str_eq(resolve(gap)->module, "[anon]");
+	struct sp_symbolizer_stats st = stats_now();
+	cr_expect_eq(st.perf_maps_read, 1, "one read for the whole process");
+	cr_expect_eq(st.perf_map_frames_named, 3);
+}
+
+Test(symbolizer, perf_map_policy_none_and_python, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	struct sp_module py_mod = anon_module(100), other_mod = anon_module(200);
+	uint32_t pmid = add_module(&py_mod), omid = add_module(&other_mod);
+	uint32_t pf = add_frame(pmid, &py_mod, ANON_START + 0x2004);
+	uint32_t of = add_frame(omid, &other_mod, ANON_START + 0x1004);
+	/* Process 100 is a Python runtime; 200 was one, then exec'd something else. */
+	struct sp_exec e1 = {.timestamp_ns = 0, .pid = 100, .is_python_runtime = true};
+	struct sp_exec e2 = {.timestamp_ns = 0, .pid = 200, .is_python_runtime = true};
+	struct sp_exec e3 = {.timestamp_ns = 0, .pid = 200, .is_python_runtime = false};
+	cr_assert_eq(sp_spool_writer_append_exec(writer, &e1), 0);
+	cr_assert_eq(sp_spool_writer_append_exec(writer, &e2), 0);
+	cr_assert_eq(sp_spool_writer_append_exec(writer, &e3), 0);
+	fixture_file("perf-100.map", perf_map_text);
+	fixture_file("perf-200.map", perf_map_text);
+
+	struct sp_symbolizer_opts opts = {.perf_map_dir = fixture_dir,
+					  .perf_map_policy = SP_PERF_MAPS_NONE};
+	load_with(&opts);
+	cr_expect_eq(resolve(pf)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	cr_expect_eq(resolve(of)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	cr_expect_eq(stats_now().perf_maps_read, 0);
+	cr_expect_eq(stats_now().perf_map_frames_denied, 2);
+
+	sp_symbolizer_free(sym);
+	opts.perf_map_policy = SP_PERF_MAPS_PYTHON;
+	cr_assert_eq(sp_symbolizer_new(spool, &opts, &sym), 0);
+	cr_expect_str_eq(resolve(pf)->name, "handle_request");
+	cr_expect_eq(resolve(of)->origin, SP_ORIGIN_ADDRESS_ONLY, "latest marker: not Python");
+	cr_expect_eq(stats_now().perf_map_frames_denied, 1);
+
+	sp_symbolizer_free(sym);
+	opts.perf_map_policy = SP_PERF_MAPS_ALL;
+	cr_assert_eq(sp_symbolizer_new(spool, &opts, &sym), 0);
+	cr_expect_str_eq(resolve(of)->name, "jit_hot_loop");
+
+	struct sp_symbolizer *bad = NULL;
+	opts.perf_map_policy = 3;
+	cr_expect_eq(sp_symbolizer_new(spool, &opts, &bad), -SP_E_BAD_ARG);
+	cr_expect_null(bad);
+}
+
+Test(symbolizer, code_outside_every_module_takes_the_pid_of_its_samples,
+     .init = fixtures_setup, .fini = fixtures_teardown)
+{
+	struct sp_frame alone = {.module_id = SP_NO_MODULE, .abs_ip = ANON_START + 0x1004};
+	struct sp_frame shared = {.module_id = SP_NO_MODULE, .abs_ip = ANON_START + 0x1008};
+	struct sp_frame unsampled = {.module_id = SP_NO_MODULE, .abs_ip = ANON_START + 0x100c};
+	uint32_t fa, fs, fu, t1, t2, t3, s1, s2;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &alone, &fa), 0);
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &shared, &fs), 0);
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &unsampled, &fu), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 300, 300, &t1), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 300, 301, &t2), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 400, 400, &t3), 0);
+	uint32_t stack_a[] = {fa, fs}, stack_s[] = {fs};
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, stack_a, 2, &s1), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, stack_s, 1, &s2), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t1, s1, 1000), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t2, s1, 2000), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t3, s2, 3000), 0);
+	fixture_file("perf-300.map", "7f0000001000 40 from_300\n");
+	fixture_file("perf-400.map", "7f0000001000 40 from_400\n");
+	struct sp_symbolizer_opts opts = {.perf_map_dir = fixture_dir};
+	load_with(&opts);
+	cr_expect_str_eq(resolve(fa)->name, "from_300");
+	cr_expect_eq(resolve(fa)->origin, SP_ORIGIN_PERF_MAP);
+	/* Two processes' samples hold it: no one map may name it. */
+	cr_expect_str_eq(resolve(fs)->name, "[unknown]+0x7f0000001008");
+	cr_expect_eq(resolve(fs)->kind, SP_KIND_UNKNOWN);
+	cr_expect_str_eq(resolve(fu)->name, "[unknown]+0x7f000000100c");
+}
+
+Test(symbolizer, a_perf_map_older_than_its_process_is_ignored, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	struct sp_module m = anon_module(500), n = anon_module(600);
+	uint32_t mid = add_module(&m), nid = add_module(&n);
+	uint32_t f = add_frame(mid, &m, ANON_START + 0x1004);
+	uint32_t g = add_frame(nid, &n, ANON_START + 0x1004);
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	/*
+	 * The spool's clocks: wall 0 at monotonic 0, so an exec at T ns happened
+	 * at T/1000 µs since the epoch.  Process 500 exec'd an hour after its
+	 * map file was written (an earlier process's), 600 an hour before.
+	 */
+	uint64_t now_ns = (uint64_t)now.tv_sec * 1000000000 + (uint64_t)now.tv_nsec;
+	struct sp_exec late = {.timestamp_ns = now_ns + 3600000000000ull, .pid = 500};
+	struct sp_exec early = {.timestamp_ns = now_ns - 3600000000000ull, .pid = 600};
+	cr_assert_eq(sp_spool_writer_append_exec(writer, &late), 0);
+	cr_assert_eq(sp_spool_writer_append_exec(writer, &early), 0);
+	fixture_file("perf-500.map", perf_map_text);
+	fixture_file("perf-600.map", perf_map_text);
+	struct sp_symbolizer_opts opts = {.perf_map_dir = fixture_dir};
+	load_with(&opts);
+	cr_expect_eq(resolve(f)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	cr_expect_str_eq(resolve(g)->name, "jit_hot_loop");
+	struct sp_symbolizer_stats st = stats_now();
+	cr_expect_eq(st.perf_maps_stale, 1);
+	cr_expect_eq(st.perf_maps_read, 1);
+}
+
+Test(symbolizer, perf_maps_others_can_write_are_ignored, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	struct sp_module m = anon_module(700), n = anon_module(800);
+	uint32_t mid = add_module(&m), nid = add_module(&n);
+	uint32_t f = add_frame(mid, &m, ANON_START + 0x1004);
+	uint32_t g = add_frame(nid, &n, ANON_START + 0x1004);
+	cr_assert_eq(chmod(fixture_file("perf-700.map", perf_map_text), 0666), 0);
+	load_with(&(struct sp_symbolizer_opts){.perf_map_dir = fixture_dir});
+	cr_expect_eq(resolve(f)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	cr_expect_eq(resolve(g)->origin, SP_ORIGIN_ADDRESS_ONLY);
+	struct sp_symbolizer_stats st = stats_now();
+	cr_expect_eq(st.perf_maps_insecure, 1);
+	cr_expect_eq(st.perf_maps_missing, 1);
 }

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: MIT
+# Perf maps: generated code in an anonymous mapping is named from /tmp/perf-PID.map
+# (the jit_perfmap workload writes one); --perf-maps=none, --perf-map-dir with a copy,
+# a stale copy; then CPython 3.12's -X perf trampolines (py::FUNC:FILE) when a
+# python3.12 is installed.  Callers of JIT code are not checked: unwinding through
+# code without CFI is later work.
+. "$(dirname "$0")/lib.sh"
+need_stackpulse
+need_perf_events
+need_workload jit_perfmap
+
+# The perf maps the recorded programs leave in /tmp go when the test ends.
+MAPS=
+trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
+
+sp_record jit.spool -F 999 -- "$WL" -t 1 >jit.out || {
+	fail "record of jit_perfmap exited $?: $(head -c 300 record.err)"
+	finish
+}
+MAP=$(sed -n 's/^jit_perfmap: perf map //p' jit.out)
+MAPS="$MAPS $MAP"
+[ -f "$MAP" ] && ok "jit_perfmap wrote its perf map $MAP" || { fail "no perf map '$MAP'"; finish; }
+pid=${MAP#/tmp/perf-}
+pid=${pid%.map}
+
+with_timeout 60 "$SP" report --format=folded jit.spool >jit.folded 2>jit.err
+folded_self jit.folded | head -n 3 | sed 's/^/# leaf: /'
+set -- $(folded_share jit.folded ';jit_hot_loop$|^jit_hot_loop$')
+share=$(pct "$1" "$2")
+[ "$(num_ge "$share" 90)" = 1 ] && ok "jit_hot_loop is the leaf of $share% of $2 samples (>= 90%)" ||
+	fail "jit_hot_loop is the leaf of only $share% of the samples"
+[ ! -s jit.err ] && ok "no warning about the perf map" || fail "report warned: $(head -c 300 jit.err)"
+with_timeout 60 "$SP" report jit.spool >jit.txt 2>/dev/null
+grep -E "jit_hot_loop +perf-$pid\.map" jit.txt >/dev/null &&
+	ok "the text report shows jit_hot_loop in module perf-$pid.map" ||
+	fail "the text report has no 'jit_hot_loop perf-$pid.map' row"
+
+with_timeout 60 "$SP" report --format=folded --perf-maps=none jit.spool >none.folded 2>/dev/null
+if grep -q jit_hot_loop none.folded; then
+	fail "--perf-maps=none still names jit_hot_loop"
+else
+	ok "--perf-maps=none leaves the generated code unnamed ($(folded_self none.folded | head -n 1 | cut -d' ' -f3))"
+fi
+# The recorder saw no Python runtime in this process.
+with_timeout 60 "$SP" report --format=folded --perf-maps=python jit.spool >py.folded 2>/dev/null
+grep -q jit_hot_loop py.folded && fail "--perf-maps=python names a process that is not Python" ||
+	ok "--perf-maps=python leaves a non-Python process's code unnamed"
+
+# A copy of the map, read from another directory after the original is gone.
+mkdir maps && cp -p "$MAP" maps/ && rm -f "$MAP"
+with_timeout 60 "$SP" report --format=folded jit.spool >gone.folded 2>/dev/null
+grep -q jit_hot_loop gone.folded && fail "jit_hot_loop named with no perf map in /tmp" ||
+	ok "without /tmp/perf-$pid.map the code stays unnamed"
+with_timeout 60 "$SP" report --format=folded --perf-map-dir maps jit.spool >copy.folded 2>/dev/null
+cmp -s copy.folded jit.folded && ok "--perf-map-dir maps reads the copy: the same folded stacks" ||
+	fail "--perf-map-dir copy differs: $(diff copy.folded jit.folded | head -n 4)"
+
+# A map written before the process started belongs to an earlier process with its pid.
+touch -d '@1000000000' "maps/perf-$pid.map"
+with_timeout 60 "$SP" report --format=folded --perf-map-dir maps jit.spool >stale.folded 2>stale.err
+if grep -q jit_hot_loop stale.folded; then
+	fail "a perf map older than its process was used"
+elif grep -q 'older than' stale.err; then
+	ok "a perf map older than its process is ignored: $(head -n 1 stale.err)"
+else
+	fail "a stale perf map was ignored without a warning"
+fi
+# Writable by others: anyone could have planted the names.
+touch "maps/perf-$pid.map" && chmod 666 "maps/perf-$pid.map"
+with_timeout 60 "$SP" report --format=folded --perf-map-dir maps jit.spool >w.folded 2>w.err
+! grep -q jit_hot_loop w.folded && grep -q 'writable by group or others' w.err &&
+	ok "a perf map others can write is ignored, with a warning" ||
+	fail "a world-writable perf map was used or not warned about: '$(head -c 200 w.err)'"
+
+# --- CPython 3.12 -X perf: py::FUNC:FILE entries ------------------------------------
+# An ELF python3.12 (pyenv's shims are scripts), from PATH or pyenv's versions.
+PY=
+for cand in $(command -v python3.12 2>/dev/null) "$HOME"/.pyenv/versions/*/bin/python3.12; do
+	[ -x "$cand" ] || continue
+	[ "$(head -c 4 "$cand" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+	# The probe writes a perf map too: its pid (the shell's, kept by exec) says which.
+	probe=$(sh -c 'echo $$; exec "$@" 2>/dev/null' sh "$cand" -X perf -c \
+		'import sys; print("active" if sys.is_stack_trampoline_active() else "off")')
+	set -- $probe
+	[ -n "${1:-}" ] && MAPS="$MAPS /tmp/perf-$1.map"
+	[ "${2:-}" = active ] || continue
+	PY=$cand
+	break
+done
+if [ -z "$PY" ]; then
+	skip "Python perf maps: no python3.12 with -X perf support (ELF) in PATH or \$HOME/.pyenv/versions/*/bin"
+	finish
+fi
+info "python: $PY"
+cat >hot.py <<'EOF'
+import time
+
+def sp_python_leaf(n):
+    t = 0
+    for i in range(n):
+        t += i * i
+    return t
+
+def sp_python_caller():
+    end = time.process_time() + 1.0
+    while time.process_time() < end:
+        sp_python_leaf(10000)
+
+sp_python_caller()
+EOF
+sp_record py.spool -F 999 -- "$PY" -X perf hot.py >/dev/null
+st=$?
+with_timeout 60 "$SP" dump py.spool >py.dump 2>/dev/null
+for p in $(dump_field thread pid py.dump | sort -u); do
+	MAPS="$MAPS /tmp/perf-$p.map"
+done
+info "perf maps removed at the end:$MAPS"
+[ $st -eq 0 ] && ok "record of python3.12 -X perf exits 0" || { fail "record of python3.12 exited $st: $(head -c 300 record.err)"; finish; }
+with_timeout 60 "$SP" report --format=folded py.spool >pyall.folded 2>/dev/null
+folded_top pyall.folded 2 | sed 's/^/# top: /'
+set -- $(folded_share pyall.folded '(^|;)sp_python_(leaf|caller)(;|$)')
+share=$(pct "$1" "$2")
+info "samples with a named Python frame: $1 / $2 = $share%"
+[ "$(num_ge "$share" 50)" = 1 ] && ok "$share% of the python3.12 samples hold a py:: frame named from the perf map (>= 50%)" ||
+	fail "only $share% of the python3.12 samples hold a named Python frame"
+grep -q 'py::' pyall.folded && fail "raw py:: names leak into the report" || ok "Python frames are shown by function name, without py::"
+with_timeout 60 "$SP" report --format=folded --perf-maps=python py.spool >pyonly.folded 2>/dev/null
+cmp -s pyonly.folded pyall.folded && ok "--perf-maps=python names the recorded Python runtime the same way" ||
+	fail "--perf-maps=python differs for a Python runtime"
+finish

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A minimal JIT: main -> call_jit calls jit_hot_loop, a countdown loop whose
+ * x86-64 machine code this program copies into an anonymous executable page
+ * and names in a perf map (/tmp/perf-PID.map, "START SIZE NAME" in hex),
+ * for -t SECONDS of CPU time.  The map file is left behind for the
+ * profiler: whoever runs this removes it (its path is printed).
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define NOINLINE __attribute__((noinline))
+#define LOOP_COUNT 1000000u
+
+static volatile sig_atomic_t stop;
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/*
+ * jit_hot_loop, hand-assembled (Intel SDM vol. 2 encodings):
+ *   55                push %rbp
+ *   48 89 e5          mov  %rsp,%rbp
+ *   b9 NN NN NN NN    mov  $LOOP_COUNT,%ecx
+ *   ff c9          1: dec  %ecx
+ *   75 fc             jnz  1b          (rel8 -4: back to the dec)
+ *   89 c8             mov  %ecx,%eax   (returns 0)
+ *   5d                pop  %rbp
+ *   c3                ret
+ */
+static const unsigned char code_template[] = {
+	0x55, 0x48, 0x89, 0xe5, 0xb9, 0, 0, 0, 0, 0xff, 0xc9, 0x75, 0xfc, 0x89, 0xc8, 0x5d, 0xc3,
+};
+
+typedef int (*jit_fn)(void);
+
+NOINLINE unsigned long call_jit(jit_fn fn)
+{
+	unsigned long calls = 0;
+	while (!stop) {
+		calls += fn() == 0;
+		__asm__ __volatile__("" ::: "memory");
+	}
+	return calls;
+}
+
+int main(int argc, char **argv)
+{
+	double seconds = 1;
+	int c;
+	while ((c = getopt(argc, argv, "t:h")) != -1) {
+		if (c == 't')
+			seconds = strtod(optarg, NULL);
+		else
+			goto usage;
+	}
+	if (optind != argc || seconds <= 0)
+		goto usage;
+
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned char *code = mmap(NULL, (size_t)page, PROT_READ | PROT_WRITE | PROT_EXEC,
+				   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (code == MAP_FAILED) {
+		perror("jit_perfmap: mmap");
+		return 1;
+	}
+	/* Not at the page start, so a frame's offset in the page and in the function differ. */
+	unsigned char *fn = code + 64;
+	memcpy(fn, code_template, sizeof(code_template));
+	unsigned count = LOOP_COUNT;
+	memcpy(fn + 5, &count, sizeof(count));
+	__builtin___clear_cache((char *)fn, (char *)fn + sizeof(code_template));
+
+	char path[64];
+	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
+	/*
+	 * A fresh file: one left by an earlier process with this pid keeps its
+	 * birth time when truncated, and profilers take it for stale.  0644
+	 * whatever the umask says about group write: profilers refuse maps that
+	 * others can write.
+	 */
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+	FILE *map = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!map) {
+		perror("jit_perfmap: cannot write the perf map");
+		return 1;
+	}
+	fprintf(map, "%lx %zx jit_hot_loop\n", (unsigned long)(uintptr_t)fn,
+		sizeof(code_template));
+	if (fclose(map)) {
+		perror("jit_perfmap: cannot write the perf map");
+		return 1;
+	}
+	printf("jit_perfmap: perf map %s\n", path);
+	fflush(stdout);
+
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_alarm;
+	sigaction(SIGVTALRM, &sa, NULL);
+	long us = (long)(seconds * 1e6);
+	struct itimerval run = {{0, 0}, {us / 1000000, us % 1000000}};
+	setitimer(ITIMER_VIRTUAL, &run, NULL);
+
+	unsigned long calls = call_jit((jit_fn)(void *)fn);
+	printf("jit_perfmap: %lu calls\n", calls);
+	return 0;
+usage:
+	fprintf(stderr, "usage: jit_perfmap [-t SECONDS]\n"
+			"Runs generated code named in /tmp/perf-PID.map for SECONDS (default 1)\n"
+			"of CPU time; the map file is left for the profiler to read.\n");
+	return 2;
+}

@@ -39,19 +39,6 @@ struct sp_kallsyms {
 	struct sp_kallsyms_stats stats;
 };
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
 struct ksym_line {
 	uint64_t addr;
 	char type;
@@ -68,30 +55,25 @@ static bool parse_line(const char *p, size_t len, struct ksym_line *out)
 	if (end > p && end[-1] == '\r')
 		end--;
 	uint64_t addr = 0;
-	int digits = 0, v;
-	for (; p < end && (v = hexval(*p)) >= 0; p++) {
-		if (++digits > 16)
-			return false;
-		addr = addr << 4 | (uint64_t)v;
-	}
-	if (!digits || p == end || !is_blank(*p))
+	bool digits = sp_text_parse_hex(&p, end, &addr);
+	if (!digits || p == end || !sp_text_is_blank(*p))
 		return false;
-	while (p < end && is_blank(*p))
+	while (p < end && sp_text_is_blank(*p))
 		p++;
 	if (p == end || !((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
 		return false;
 	out->type = *p++;
-	if (p == end || !is_blank(*p))
+	if (p == end || !sp_text_is_blank(*p))
 		return false;
-	while (p < end && is_blank(*p))
+	while (p < end && sp_text_is_blank(*p))
 		p++;
 	out->name = p;
-	while (p < end && !is_blank(*p))
+	while (p < end && !sp_text_is_blank(*p))
 		p++;
 	out->name_len = (size_t)(p - out->name);
 	if (!out->name_len)
 		return false;
-	while (p < end && is_blank(*p))
+	while (p < end && sp_text_is_blank(*p))
 		p++;
 	out->module = NULL;
 	out->module_len = 0;
@@ -99,13 +81,13 @@ static bool parse_line(const char *p, size_t len, struct ksym_line *out)
 		if (*p != '[')
 			return false;
 		const char *m = ++p;
-		while (p < end && *p != ']' && !is_blank(*p))
+		while (p < end && *p != ']' && !sp_text_is_blank(*p))
 			p++;
 		if (p == end || *p != ']' || p == m)
 			return false;
 		out->module = m;
 		out->module_len = (size_t)(p - m);
-		for (p++; p < end && is_blank(*p); p++)
+		for (p++; p < end && sp_text_is_blank(*p); p++)
 			;
 		if (p != end)
 			return false;

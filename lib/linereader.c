@@ -114,3 +114,32 @@ int sp_line_reader_next(struct sp_line_reader *r, const char **line, size_t *len
 			return err;
 	}
 }
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c |= 0x20;
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v)
+{
+	const char *s = *p;
+	if (end - s > 2 && s[0] == '0' && (s[1] | 0x20) == 'x' && hexval(s[2]) >= 0)
+		s += 2;
+	uint64_t x = 0;
+	int digits = 0, d;
+	for (; s < end && (d = hexval(*s)) >= 0; s++) {
+		/* Leading zeros are harmless; a 17th significant digit is not. */
+		if (x >> 60)
+			return false;
+		x = x << 4 | (uint64_t)d;
+		digits++;
+	}
+	if (!digits)
+		return false;
+	*p = s;
+	*v = x;
+	return true;
+}

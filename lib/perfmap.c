@@ -32,41 +32,6 @@ void sp_perf_map_release(struct sp_perf_map *m)
 	sp_perf_map_init(m);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c |= 0x20;
-	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static bool is_blank(char c)
-{
-	return c == ' ' || c == '\t';
-}
-
-/* A hex number with an optional 0x, at most 64 bits; advances *p. */
-static bool parse_hex(const char **p, const char *end, uint64_t *v)
-{
-	const char *s = *p;
-	if (end - s > 2 && s[0] == '0' && (s[1] | 0x20) == 'x' && hexval(s[2]) >= 0)
-		s += 2;
-	uint64_t x = 0;
-	int digits = 0, d;
-	for (; s < end && (d = hexval(*s)) >= 0; s++) {
-		/* Leading zeros are harmless; a 17th significant digit is not. */
-		if (x >> 60)
-			return false;
-		x = x << 4 | (uint64_t)d;
-		digits++;
-	}
-	if (!digits)
-		return false;
-	*p = s;
-	*v = x;
-	return true;
-}
-
 /* "START SIZE NAME": 1 ok, 0 malformed, -1 START + SIZE wraps. */
 static int parse_line(const char *p, size_t len, uint64_t *start, uint64_t *size,
 		      const char **name, size_t *name_len)
@@ -74,13 +39,13 @@ static int parse_line(const char *p, size_t len, uint64_t *start, uint64_t *size
 	const char *end = p + len;
 	if (end > p && end[-1] == '\r')
 		end--;
-	if (!parse_hex(&p, end, start) || p == end || !is_blank(*p))
+	if (!sp_text_parse_hex(&p, end, start) || p == end || !sp_text_is_blank(*p))
 		return 0;
-	while (p < end && is_blank(*p))
+	while (p < end && sp_text_is_blank(*p))
 		p++;
-	if (!parse_hex(&p, end, size) || p == end || !is_blank(*p))
+	if (!sp_text_parse_hex(&p, end, size) || p == end || !sp_text_is_blank(*p))
 		return 0;
-	while (p < end && is_blank(*p))
+	while (p < end && sp_text_is_blank(*p))
 		p++;
 	if (p == end || memchr(p, '\0', (size_t)(end - p)) || *size == 0)
 		return 0;

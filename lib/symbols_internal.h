@@ -173,4 +173,16 @@ static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
 	return m->names + r->name;
 }
 
+/* Text-field helpers shared by the kallsyms and perf-map parsers. */
+static inline bool sp_text_is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * A hex number (an optional 0x, leading zeros allowed, at most 64 significant
+ * bits) at *p before end: true and *p advanced past it, or false.
+ */
+bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
+
 #endif

@@ -95,7 +95,7 @@ static const struct sp_module small_modules[] = {
 	 .build_id_len = 20,
 	 .build_id = {0xde, 0xad, 0xbe, 0xef, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07,
 		      0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e, 0x0f},
-	 .path = "/work/tests/workloads/chain4"},
+	 .path = "/opt/demo/chain4"},
 	{.pid = 4242, .start = 0x7ffff7dd0000, .end = 0x7ffff7f25000, .file_offset = 0x26000,
 	 .inode = 0x40123, .dev_major = 254, .dev_minor = 0, .load_bias = 0x7ffff7daa000,
 	 .file_size = 1922136, .mtime_ns = -5, .flags = SP_MODULE_HAS_BIAS | SP_MODULE_DELETED,

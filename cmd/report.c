@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 enum {
 	OPT_FORMAT = 0x100,
@@ -16,6 +17,8 @@ enum {
 	OPT_NO_KERNEL_SYMBOLS,
 	OPT_PERF_MAP_DIR,
 	OPT_PERF_MAPS,
+	OPT_NO_INLINE,
+	OPT_LINES,
 };
 
 struct report_args {
@@ -30,7 +33,10 @@ static const struct argp_option options[] = {
 	{"output", 'o', "FILE", 0, "write the report to FILE instead of standard output", 1},
 	{"format", OPT_FORMAT, "FORMAT", 0,
 	 "text (default): header, function table, heaviest stacks; "
-	 "folded: one 'root;...;leaf COUNT' line per stack, for flamegraph.pl", 1},
+	 "folded: one 'root;...;leaf COUNT' line per stack, for flamegraph.pl; "
+	 "pprof: gzip'd profile.proto for go tool pprof (binary: use -o); "
+	 "speedscope: speedscope's JSON, one profile per thread; "
+	 "perf-script: the text of 'perf script'", 1},
 	{NULL, 0, NULL, 0, "Text report:", 2},
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
 	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5)", 2},
@@ -46,6 +52,12 @@ static const struct argp_option options[] = {
 	{"perf-maps", OPT_PERF_MAPS, "WHICH", 0,
 	 "whose perf maps name anonymous code: all (default), python (processes "
 	 "recorded as Python runtimes), none", 3},
+	{"no-inline", OPT_NO_INLINE, NULL, 0,
+	 "fold inlined functions into the function they were inlined into "
+	 "(default: each is a frame of its own, marked inline)", 3},
+	{"lines", OPT_LINES, NULL, 0,
+	 "tell source lines apart: 'function (file:line)' in the text report, "
+	 "'function:line' in folded stacks", 3},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 
@@ -71,8 +83,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.format = SP_REPORT_TEXT;
 		else if (!strcmp(arg, "folded"))
 			a->report.format = SP_REPORT_FOLDED;
+		else if (!strcmp(arg, "pprof"))
+			a->report.format = SP_REPORT_PPROF;
+		else if (!strcmp(arg, "speedscope"))
+			a->report.format = SP_REPORT_SPEEDSCOPE;
+		else if (!strcmp(arg, "perf-script"))
+			a->report.format = SP_REPORT_PERF_SCRIPT;
 		else
-			argp_error(state, "unknown format '%s': expected text or folded", arg);
+			argp_error(state, "unknown format '%s': expected text, folded, pprof, "
+				   "speedscope or perf-script", arg);
 		break;
 	case OPT_ROWS:
 		a->report.max_rows = parse_count(arg, "row count", state);
@@ -92,6 +111,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_PERF_MAP_DIR:
 		a->sym.perf_map_dir = arg;
 		break;
+	case OPT_NO_INLINE:
+		a->sym.no_inline = true;
+		break;
+	case OPT_LINES:
+		a->report.lines = true;
+		break;
 	case OPT_PERF_MAPS:
 		if (!strcmp(arg, "all"))
 			a->sym.perf_map_policy = SP_PERF_MAPS_ALL;
@@ -102,6 +127,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "unknown perf map choice '%s': expected all, python or none",
 				   arg);
+		break;
+	case ARGP_KEY_END:
+		/* gzip data on a terminal helps nobody (gzip(1) refuses the same way). */
+		if (a->report.format == SP_REPORT_PPROF &&
+		    (!a->output || !strcmp(a->output, "-")) && isatty(STDOUT_FILENO))
+			argp_error(state, "pprof output is binary: write it with -o FILE or "
+				   "redirect standard output");
 		break;
 	case ARGP_KEY_ARG:
 		if (state->arg_num > 0)
@@ -116,9 +148,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 static const struct argp argp = {
 	options, parse_opt, "[SPOOL]",
-	"Print where CPU time went in a spool (default profile.spool), or write it as "
-	"folded stacks.  Frames are symbolized on the fly from the recorded module "
-	"files, each proven to be the file that was recorded."
+	"Print where CPU time went in a spool (default profile.spool), or export it "
+	"for other tools: folded stacks, pprof, speedscope, perf script.  Frames are "
+	"symbolized on the fly from the recorded module files, each proven to be the "
+	"file that was recorded."
 	SP_CLI_EXIT_DOC,
 	NULL, NULL, NULL,
 };
@@ -157,6 +190,11 @@ static void warn_symbol_sources(const struct sp_symbolizer *sym,
 	if (st.perf_map_lines_malformed)
 		sp_cli_warn("%" PRIu64 " malformed perf map line%s skipped",
 			    st.perf_map_lines_malformed, st.perf_map_lines_malformed == 1 ? "" : "s");
+	if (st.debug_files_mismatched)
+		sp_cli_warn("%" PRIu64 " debug file%s refused: not built with the module file "
+			    "(build-id or CRC differs), first '%s'", st.debug_files_mismatched,
+			    st.debug_files_mismatched == 1 ? "" : "s",
+			    st.debug_file_mismatched ? st.debug_file_mismatched : "?");
 }
 
 int cmd_report(int argc, char **argv)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Aggregate a spool on interned ids: samples per stack id, functions resolved once per frame. */
+/* Aggregate a spool on interned ids: samples per stack id, each frame resolved once. */
 #include "report_internal.h"
 
 #include <errno.h>
@@ -54,13 +54,26 @@ static int intern_name(struct sp_agg *a, const char *name, uint32_t *id)
 	return 0;
 }
 
+static bool same_str(const char *x, const char *y)
+{
+	return x == y || (x && y && !strcmp(x, y));
+}
+
+/* A function's key: name, module, inline or not, and with lines its file and line. */
 static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *rf, uint32_t *id)
 {
 	const char *module = rf->module ? rf->module : "";
-	uint64_t h = sp_hash64(fnv_str(fnv_str(FNV_BASIS, rf->name), module));
+	bool is_inline = rf->flags & SP_RFRAME_INLINE;
+	const char *file = a->lines && rf->line ? rf->file : NULL;
+	uint32_t line = file ? rf->line : 0;
+	uint64_t h = fnv_str(fnv_str(FNV_BASIS, rf->name), module);
+	h = fnv_str(h ^ is_inline, file ? file : "");
+	h = sp_hash64(h ^ line);
 	uint32_t v;
 	while (sp_map_get(&a->func_index, h, &v)) {
-		if (!strcmp(a->funcs[v].name, rf->name) && !strcmp(a->funcs[v].module, module)) {
+		const struct sp_agg_func *f = &a->funcs[v];
+		if (!strcmp(f->name, rf->name) && !strcmp(f->module, module) &&
+		    f->is_inline == is_inline && same_str(f->file, file) && f->line == line) {
 			*id = v;
 			return 0;
 		}
@@ -77,32 +90,46 @@ static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *rf, uin
 	a->funcs[a->nfuncs] = (struct sp_agg_func){
 		.name = rf->name,
 		.module = module,
+		.file = file,
+		.line = line,
+		.is_inline = is_inline,
 		.name_id = name_id,
 	};
 	*id = (uint32_t)a->nfuncs++;
 	return 0;
 }
 
-/* Function of a frame, resolving it on first use only. */
-static int func_of(struct sp_agg *a, uint32_t frame_id, uint32_t *func)
+/* Resolve a frame into its functions (a->frame_*), on first use only. */
+static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 {
-	if (frame_id >= sp_spool_frame_count(a->spool)) {
-		*func = SP_AGG_NO_FUNC;
+	if (frame_id >= a->nframes || a->frame_func[frame_id] != FUNC_UNSET)
 		return 0;
-	}
-	if (a->frame_func[frame_id] != FUNC_UNSET) {
-		*func = a->frame_func[frame_id];
-		return 0;
-	}
 	const struct sp_resolved_frame *rf;
-	int err = sp_symbolizer_resolve(a->sym, frame_id, &rf);
+	size_t n;
+	int err = sp_symbolizer_resolve_all(a->sym, frame_id, &rf, &n);
 	if (err)
 		return err;
-	if (rf->kind == SP_KIND_TRUNCATED)
-		*func = SP_AGG_NO_FUNC;
-	else if ((err = intern_func(a, rf, func)))
+	if (rf[n - 1].kind == SP_KIND_TRUNCATED) {
+		a->frame_func[frame_id] = SP_AGG_NO_FUNC;
+		a->frame_nfuncs[frame_id] = 0;
+		return 0;
+	}
+	if (n > UINT32_MAX - a->nchain)
+		return -ENOMEM;
+	err = grow((void **)&a->chain, &a->chain_cap, a->nchain + n, sizeof(*a->chain));
+	if (err)
 		return err;
-	a->frame_func[frame_id] = *func;
+	uint32_t first = (uint32_t)a->nchain;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t id;
+		if ((err = intern_func(a, &rf[i], &id)))
+			return err;
+		a->chain[first + i] = id;
+	}
+	a->nchain += n;
+	a->frame_first[frame_id] = first;
+	a->frame_nfuncs[frame_id] = (uint32_t)n;
+	a->frame_func[frame_id] = a->chain[first + n - 1];
 	return 0;
 }
 
@@ -138,29 +165,33 @@ static int attribute_stack(struct sp_agg *a, uint32_t sid, uint64_t count)
 		a->truncated_samples += count;
 	}
 	for (size_t i = 0; i < n; i++) {
-		uint32_t fid;
-		int err = func_of(a, fr[i], &fid);
+		int err = resolve_frame(a, fr[i]);
 		if (err)
 			return err;
-		if (fid == SP_AGG_NO_FUNC)
-			continue;
-		struct sp_agg_func *f = &a->funcs[fid];
-		if (i == 0)
-			f->self += count;
-		/* Recursion: a function counts once per stack in total. */
-		if (f->stamp != sid + 1) {
-			f->stamp = sid + 1;
-			f->total += count;
+		const uint32_t *funcs;
+		size_t k = sp_agg_frame_funcs(a, fr[i], &funcs);
+		for (size_t j = 0; j < k; j++) {
+			struct sp_agg_func *f = &a->funcs[funcs[j]];
+			/* Self: the innermost function of the leaf frame, inlined or not. */
+			if (i == 0 && j == 0)
+				f->self += count;
+			/* Recursion: a function counts once per stack in total. */
+			if (f->stamp != sid + 1) {
+				f->stamp = sid + 1;
+				f->total += count;
+			}
 		}
 	}
 	return 0;
 }
 
-int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym)
+int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
+		 const struct sp_report_opts *opts)
 {
 	memset(a, 0, sizeof(*a));
 	a->spool = s;
 	a->sym = sym;
+	a->lines = opts && opts->lines;
 	sp_map_init(&a->func_index);
 	sp_map_init(&a->name_index);
 	a->nstacks = sp_spool_stack_count(s);
@@ -170,7 +201,10 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 	a->stack_count = calloc(a->nstacks ? a->nstacks : 1, sizeof(*a->stack_count));
 	a->stack_truncated = calloc(a->nstacks ? a->nstacks : 1, 1);
 	a->frame_func = malloc((nframes ? nframes : 1) * sizeof(*a->frame_func));
-	if (!a->stack_count || !a->stack_truncated || !a->frame_func)
+	a->frame_first = calloc(nframes ? nframes : 1, sizeof(*a->frame_first));
+	a->frame_nfuncs = calloc(nframes ? nframes : 1, sizeof(*a->frame_nfuncs));
+	if (!a->stack_count || !a->stack_truncated || !a->frame_func || !a->frame_first ||
+	    !a->frame_nfuncs)
 		return -ENOMEM;
 	for (size_t i = 0; i < nframes; i++)
 		a->frame_func[i] = FUNC_UNSET;
@@ -205,6 +239,9 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->stack_count);
 	free(a->stack_truncated);
 	free(a->frame_func);
+	free(a->frame_first);
+	free(a->frame_nfuncs);
+	free(a->chain);
 	free(a->funcs);
 	free(a->names);
 	free(a->path);

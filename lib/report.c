@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* sp_report_write: aggregate a spool once, then hand it to the chosen view. */
+/* sp_report_write: aggregate a spool once, then hand it to the chosen view or exporter. */
 #include "report_internal.h"
 
 #include <errno.h>
@@ -9,7 +9,7 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 {
 	if (!s || !opts || !out)
 		return -SP_E_BAD_ARG;
-	if (opts->format != SP_REPORT_TEXT && opts->format != SP_REPORT_FOLDED)
+	if (opts->format > SP_REPORT_PERF_SCRIPT)
 		return -SP_E_BAD_ARG;
 	/* A caller without a symbolizer gets a default one for this report. */
 	struct sp_symbolizer *own = NULL;
@@ -21,10 +21,26 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		sym = own;
 	}
 	struct sp_agg agg;
-	err = sp_agg_build(&agg, s, sym);
-	if (!err)
-		err = opts->format == SP_REPORT_TEXT ? sp_report_text(&agg, opts, out)
-						     : sp_report_folded(&agg, out);
+	err = sp_agg_build(&agg, s, sym, opts);
+	if (!err) {
+		switch (opts->format) {
+		case SP_REPORT_TEXT:
+			err = sp_report_text(&agg, opts, out);
+			break;
+		case SP_REPORT_FOLDED:
+			err = sp_report_folded(&agg, out);
+			break;
+		case SP_REPORT_PPROF:
+			err = sp_export_pprof(&agg, opts, out);
+			break;
+		case SP_REPORT_SPEEDSCOPE:
+			err = sp_export_speedscope(&agg, opts, out);
+			break;
+		case SP_REPORT_PERF_SCRIPT:
+			err = sp_export_perf_script(&agg, out);
+			break;
+		}
+	}
 	sp_agg_release(&agg);
 	sp_symbolizer_free(own);
 	if (!err && fflush(out))

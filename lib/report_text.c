@@ -213,6 +213,9 @@ static void write_header(const struct sp_agg *a, const struct sp_report_opts *op
 		fprintf(out, "Unreadable: %" PRIu64 " module file%s missing or not ELF;"
 			     " shown as module+offset\n", st.files_unreadable,
 			st.files_unreadable == 1 ? "" : "s");
+	if (st.debug_files_mismatched)
+		fprintf(out, "Debug files: %" PRIu64 " refused: build-id or CRC differs from the"
+			     " module file's\n", st.debug_files_mismatched);
 	if (sp_spool_truncated(s) || !sum)
 		fprintf(out, "Note:       the recording was cut short; only its intact prefix"
 			     " is shown\n");
@@ -221,7 +224,39 @@ static void write_header(const struct sp_agg *a, const struct sp_report_opts *op
 static int name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y)
 {
 	int c = strcmp(x->name, y->name);
-	return c ? c : strcmp(x->module, y->module);
+	if (!c)
+		c = strcmp(x->module, y->module);
+	if (!c && x->is_inline != y->is_inline)
+		c = x->is_inline ? 1 : -1;
+	if (!c)
+		c = strcmp(x->file ? x->file : "", y->file ? y->file : "");
+	if (!c && x->line != y->line)
+		c = x->line < y->line ? -1 : 1;
+	return c;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s && s[1] ? s + 1 : p;
+}
+
+/* What follows a function's name: " [inline]", and with lines " (file.c:12)". */
+static size_t func_suffix(const struct sp_agg_func *f, char *buf, size_t cap)
+{
+	int n = snprintf(buf, cap, "%s", f->is_inline ? " [inline]" : "");
+	if (f->file && f->line)
+		n += snprintf(buf + n, cap - (size_t)n, " (%s:%" PRIu32 ")", base_name(f->file),
+			      f->line);
+	return (size_t)n < cap ? (size_t)n : cap - 1;
+}
+
+#define SUFFIX_MAX 128
+
+static size_t func_width(const struct sp_agg_func *f)
+{
+	char suffix[SUFFIX_MAX];
+	return strlen(f->name) + func_suffix(f, suffix, sizeof(suffix));
 }
 
 static int by_self(const void *pa, const void *pb, void *ctx)
@@ -248,6 +283,20 @@ static void put_cell(FILE *out, const char *s, size_t w, bool pad)
 		fputs(s, out);
 }
 
+/* A function in a column of width w: a long name is cut before its suffix, which stays. */
+static void put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad)
+{
+	char suffix[SUFFIX_MAX];
+	size_t k = func_suffix(f, suffix, sizeof(suffix)), n = strlen(f->name);
+	if (n + k <= w || w < k + 4) {
+		char label[512];
+		snprintf(label, sizeof(label), "%s%s", f->name, suffix);
+		put_cell(out, n + k < sizeof(label) ? label : f->name, w, pad);
+		return;
+	}
+	fprintf(out, "%.*s...%s", (int)(w - k - 3), f->name, suffix);
+}
+
 static int write_table(const struct sp_agg *a, uint32_t max_rows, FILE *out)
 {
 	uint32_t *order = malloc((a->nfuncs ? a->nfuncs : 1) * sizeof(*order));
@@ -261,7 +310,7 @@ static int write_table(const struct sp_agg *a, uint32_t max_rows, FILE *out)
 	size_t fw = strlen("Function"), mw = strlen("Module");
 	for (size_t i = 0; i < rows; i++) {
 		const struct sp_agg_func *f = &a->funcs[order[i]];
-		size_t n = strlen(f->name), m = strlen(f->module);
+		size_t n = func_width(f), m = strlen(f->module);
 		fw = n > fw ? n : fw;
 		mw = m > mw ? m : mw;
 	}
@@ -275,7 +324,7 @@ static int write_table(const struct sp_agg *a, uint32_t max_rows, FILE *out)
 		const struct sp_agg_func *f = &a->funcs[order[i]];
 		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 "  ", pct(f->self, a->samples),
 			pct(f->total, a->samples), f->self);
-		put_cell(out, f->name, fw, true);
+		put_func(out, f, fw, true);
 		fputs("  ", out);
 		put_cell(out, f->module, mw, false);
 		fputc('\n', out);
@@ -329,9 +378,21 @@ static int write_stacks(struct sp_agg *a, uint32_t max_stacks, FILE *out)
 			}
 		}
 		uint32_t len = 0;
-		for (size_t i = 0; i < n; i++)
-			if (sp_agg_frame_func(a, fr[i]) != SP_AGG_NO_FUNC)
-				seq[len++] = sp_agg_frame_func(a, fr[i]);
+		for (size_t i = 0; i < n; i++) {
+			const uint32_t *funcs;
+			size_t k = sp_agg_frame_funcs(a, fr[i], &funcs);
+			if (len + k > seq_cap) {
+				seq_cap = (len + k) * 2;
+				uint32_t *bigger = realloc(seq, seq_cap * sizeof(*seq));
+				if (!bigger) {
+					err = -ENOMEM;
+					goto out;
+				}
+				seq = bigger;
+			}
+			memcpy(seq + len, funcs, k * sizeof(*seq));
+			len += (uint32_t)k;
+		}
 		if (len && (err = sp_seq_groups_add(&g, seq, len, a->stack_count[sid])))
 			goto out;
 	}
@@ -353,7 +414,9 @@ static int write_stacks(struct sp_agg *a, uint32_t max_stacks, FILE *out)
 			grp->count, grp->count == 1 ? "" : "s");
 		for (uint32_t j = 0; j < grp->len; j++) {
 			const struct sp_agg_func *f = &a->funcs[g.ids[grp->off + j]];
-			fprintf(out, "    %s (%s)\n", f->name, f->module);
+			char suffix[SUFFIX_MAX];
+			func_suffix(f, suffix, sizeof(suffix));
+			fprintf(out, "    %s%s (%s)\n", f->name, suffix, f->module);
 		}
 	}
 out:

@@ -357,17 +357,23 @@ enum sp_resolved_flags {
 	SP_RFRAME_TRUNCATED = 1u << 4,
 };
 
-/* A displayable frame.  Strings live as long as the symbolizer. */
+/*
+ * A displayable frame.  Strings live as long as the symbolizer.  A native
+ * frame whose module has DWARF carries its source position: for the
+ * innermost function of a raw frame, the line of the sampled (or calling)
+ * instruction; for a function that an inlined function was inlined into,
+ * the line of that inlined call.
+ */
 struct sp_resolved_frame {
 	const char *name;   /* function, or "module+0xOFFSET", or "[truncated]" */
 	const char *module; /* display name of the module (basename), or "" */
-	const char *file;   /* source file, or NULL */
+	const char *file;   /* source file (as DWARF names it, usually absolute), or NULL */
 	uint32_t line;      /* 0 when unknown */
 	uint8_t kind;       /* enum sp_frame_kind */
 	uint8_t origin;     /* enum sp_symbol_origin */
-	uint32_t flags;     /* enum sp_resolved_flags */
+	uint32_t flags;     /* enum sp_resolved_flags; SP_RFRAME_INLINE: an inlined function */
 	uint64_t pc;        /* abs_ip of the raw frame */
-	uint64_t symbol_offset; /* pc - symbol start, when named */
+	uint64_t symbol_offset; /* pc - symbol start, when named; 0 for inline frames */
 };
 
 /* Which processes' perf maps (/tmp/perf-PID.map) may name their anonymous code. */
@@ -390,6 +396,17 @@ struct sp_symbolizer_opts {
 	const char *kallsyms_path;
 	const char *perf_map_dir;  /* where perf-PID.map files are read; NULL: /tmp */
 	uint32_t perf_map_policy;  /* enum sp_perf_map_policy */
+	/*
+	 * Inlined functions are not frames of their own: sp_symbolizer_resolve_all
+	 * gives the containing function alone, at the line where the inlined
+	 * code sits in it.
+	 */
+	bool no_inline;
+	/*
+	 * Colon-separated absolute directories searched first for separate
+	 * debug files; NULL reads $STACKPULSE_DEBUG_DIRS.
+	 */
+	const char *debug_dirs;
 };
 
 struct sp_symbolizer;
@@ -397,8 +414,17 @@ struct sp_symbolizer;
 /*
  * Build a symbolizer for a loaded spool.  Module files are opened lazily,
  * once per file (libdwfl), and proven to be the recorded file (build-id, or
- * inode + size + mtime) before their symbols are used.  The spool must
- * outlive the symbolizer; opts may be NULL (defaults).  Errors:
+ * inode + size + mtime) before their symbols are used.  Symbols and DWARF
+ * come from the file itself or from its separate debug file, looked for in
+ * opts->debug_dirs (else $STACKPULSE_DEBUG_DIRS) by build-id
+ * (DIR/.build-id/xx/rest.debug) and by .gnu_debuglink name (DIR/LINK,
+ * DIR/FILEDIR/LINK), then in /usr/lib/debug/.build-id, then by debug link
+ * beside the file, in its .debug/ and under /usr/lib/debug/FILEDIR; last,
+ * when $DEBUGINFOD_URLS is set, from debuginfod servers (libdw loads
+ * libdebuginfod.so.1 at run time).  A debug file is used only when its
+ * build-id is the module file's (the debug link's CRC-32 when the file has
+ * no build-id); others are refused and counted in the stats.  The spool
+ * must outlive the symbolizer; opts may be NULL (defaults).  Errors:
  * -SP_E_BAD_ARG (no spool, an unknown perf_map_policy), -ENOMEM.
  */
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
@@ -412,8 +438,11 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
  * (a regular file, not writable by group or others, not older than the
  * process when the recording saw its exec); "py::FUNC:FILE" entries give
  * SP_KIND_PYTHON frames, others SP_RFRAME_JIT ones, both SP_ORIGIN_PERF_MAP.
- * A file-backed frame gets the ELF symbols of its proven module file.  A
- * kernel frame gets its kallsyms name (SP_ORIGIN_KERNEL_SYMBOLS, module
+ * A file-backed frame gets the ELF symbols of its proven module file (or,
+ * when they have none for the address, its DWARF subprogram's name), and
+ * its source position from DWARF; when the address is inlined code, *out is
+ * the function that holds it, the last of sp_symbolizer_resolve_all's
+ * frames.  A kernel frame gets its kallsyms name (SP_ORIGIN_KERNEL_SYMBOLS, module
  * "[kernel.kallsyms]" or "[MODULE]"); kallsyms is read once, on the first
  * kernel frame, keeping only the symbols the spool's kernel frames need.
  * Otherwise the module+0xOFFSET, [kernel]+0xADDRESS or [unknown]+0xADDRESS
@@ -424,6 +453,23 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
 			  const struct sp_resolved_frame **out);
 
+/*
+ * Resolve one interned frame into every function it stands for: *frames is
+ * a borrowed array of *n >= 1 frames that lives as long as the symbolizer,
+ * cached per frame id.  When the module's DWARF (its own, or a separate
+ * debug file's) shows the address inside inlined code, the array holds the
+ * inline chain: the innermost inlined function first, each flagged
+ * SP_RFRAME_INLINE and named from DWARF (C++ linkage names demangled), and
+ * the containing function last, named as sp_symbolizer_resolve names it
+ * (which returns that last frame).  Otherwise, and with opts.no_inline,
+ * *n is 1.  Source file and line: see struct sp_resolved_frame.  The chain
+ * follows DWARF's DW_TAG_inlined_subroutine scopes and their DW_AT_call_file
+ * and DW_AT_call_line (DWARF 5, section 3.3.8).  Errors as
+ * sp_symbolizer_resolve.
+ */
+int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
+			      const struct sp_resolved_frame **frames, size_t *n);
+
 void sp_symbolizer_free(struct sp_symbolizer *sym);
 
 /* What a symbolizer could and could not use, counted as it resolves. */
@@ -433,6 +479,14 @@ struct sp_symbolizer_stats {
 	uint64_t files_unreadable;    /* missing, unreadable or not ELF */
 	uint64_t frames_named;        /* distinct frames named (ELF, kallsyms or perf map) */
 	uint64_t frames_address_only; /* distinct frames given the address form */
+	uint64_t frames_with_lines;   /* distinct frames given a source file and line (DWARF) */
+	uint64_t inline_frames;       /* inlined-function frames those frames expanded into */
+	/* Separate debug files, looked for once per module file without its own DWARF or symbols. */
+	uint64_t debug_files_used;    /* found and used (build-id or debug link CRC matched) */
+	/* Of those, found by libdwfl's own search once DEBUGINFOD_URLS is set (debuginfod). */
+	uint64_t debug_files_debuginfod;
+	uint64_t debug_files_mismatched; /* candidates refused: another build-id, or wrong CRC */
+	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
 	/* Kernel symbols: kallsyms is read once, for every kernel frame of the spool. */
 	int kallsyms_error;           /* 0, or -errno why kallsyms could not be read */
 	bool kallsyms_read;           /* a kallsyms file was read */
@@ -462,10 +516,19 @@ void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_s
 enum sp_report_format {
 	SP_REPORT_TEXT = 0,
 	SP_REPORT_FOLDED = 1,
+	SP_REPORT_PPROF = 2,       /* gzip'd profile.proto (go tool pprof, Pyroscope, Parca) */
+	SP_REPORT_SPEEDSCOPE = 3,  /* speedscope's JSON file format, one profile per thread */
+	SP_REPORT_PERF_SCRIPT = 4, /* the text of `perf script` (Firefox Profiler, speedscope) */
 };
 
 struct sp_report_opts {
 	uint32_t format;      /* enum sp_report_format */
+	/*
+	 * Text and folded views: one row or frame per source line, not per
+	 * function, shown as "function (file:line)" in text and as
+	 * "function:line" in folded stacks.
+	 */
+	bool lines;
 	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
 	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
 	const char *spool_path; /* for the header, may be NULL */
@@ -474,8 +537,10 @@ struct sp_report_opts {
 /*
  * Aggregate the spool and write one report in the chosen format to out (the
  * layouts are described in stackpulse-report(1)).  sym may be NULL: a default
- * symbolizer is then made for this call.  Returns 0, -SP_E_BAD_ARG for an
- * unknown format, -ENOMEM, or -errno (-EIO) when writing to out failed.
+ * symbolizer is then made for this call.  SP_REPORT_PPROF writes binary
+ * (gzip) data.  The same spool and options always give the same bytes.
+ * Returns 0, -SP_E_BAD_ARG for an unknown format, -ENOMEM, or -errno (-EIO)
+ * when writing to out failed.
  */
 int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		    const struct sp_report_opts *opts, FILE *out);

@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Resolve a spool's interned frames to names: ELF per proven file, kallsyms, perf maps, else addresses. */
+/* Resolve a spool's frames: ELF symbols, DWARF inline chains and lines, kallsyms, perf maps. */
 #include "report_internal.h"
 #include "symbols_internal.h"
 
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwelf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,10 +47,44 @@ struct proc_map {
 	struct sp_perf_map map;
 };
 
+/*
+ * One function at an address as DWARF describes it: an inlined function, or
+ * the function that holds the code.  Entries of one address are contiguous
+ * in sym->src, innermost first.
+ */
+struct src_entry {
+	const char *name; /* NULL: the containing function, unknown to DWARF (the ELF symbol names it) */
+	const char *file; /* source file, NULL when unknown */
+	uint32_t line;    /* 0 when unknown */
+	bool is_inline;
+};
+
 /* Cached result of one (file, svma) lookup. */
 struct sym_hit {
 	const char *name; /* NULL: no symbol covers the address */
 	uint64_t offset;  /* svma - symbol start */
+	uint32_t src;     /* first entry in sym->src */
+	uint32_t nsrc;    /* entries; 0 when DWARF says nothing of the address */
+};
+
+/* One code range of a function defined in a CU, to find the function holding an address. */
+struct fn_range {
+	uint64_t lo, hi; /* [lo, hi), DWARF addresses */
+	Dwarf_Die die;   /* the DW_TAG_subprogram: valid as long as its Dwarf */
+};
+
+/* The functions of one CU, sorted by lo: built on the CU's first lookup. */
+struct cu_funcs {
+	struct fn_range *r;
+	size_t n, cap;
+	int err; /* -ENOMEM while collecting */
+};
+
+/* Separate debug file search of one module file. */
+enum debug_state {
+	DEBUG_UNSEARCHED = 0,
+	DEBUG_FOUND,     /* debug_path names it */
+	DEBUG_NONE,      /* searched, nothing usable */
 };
 
 /*
@@ -65,6 +102,19 @@ struct file_entry {
 	struct sp_symtab symtab;     /* built on the first lookup */
 	bool symtab_built;
 	struct sp_map cache;         /* svma -> index into sym->hits */
+	struct sp_symbolizer *owner; /* for the debug file search, called back by libdwfl */
+	const char *debuglink;       /* the file's .gnu_debuglink name, or NULL */
+	uint32_t debuglink_crc;
+	uint8_t debug_state;         /* enum debug_state */
+	const char *debug_path;      /* the separate debug file in use, or NULL */
+	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
+};
+
+/* Resolved frames of inline chains, allocated in blocks that never move. */
+struct chain_block {
+	struct chain_block *next;
+	size_t used, cap;
+	struct sp_resolved_frame f[];
 };
 
 struct sp_symbolizer {
@@ -72,7 +122,9 @@ struct sp_symbolizer {
 	struct sp_symbolizer_opts opts;
 	struct sp_arena strings;
 	Dwfl_Callbacks callbacks;    /* must outlive every Dwfl */
-	char *debuginfo_path;        /* pointed to by callbacks */
+	char *debuginfo_path;        /* pointed to by callbacks (alternate files, debuginfod) */
+	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
+	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
 	struct file_entry *files;
 	size_t nfiles;
 	uint32_t *module_file;       /* by module id: file index or NO_FILE */
@@ -81,8 +133,16 @@ struct sp_symbolizer {
 	struct sp_resolved_frame *frames; /* by frame id */
 	uint8_t *resolved;                /* by frame id: frames[i] is filled */
 	size_t nframes;
+	/* By frame id: the inline chain (innermost first, frames[i]'s copy last), or NULL. */
+	struct sp_resolved_frame **chain;
+	uint32_t *chain_len;
+	struct chain_block *chain_blocks;
 	struct sym_hit *hits;
 	size_t nhits, hits_cap;
+	struct src_entry *src;       /* DWARF functions of every hit, by hit->src */
+	size_t nsrc, src_cap;
+	struct cu_funcs *cus;        /* the function ranges of every CU looked into */
+	size_t ncus, cus_cap;
 	struct sp_kallsyms *ksyms;   /* sparse: the symbols of this spool's kernel frames */
 	uint8_t ksyms_state;         /* enum source_state */
 	struct proc_map *maps;
@@ -91,6 +151,10 @@ struct sp_symbolizer {
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
 	struct sp_symbolizer_stats stats;
 };
+
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name);
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
@@ -191,6 +255,8 @@ static int index_modules(struct sp_symbolizer *sym)
 				goto out;
 			}
 			sp_map_init(&sym->files[idx].cache);
+			sp_map_init(&sym->files[idx].cu_index);
+			sym->files[idx].owner = sym;
 			err = sp_map_put(&by_key, h, idx);
 			if (err)
 				goto out;
@@ -234,28 +300,37 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	sym->module_name = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->module_name));
 	sym->frames = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->frames));
 	sym->resolved = calloc(sym->nframes ? sym->nframes : 1, 1);
+	sym->chain = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain));
+	sym->chain_len = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain_len));
 	if (!sym->files || !sym->module_file || !sym->module_name || !sym->frames ||
-	    !sym->resolved)
+	    !sym->resolved || !sym->chain || !sym->chain_len)
 		goto fail;
 
 	/*
-	 * Separate debug files: STACKPULSE_DEBUG_DIRS first, then libdwfl's
-	 * default (next to the file, .debug/, /usr/lib/debug with its
-	 * .build-id tree).  libdwfl checks a debug file's build-id or CRC
-	 * before using it, and asks debuginfod only when DEBUGINFOD_URLS is set.
+	 * Separate debug files are looked for by find_debuginfo below, which
+	 * counts the candidates it refuses; libdwfl's own search (this path:
+	 * the user's directories, beside the file, .debug/, /usr/lib/debug)
+	 * serves only DWARF alternate files (dwz) and, when DEBUGINFOD_URLS is
+	 * set, debuginfod.
 	 */
-	const char *dirs = getenv("STACKPULSE_DEBUG_DIRS");
+	const char *dirs = sym->opts.debug_dirs ? sym->opts.debug_dirs
+						: getenv("STACKPULSE_DEBUG_DIRS");
 	if (dirs && *dirs) {
-		if (asprintf(&sym->debuginfo_path, "%s%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
+		if (!(sym->debug_dirs = sp_arena_strndup(&sym->strings, dirs, strlen(dirs))))
+			goto fail;
+		if (asprintf(&sym->debuginfo_path, "%s:%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
 			sym->debuginfo_path = NULL;
 			goto fail;
 		}
 	} else if (!(sym->debuginfo_path = strdup(DEFAULT_DEBUG_PATH))) {
 		goto fail;
 	}
+	sym->opts.debug_dirs = sym->debug_dirs;
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	sym->debuginfod = urls && *urls;
 	sym->callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
-		.find_debuginfo = dwfl_standard_find_debuginfo,
+		.find_debuginfo = find_debuginfo,
 		.section_address = dwfl_offline_section_address,
 		.debuginfo_path = &sym->debuginfo_path,
 	};
@@ -281,13 +356,24 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		sp_elf_info_release(&f->info);
 		sp_symtab_release(&f->symtab);
 		sp_map_release(&f->cache);
+		sp_map_release(&f->cu_index);
 	}
+	for (size_t i = 0; i < sym->ncus; i++)
+		free(sym->cus[i].r);
+	free(sym->cus);
 	free(sym->files);
 	free(sym->module_file);
 	free(sym->module_name);
 	free(sym->frames);
 	free(sym->resolved);
+	free(sym->chain);
+	free(sym->chain_len);
+	for (struct chain_block *b = sym->chain_blocks, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
 	free(sym->hits);
+	free(sym->src);
 	sp_kallsyms_free(sym->ksyms);
 	for (size_t i = 0; i < sym->nmaps; i++)
 		sp_perf_map_release(&sym->maps[i].map);
@@ -338,6 +424,13 @@ static void open_file(struct sp_symbolizer *sym, struct file_entry *f)
 	if (!elf)
 		goto close_fd;
 	int err = sp_elf_info_read(elf, &f->info);
+	/* Its debug link, to tell libdwfl's request for it from one for an alternate file. */
+	GElf_Word crc = 0;
+	const char *link = err ? NULL : dwelf_elf_gnu_debuglink(elf, &crc);
+	if (link && *link) {
+		f->debuglink = sp_arena_strndup(&sym->strings, link, strlen(link));
+		f->debuglink_crc = crc;
+	}
 	elf_end(elf);
 	if (err)
 		goto close_fd;
@@ -365,6 +458,10 @@ static void open_file(struct sp_symbolizer *sym, struct file_entry *f)
 		f->mod = NULL;
 		goto unreadable;
 	}
+	/* find_debuginfo gets the module's userdata slot: it leads back to f. */
+	void **userdata;
+	dwfl_module_info(f->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
+	*userdata = f;
 	f->state = FILE_PROVEN;
 	sym->stats.files_proven++;
 	return;
@@ -373,6 +470,92 @@ close_fd:
 unreadable:
 	sp_elf_info_release(&f->info);
 	sym->stats.files_unreadable++;
+}
+
+/* Count a refused debug file; the first one's path is kept for the warning. */
+static void note_mismatch(struct sp_symbolizer *sym, uint32_t n, const char *path)
+{
+	sym->stats.debug_files_mismatched += n;
+	if (n && path && !sym->stats.debug_file_mismatched)
+		sym->stats.debug_file_mismatched = sp_arena_strndup(&sym->strings, path,
+								    strlen(path));
+}
+
+/*
+ * libdwfl's find_debuginfo callback: asked for a module file's separate
+ * debug file when the file lacks DWARF (dwfl_module_addrdie) or a symbol
+ * table (dwfl_module_getsymtab), and for a DWARF alternate file (dwz).  The
+ * search is sp_debug_file_find's, once per file, so that the candidates it
+ * refuses are counted; libdwfl's own search serves alternate files (found
+ * and checked by build-id) and debuginfod, whose file is checked here too.
+ * Returns an fd libdwfl takes over, with its malloc'd name, or -1 (errno).
+ */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	struct file_entry *f = *userdata;
+	/* The main request names the file's own debug link, or none when it has none. */
+	bool own = f && (!debuglink_file ||
+			 (f->debuglink && !strcmp(debuglink_file, f->debuglink)));
+	if (!own)
+		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+						    debuglink_file, debuglink_crc,
+						    debuginfo_file_name);
+	struct sp_symbolizer *sym = f->owner;
+	struct sp_debug_query q = {
+		.path = f->open_path,
+		.build_id = f->info.build_id,
+		.build_id_len = f->info.build_id_len,
+		.debuglink = f->debuglink,
+		.debuglink_crc = f->debuglink_crc,
+		.dirs = sym->debug_dirs,
+	};
+	int fd = -1;
+	if (f->debug_state == DEBUG_FOUND) {
+		/* Asked again (libdwfl gave up on the first fd): the same file, checked again. */
+		fd = open(f->debug_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		if (fd >= 0 && !sp_debug_file_matches(&q, fd)) {
+			close(fd);
+			fd = -1;
+		}
+	} else if (f->debug_state == DEBUG_UNSEARCHED) {
+		f->debug_state = DEBUG_NONE;
+		struct sp_debug_found found;
+		if (sp_debug_file_find(&q, &found))
+			goto none; /* -ENOMEM: no debug file rather than a failed report */
+		note_mismatch(sym, found.mismatched, found.first_mismatch);
+		if (found.fd < 0 && sym->debuginfod && q.build_id_len) {
+			char *name = NULL;
+			found.fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base,
+								file_name, debuglink_file,
+								debuglink_crc, &name);
+			found.path = name;
+			if (found.fd >= 0 && !sp_debug_file_matches(&q, found.fd)) {
+				note_mismatch(sym, 1, name);
+				close(found.fd);
+				found.fd = -1;
+			} else if (found.fd >= 0) {
+				sym->stats.debug_files_debuginfod++;
+			}
+		}
+		if (found.fd >= 0 && found.path &&
+		    (f->debug_path = sp_arena_strndup(&sym->strings, found.path,
+						      strlen(found.path)))) {
+			f->debug_state = DEBUG_FOUND;
+			sym->stats.debug_files_used++;
+			fd = found.fd;
+			found.fd = -1;
+		}
+		sp_debug_found_release(&found);
+	}
+	if (fd >= 0) {
+		*debuginfo_file_name = strdup(f->debug_path);
+		return fd;
+	}
+none:
+	errno = ENOENT;
+	return -1;
 }
 
 /* Static address of a frame in its module's file, or false when it has none. */
@@ -392,6 +575,302 @@ static bool frame_svma(const struct sp_module *m, const struct file_entry *f,
 		}
 	}
 	return false;
+}
+
+/* ---- DWARF: inline chains and source lines ------------------------------ */
+
+/*
+ * A function DIE's name, looked up through DW_AT_abstract_origin and
+ * DW_AT_specification, so an inlined instance gets its abstract function's
+ * name: a C++ linkage name demangled (qualified, with parameters, as ELF
+ * symbols are shown; mangled with no_demangle), else DW_AT_name.  Other
+ * linkage names are C asm labels (glibc's "__GI___mmap64" for __mmap64):
+ * the source's name reads better.  NULL when the DIE has no name.
+ */
+static int die_function_name(struct sp_symbolizer *sym, Dwarf_Die *die, const char **out)
+{
+	Dwarf_Attribute attr;
+	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (name && !strncmp(name, "_Z", 2)) {
+		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
+		if (dem) {
+			*out = sp_arena_strndup(&sym->strings, dem, strlen(dem));
+			free(dem);
+			return *out ? 0 : -ENOMEM;
+		}
+		if (sym->opts.no_demangle) {
+			*out = name;
+			return 0;
+		}
+	}
+	*out = dwarf_diename(die);
+	if (!*out)
+		*out = name;
+	return 0;
+}
+
+/* Where an inlined call sits in its caller: DW_AT_call_file in its CU's file table. */
+static void call_site(Dwarf_Die *inl, const char **file, uint32_t *line)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word idx, ln;
+	Dwarf_Die cu;
+	Dwarf_Files *files;
+	size_t nfiles;
+	*file = NULL;
+	*line = dwarf_formudata(dwarf_attr(inl, DW_AT_call_line, &attr), &ln) || ln > UINT32_MAX
+			? 0 : (uint32_t)ln;
+	if (dwarf_formudata(dwarf_attr(inl, DW_AT_call_file, &attr), &idx) ||
+	    !dwarf_diecu(inl, &cu, NULL, NULL) || dwarf_getsrcfiles(&cu, &files, &nfiles) ||
+	    idx >= nfiles)
+		return;
+	const char *name = dwarf_filesrc(files, idx, NULL, NULL);
+	/* libdw names DWARF 4's unused entry 0 "???". */
+	*file = name && strcmp(name, "???") ? name : NULL;
+}
+
+static int push_src(struct sp_symbolizer *sym, const struct src_entry *e)
+{
+	if (sym->nsrc == sym->src_cap) {
+		size_t cap = sym->src_cap ? sym->src_cap * 2 : 256;
+		struct src_entry *p = realloc(sym->src, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		sym->src = p;
+		sym->src_cap = cap;
+	}
+	sym->src[sym->nsrc++] = *e;
+	return 0;
+}
+
+static int collect_function(Dwarf_Die *die, void *arg)
+{
+	struct cu_funcs *c = arg;
+	Dwarf_Addr base, lo, hi;
+	ptrdiff_t off = 0;
+	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
+		if (hi <= lo)
+			continue;
+		if (c->n == c->cap) {
+			size_t cap = c->cap ? c->cap * 2 : 64;
+			struct fn_range *r = realloc(c->r, cap * sizeof(*r));
+			if (!r) {
+				c->err = -ENOMEM;
+				return DWARF_CB_ABORT;
+			}
+			c->r = r;
+			c->cap = cap;
+		}
+		c->r[c->n++] = (struct fn_range){.lo = lo, .hi = hi, .die = *die};
+	}
+	return DWARF_CB_OK;
+}
+
+static int by_lo(const void *pa, const void *pb)
+{
+	const struct fn_range *a = pa, *b = pb;
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/* How far back a lookup looks past ranges that start later but end sooner. */
+#define FUNCTION_SCAN 8
+
+/*
+ * The function of cu whose code holds pc, or NULL.  Why not dwarf_getscopes
+ * alone: it walks the whole CU for every address, and dwarf_getscopes_die
+ * walks it again; on libpython's big CUs that made 2300 frames take 2.3 s.
+ * A CU's function ranges are collected once (dwarf_getfuncs) and searched.
+ */
+static int find_function(struct sp_symbolizer *sym, struct file_entry *f, Dwarf_Die *cu,
+			 Dwarf_Addr pc, const struct fn_range **out)
+{
+	*out = NULL;
+	uint64_t key = dwarf_dieoffset(cu);
+	uint32_t idx;
+	if (!sp_map_get(&f->cu_index, key, &idx)) {
+		if (sym->ncus == sym->cus_cap) {
+			size_t cap = sym->cus_cap ? sym->cus_cap * 2 : 64;
+			struct cu_funcs *c = realloc(sym->cus, cap * sizeof(*c));
+			if (!c)
+				return -ENOMEM;
+			sym->cus = c;
+			sym->cus_cap = cap;
+		}
+		struct cu_funcs *c = &sym->cus[sym->ncus];
+		*c = (struct cu_funcs){0};
+		dwarf_getfuncs(cu, collect_function, c, 0);
+		if (c->err) {
+			free(c->r);
+			return c->err;
+		}
+		qsort(c->r, c->n, sizeof(*c->r), by_lo);
+		idx = (uint32_t)sym->ncus;
+		int err = sp_map_put(&f->cu_index, key, idx);
+		if (err) {
+			free(c->r);
+			return err;
+		}
+		sym->ncus++;
+	}
+	const struct cu_funcs *c = &sym->cus[idx];
+	size_t lo = 0, hi = c->n;
+	while (lo < hi) { /* first range starting above pc */
+		size_t mid = lo + (hi - lo) / 2;
+		if (c->r[mid].lo <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo, seen = 0; i-- > 0 && seen < FUNCTION_SCAN; seen++)
+		if (pc < c->r[i].hi) {
+			*out = &c->r[i];
+			break;
+		}
+	return 0;
+}
+
+/* Deeper than any compiler nests scopes; a bound against hostile DWARF. */
+#define MAX_SCOPE_DEPTH 512
+
+/*
+ * The DIEs nesting pc inside the function fn, innermost first, fn last, into
+ * *out (malloc'd): at each level the child scope (lexical block, inlined
+ * function, ...) whose ranges hold pc.  Returns the count or -ENOMEM.
+ */
+static int scopes_in_function(const Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die **out)
+{
+	size_t n = 0, cap = 16;
+	Dwarf_Die *v = malloc(cap * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v[n++] = *fn;
+	while (n < MAX_SCOPE_DEPTH) {
+		Dwarf_Die child;
+		bool deeper = false;
+		if (dwarf_child(&v[n - 1], &child) != 0)
+			break;
+		do {
+			switch (dwarf_tag(&child)) {
+			case DW_TAG_inlined_subroutine:
+			case DW_TAG_lexical_block:
+			case DW_TAG_subprogram:
+			case DW_TAG_try_block:
+			case DW_TAG_catch_block:
+			case DW_TAG_with_stmt:
+				deeper = dwarf_haspc(&child, pc) > 0;
+				break;
+			default:
+				break;
+			}
+		} while (!deeper && dwarf_siblingof(&child, &child) == 0);
+		if (!deeper)
+			break;
+		if (n == cap) {
+			cap *= 2;
+			Dwarf_Die *w = realloc(v, cap * sizeof(*v));
+			if (!w) {
+				free(v);
+				return -ENOMEM;
+			}
+			v = w;
+		}
+		v[n++] = child;
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		Dwarf_Die t = v[i];
+		v[i] = v[n - 1 - i];
+		v[n - 1 - i] = t;
+	}
+	*out = v;
+	return (int)n;
+}
+
+/*
+ * The functions DWARF places at svma, innermost first, into hit->src: each
+ * DW_TAG_inlined_subroutine scope holding the address, then the
+ * DW_TAG_subprogram that holds them (eu-addr2line -i's model).  The
+ * innermost gets the line table's position of the address; each outer one
+ * the call site of the inlined function it holds.  When no subprogram holds
+ * the address, a last entry without a name keeps the position for the ELF
+ * symbol.  A module without DWARF leaves hit->nsrc 0.  0 or -ENOMEM.
+ */
+static int lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+			 struct sym_hit *hit)
+{
+	Dwarf_Addr bias = 0;
+	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, svma, &bias);
+	if (!cu || svma < bias)
+		return 0;
+	Dwarf_Addr pc = svma - bias;
+	const struct fn_range *fn;
+	int err = find_function(sym, f, cu, pc, &fn);
+	if (err)
+		return err;
+	Dwarf_Die *scopes = NULL;
+	int n;
+	if (fn) {
+		n = scopes_in_function(&fn->die, pc, &scopes);
+		if (n < 0)
+			return n;
+	} else {
+		/*
+		 * No function of the CU holds pc.  libdwfl's address ranges have
+		 * no gaps: an address past a CU's end (crt1.o's _start, with no
+		 * DWARF) still finds that CU, and its line table then answers
+		 * with the CU's last line, so the CU's own ranges decide.  Code
+		 * the CU does hold (assembly) is looked up the slow way:
+		 * dwarf_getscopes follows an innermost inlined function to its
+		 * abstract definition, so the DIEs that really nest it are the
+		 * parents (dwarf_getscopes_die) of its innermost scope.
+		 */
+		if ((dwarf_hasattr(cu, DW_AT_ranges) || dwarf_hasattr(cu, DW_AT_low_pc)) &&
+		    dwarf_haspc(cu, pc) <= 0)
+			return 0;
+		Dwarf_Die *inner = NULL;
+		n = dwarf_getscopes(cu, pc, &inner);
+		if (n > 0)
+			n = dwarf_getscopes_die(&inner[0], &scopes);
+		free(inner);
+	}
+	struct src_entry e = {0};
+	Dwarf_Line *dl = dwarf_getsrc_die(cu, pc);
+	int lineno;
+	if (dl) {
+		e.file = dwarf_linesrc(dl, NULL, NULL);
+		e.line = !dwarf_lineno(dl, &lineno) && lineno > 0 ? (uint32_t)lineno : 0;
+	}
+	size_t start = sym->nsrc;
+	bool closed = false;
+	for (int i = 0; i < n && !closed && !err; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
+			continue;
+		err = die_function_name(sym, &scopes[i], &e.name);
+		if (err)
+			break;
+		e.is_inline = tag == DW_TAG_inlined_subroutine;
+		if (e.is_inline && !e.name)
+			e.name = "??"; /* what addr2line prints for a function without a name */
+		closed = !e.is_inline;
+		err = push_src(sym, &e);
+		if (e.is_inline)
+			call_site(&scopes[i], &e.file, &e.line);
+	}
+	free(scopes);
+	if (!err && !closed && (e.file || sym->nsrc > start)) {
+		e.name = NULL;
+		e.is_inline = false;
+		err = push_src(sym, &e);
+	}
+	if (err) {
+		sym->nsrc = start;
+		return err;
+	}
+	hit->src = (uint32_t)start;
+	hit->nsrc = (uint32_t)(sym->nsrc - start);
+	return 0;
 }
 
 /* Name of svma in a proven file, cached per (file, svma). */
@@ -441,8 +920,17 @@ static int lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64
 			return -ENOMEM;
 		hit.offset = svma - se->addr;
 	}
+	int err = lookup_source(sym, f, svma, &hit);
+	if (err)
+		return err;
+	/* No ELF symbol (a stripped file whose debug file has none): DWARF's name for it. */
+	const struct src_entry *outer = hit.nsrc ? &sym->src[hit.src + hit.nsrc - 1] : NULL;
+	if (!hit.name && outer && outer->name) {
+		hit.name = outer->name;
+		hit.offset = 0;
+	}
 	idx = (uint32_t)sym->nhits;
-	int err = sp_map_put(&f->cache, svma, idx);
+	err = sp_map_put(&f->cache, svma, idx);
 	if (err)
 		return err;
 	sym->hits[sym->nhits++] = hit;
@@ -738,6 +1226,61 @@ static int resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct
 
 /* ---- user frames ------------------------------------------------------- */
 
+/* Room for n resolved frames that stay where they are for the symbolizer's life. */
+static struct sp_resolved_frame *chain_alloc(struct sp_symbolizer *sym, size_t n)
+{
+	struct chain_block *b = sym->chain_blocks;
+	if (!b || b->cap - b->used < n) {
+		size_t cap = n > 256 ? n : 256;
+		struct chain_block *nb = malloc(sizeof(*nb) + cap * sizeof(nb->f[0]));
+		if (!nb)
+			return NULL;
+		nb->used = 0;
+		nb->cap = cap;
+		nb->next = b;
+		sym->chain_blocks = b = nb;
+	}
+	struct sp_resolved_frame *f = b->f + b->used;
+	b->used += n;
+	return f;
+}
+
+/*
+ * Give a named native frame what DWARF knows of its address: the source
+ * position of the containing function (rf), and unless no_inline, the
+ * chain of inlined functions before it.
+ */
+static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
+			 struct sp_resolved_frame *rf, const struct sym_hit *hit)
+{
+	if (!hit->nsrc)
+		return 0;
+	const struct src_entry *src = &sym->src[hit->src];
+	size_t n = hit->nsrc;
+	rf->file = src[n - 1].file;
+	rf->line = src[n - 1].line;
+	if (rf->file && rf->line)
+		sym->stats.frames_with_lines++;
+	if (n == 1 || sym->opts.no_inline)
+		return 0;
+	struct sp_resolved_frame *c = chain_alloc(sym, n);
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i + 1 < n; i++) {
+		c[i] = *rf;
+		c[i].name = src[i].name;
+		c[i].file = src[i].file;
+		c[i].line = src[i].line;
+		c[i].flags |= SP_RFRAME_INLINE;
+		c[i].symbol_offset = 0;
+	}
+	c[n - 1] = *rf;
+	sym->chain[frame_id] = c;
+	sym->chain_len[frame_id] = (uint32_t)n;
+	sym->stats.inline_frames += n - 1;
+	return 0;
+}
+
 static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
 			struct sp_resolved_frame *rf)
 {
@@ -783,7 +1326,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 				rf->name = hit->name;
 				rf->symbol_offset = hit->offset;
 				rf->origin = SP_ORIGIN_ELF;
-				return 0;
+				return attach_source(sym, frame_id, rf, hit);
 			}
 		}
 	}
@@ -792,16 +1335,10 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	return rf->name ? 0 : -ENOMEM;
 }
 
-int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
-			  const struct sp_resolved_frame **out)
+/* Resolve frame_id into sym->frames (and sym->chain), once. */
+static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 {
-	if (frame_id >= sym->nframes)
-		return -SP_E_BAD_ARG;
 	struct sp_resolved_frame *rf = &sym->frames[frame_id];
-	if (sym->resolved[frame_id]) {
-		*out = rf;
-		return 0;
-	}
 	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
 	if (!fr)
 		return -SP_E_BAD_ARG;
@@ -834,6 +1371,36 @@ int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
 			sym->stats.frames_address_only++;
 	}
 	sym->resolved[frame_id] = 1;
-	*out = rf;
 	return 0;
+}
+
+int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
+			      const struct sp_resolved_frame **frames, size_t *n)
+{
+	if (frame_id >= sym->nframes)
+		return -SP_E_BAD_ARG;
+	if (!sym->resolved[frame_id]) {
+		int err = resolve_frame(sym, frame_id);
+		if (err)
+			return err;
+	}
+	if (sym->chain[frame_id]) {
+		*frames = sym->chain[frame_id];
+		*n = sym->chain_len[frame_id];
+	} else {
+		*frames = &sym->frames[frame_id];
+		*n = 1;
+	}
+	return 0;
+}
+
+int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
+			  const struct sp_resolved_frame **out)
+{
+	const struct sp_resolved_frame *frames;
+	size_t n;
+	int err = sp_symbolizer_resolve_all(sym, frame_id, &frames, &n);
+	if (!err)
+		*out = &frames[n - 1];
+	return err;
 }

@@ -13,6 +13,8 @@ need_cmd sh "a parent process whose descendants run"
 
 THREAD_ROOT='^(__GI_)?_*clone3?;start_thread'
 ROOT='^_start;__libc_start_main[^;]*;__libc_start_call_main;main'
+# forker's static spawn() is inlined into main: its inline frame may sit between.
+SPAWN='(;spawn_\[i\])?'
 MIN=99
 
 # samples_of PID FILE: the samples of PID in a pid_samples listing (0 when none).
@@ -128,7 +130,7 @@ for k in $kids; do
 done
 info "samples from the grandchildren: $inkids / $total ($(pct "$inkids" "$total")%)"
 with_timeout 60 "$SP" report --format=folded desc.spool >desc.folded 2>/dev/null
-set -- $(folded_share desc.folded "$ROOT;child_work;child_leaf\$")
+set -- $(folded_share desc.folded "$ROOT$SPAWN;child_work;child_leaf\$")
 share=$(pct "$1" "$inkids")
 info "complete child stacks (main;child_work;child_leaf) $1 / $inkids = $share%"
 if [ "$inkids" -gt 0 ] && [ "$(num_ge "$share" $MIN)" = 1 ]; then

@@ -37,6 +37,35 @@ __attribute__((noinline)) int sp_test_root(int x)
 	return acc + sp_test_known_beta(x);
 }
 
+/*
+ * A known inline chain (as in tests/unit/symbolizer.c): inner and middle are
+ * always inlined into sp_test_inline_outer; inner returns the address of an
+ * instruction of its inlined body, and each records the line that matters.
+ */
+static int inline_line[3];
+
+static inline __attribute__((always_inline)) uint64_t sp_test_inline_inner(void)
+{
+	uint64_t pc;
+	__asm__ volatile("1: lea 1b(%%rip), %0" : "=r"(pc));
+	inline_line[0] = __LINE__ - 1;
+	return pc;
+}
+
+static inline __attribute__((always_inline)) uint64_t sp_test_inline_middle(void)
+{
+	uint64_t pc = sp_test_inline_inner();
+	inline_line[1] = __LINE__ - 1;
+	return pc ^ 1;
+}
+
+__attribute__((noinline)) uint64_t sp_test_inline_outer(void)
+{
+	uint64_t pc = sp_test_inline_middle();
+	inline_line[2] = __LINE__ - 1;
+	return pc ^ 1;
+}
+
 static char spool_path[64];
 static struct sp_spool_writer *writer;
 static struct sp_spool *spool;
@@ -194,6 +223,123 @@ static char *report(uint32_t format, uint32_t rows, uint32_t stacks)
 	fclose(out);
 	sp_symbolizer_free(sym);
 	return text;
+}
+
+static bool has_line(const char *text, const char *line);
+static const char *basename_of_self(void);
+
+/* 4 samples in the inline chain, 2 in sp_test_known_beta, called from sp_test_root. */
+static void inline_profile(void)
+{
+	uint64_t pc = sp_test_inline_outer();
+	struct sp_module m;
+	uint32_t mid = self_module(&m, pc);
+	uint32_t in = frame(mid, &m, pc);
+	uint32_t b = frame(mid, &m, fn(sp_test_known_beta) + 4);
+	uint32_t r = frame(mid, &m, fn(sp_test_root) + 4);
+	samples((uint32_t[]){in, r}, 2, 4);
+	samples((uint32_t[]){b, r}, 2, 2);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 6}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+}
+
+static char *report_with(const struct sp_report_opts *ro, const struct sp_symbolizer_opts *so)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(spool, so, &sym), 0);
+	cr_assert_eq(sp_report_write(spool, sym, ro, out), 0);
+	fclose(out);
+	sp_symbolizer_free(sym);
+	return text;
+}
+
+Test(report, inline_frames_in_folded_stacks)
+{
+	inline_profile();
+	struct sp_report_opts ro = {.format = SP_REPORT_FOLDED};
+	char *text = report_with(&ro, NULL);
+	cr_expect_str_eq(text, "sp_test_root;sp_test_inline_outer;sp_test_inline_middle_[i];"
+			       "sp_test_inline_inner_[i] 4\n"
+			       "sp_test_root;sp_test_known_beta 2\n");
+	free(text);
+
+	/* --no-inline: the containing function alone, as symbol tables show it. */
+	text = report_with(&ro, &(struct sp_symbolizer_opts){.no_inline = true});
+	cr_expect_str_eq(text, "sp_test_root;sp_test_inline_outer 4\n"
+			       "sp_test_root;sp_test_known_beta 2\n");
+	free(text);
+}
+
+Test(report, lines_in_folded_stacks)
+{
+	inline_profile();
+	struct sp_report_opts ro = {.format = SP_REPORT_FOLDED, .lines = true};
+	char *text = report_with(&ro, NULL);
+	char want[256];
+	snprintf(want, sizeof(want), ";sp_test_inline_outer:%d;sp_test_inline_middle:%d_[i];"
+		 "sp_test_inline_inner:%d_[i] 4\n", inline_line[2], inline_line[1],
+		 inline_line[0]);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	cr_expect_eq(strncmp(text, "sp_test_root:", 13), 0, "%s", text);
+	free(text);
+
+	text = report_with(&ro, &(struct sp_symbolizer_opts){.no_inline = true});
+	snprintf(want, sizeof(want), ";sp_test_inline_outer:%d 4\n", inline_line[2]);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(text);
+}
+
+Test(report, inline_frames_and_lines_in_the_text_report)
+{
+	inline_profile();
+	const char *mod = basename_of_self();
+	char want[256];
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .spool_path = "inline.spool"};
+	char *text = report_with(&ro, NULL);
+	/* Self time is the innermost inlined function's; its callers have total only. */
+	const char *w = "sp_test_inline_middle [inline]"; /* the widest: the column's width */
+	snprintf(want, sizeof(want), "  66.7%%   66.7%%         4  %-*s  %s", (int)strlen(w),
+		 "sp_test_inline_inner [inline]", mod);
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "   0.0%%   66.7%%         0  %s  %s", w, mod);
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "   0.0%%   66.7%%         0  %-*s  %s", (int)strlen(w),
+		 "sp_test_inline_outer", mod);
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	/* The heaviest stack, leaf first: the chain innermost first, then its callers. */
+	snprintf(want, sizeof(want), "    sp_test_inline_inner [inline] (%s)\n"
+				     "    sp_test_inline_middle [inline] (%s)\n"
+				     "    sp_test_inline_outer (%s)\n"
+				     "    sp_test_root (%s)\n", mod, mod, mod, mod);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(text);
+
+	ro.lines = true;
+	text = report_with(&ro, NULL);
+	snprintf(want, sizeof(want), "  66.7%%   66.7%%         4  sp_test_inline_inner [inline]"
+		 " (report.c:%d)", inline_line[0]);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "    sp_test_inline_inner [inline] (report.c:%d) (%s)\n"
+				     "    sp_test_inline_middle [inline] (report.c:%d) (%s)\n"
+				     "    sp_test_inline_outer (report.c:%d) (%s)\n",
+		 inline_line[0], mod, inline_line[1], mod, inline_line[2], mod);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	/* The table stays within 80 columns, the marks kept when names are cut. */
+	const char *table = strstr(text, "  Self%");
+	const char *end = table ? strstr(table, "\nHeaviest") : NULL;
+	cr_assert(table && end, "%s", text);
+	for (const char *p = table; p < end;) {
+		size_t n = strcspn(p, "\n");
+		cr_expect_leq(n, 80, "line too long: %.*s", (int)n, p);
+		p += n + 1;
+	}
+	free(text);
 }
 
 Test(report, folded_output_is_exact)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the symbolizer: ELF names and identity proof, kallsyms, perf maps, fallbacks. */
+/* Unit tests of the symbolizer: ELF names, identity proof, inline chains, kallsyms, perf maps. */
 #include <criterion/criterion.h>
 
 #include "report_internal.h"
@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 /* Functions with known names; bodies big enough that +4 stays inside them. */
+enum { ALPHA_FIRST_LINE = __LINE__ + 1 };
 __attribute__((noinline)) int sp_test_known_alpha(int x)
 {
 	volatile int acc = x;
@@ -40,6 +41,37 @@ __attribute__((noinline)) int mangled_demo(int x)
 	for (int i = 0; i < x; i++)
 		acc += i;
 	return acc;
+}
+
+/*
+ * A known inline chain: sp_test_inline_inner and sp_test_inline_middle are
+ * always inlined, middle into sp_test_inline_outer.  inner returns the
+ * address of an instruction of its own inlined body; each function records
+ * the line of the code that matters: inner that instruction's, middle and
+ * outer their inlined calls'.
+ */
+static int inline_line[3];
+
+static inline __attribute__((always_inline)) uint64_t sp_test_inline_inner(void)
+{
+	uint64_t pc;
+	__asm__ volatile("1: lea 1b(%%rip), %0" : "=r"(pc));
+	inline_line[0] = __LINE__ - 1;
+	return pc;
+}
+
+static inline __attribute__((always_inline)) uint64_t sp_test_inline_middle(void)
+{
+	uint64_t pc = sp_test_inline_inner();
+	inline_line[1] = __LINE__ - 1;
+	return pc ^ 1;
+}
+
+__attribute__((noinline)) uint64_t sp_test_inline_outer(void)
+{
+	uint64_t pc = sp_test_inline_middle();
+	inline_line[2] = __LINE__ - 1;
+	return pc ^ 1;
 }
 
 /* The executable mapping of this test binary that holds addr. */
@@ -211,6 +243,116 @@ Test(symbolizer, names_functions_of_this_binary)
 	sp_symbolizer_stats(sym, &st);
 	cr_expect_eq(st.files_proven, 1);
 	cr_expect_eq(st.frames_named, 2);
+}
+
+static bool ends_with(const char *s, const char *tail)
+{
+	size_t n = strlen(s), k = strlen(tail);
+	return n >= k && !strcmp(s + n - k, tail);
+}
+
+Test(symbolizer, inline_chain_innermost_first_with_lines)
+{
+	uint64_t pc = sp_test_inline_outer();
+	struct sp_module m = self_module(&self);
+	uint32_t mid = add_module(&m);
+	uint32_t a = add_frame(mid, &m, pc);
+	load(false);
+
+	const struct sp_resolved_frame *f;
+	size_t n;
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &f, &n), 0);
+	cr_assert_eq(n, 3, "chain of %zu frames, first '%s'", n, f[0].name);
+	cr_expect_str_eq(f[0].name, "sp_test_inline_inner");
+	cr_expect_str_eq(f[1].name, "sp_test_inline_middle");
+	cr_expect_str_eq(f[2].name, "sp_test_inline_outer");
+	for (size_t i = 0; i < n; i++) {
+		cr_expect_eq(f[i].flags & SP_RFRAME_INLINE, i < 2 ? SP_RFRAME_INLINE : 0, "frame %zu", i);
+		cr_expect_eq(f[i].line, (uint32_t)inline_line[i], "frame %zu: line %u, not %d", i,
+			     f[i].line, inline_line[i]);
+		cr_assert_not_null(f[i].file, "frame %zu", i);
+		cr_expect(ends_with(f[i].file, "symbolizer.c"), "file '%s'", f[i].file);
+		cr_expect_eq(f[i].pc, pc);
+		cr_expect_eq(f[i].origin, SP_ORIGIN_ELF);
+		cr_expect_eq(f[i].kind, SP_KIND_NATIVE);
+		cr_expect_str_eq(f[i].module, base(self.path));
+	}
+	cr_expect_eq(f[2].symbol_offset, pc - (uint64_t)(uintptr_t)&sp_test_inline_outer);
+	cr_expect_eq(f[0].symbol_offset, 0);
+	/* resolve gives the containing function: the chain's last frame, cached. */
+	cr_expect_eq(resolve(a), &f[2]);
+	const struct sp_resolved_frame *again;
+	size_t n2;
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &again, &n2), 0);
+	cr_expect(again == f && n2 == n);
+	struct sp_symbolizer_stats st = {0};
+	sp_symbolizer_stats(sym, &st);
+	cr_expect_eq(st.inline_frames, 2);
+	cr_expect_eq(st.frames_with_lines, 1);
+	cr_expect_eq(st.frames_named, 1);
+}
+
+Test(symbolizer, no_inline_folds_the_chain_into_its_function)
+{
+	uint64_t pc = sp_test_inline_outer();
+	struct sp_module m = self_module(&self);
+	uint32_t mid = add_module(&m);
+	uint32_t a = add_frame(mid, &m, pc);
+	load(false);
+	sp_symbolizer_free(sym);
+	struct sp_symbolizer_opts opts = {.no_inline = true};
+	cr_assert_eq(sp_symbolizer_new(spool, &opts, &sym), 0);
+
+	const struct sp_resolved_frame *f;
+	size_t n;
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &f, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_expect_str_eq(f->name, "sp_test_inline_outer");
+	cr_expect_not(f->flags & SP_RFRAME_INLINE);
+	/* Where the inlined code sits in the function: the call of middle. */
+	cr_expect_eq(f->line, (uint32_t)inline_line[2]);
+	cr_expect_eq(resolve(a), f);
+	struct sp_symbolizer_stats st = {0};
+	sp_symbolizer_stats(sym, &st);
+	cr_expect_eq(st.inline_frames, 0);
+}
+
+Test(symbolizer, plain_functions_get_their_line)
+{
+	struct sp_module m = self_module(&self);
+	uint32_t mid = add_module(&m);
+	uint32_t a = add_frame(mid, &m, addr_of(sp_test_known_alpha) + 4);
+	load(false);
+	const struct sp_resolved_frame *f;
+	size_t n;
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &f, &n), 0);
+	cr_assert_eq(n, 1);
+	cr_expect_str_eq(f->name, "sp_test_known_alpha");
+	cr_assert_not_null(f->file);
+	cr_expect(ends_with(f->file, "tests/unit/symbolizer.c"), "file '%s'", f->file);
+	/* +4 is in the prologue or the loop: sp_test_known_alpha's 7 lines. */
+	cr_expect(f->line >= ALPHA_FIRST_LINE && f->line < ALPHA_FIRST_LINE + 7, "line %u",
+		  f->line);
+}
+
+Test(symbolizer, frames_without_dwarf_have_no_line)
+{
+	struct sp_frame kernel = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_KERNEL,
+				  .abs_ip = 0xffffffff81000010ULL};
+	uint32_t k;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &kernel, &k), 0);
+	struct sp_module missing = {.start = 0x400000, .end = 0x401000, .file_offset = 0x1000,
+				    .path = "/nonexistent/dir/libgone.so.1"};
+	uint32_t mm = add_module(&missing);
+	uint32_t a = add_frame(mm, &missing, 0x400123);
+	load(false);
+	const struct sp_resolved_frame *f;
+	size_t n;
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, k, &f, &n), 0);
+	cr_expect(n == 1 && !f->file && !f->line);
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &f, &n), 0);
+	cr_expect(n == 1 && !f->file && !f->line);
+	cr_expect_eq(sp_symbolizer_resolve_all(sym, 1000, &f, &n), -SP_E_BAD_ARG);
 }
 
 Test(symbolizer, segments_map_file_offsets_without_a_recorded_bias)

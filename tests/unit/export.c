@@ -1,0 +1,890 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of the exports: pprof decoded back, speedscope and perf-script output exact, on a known spool. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include "report_internal.h"
+
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Functions the fixture's stacks point into; bodies big enough for +4 and +8. */
+__attribute__((noinline)) int exp_alpha(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc = acc * 3 + i;
+	return acc;
+}
+
+__attribute__((noinline)) int exp_beta(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc = acc ^ (i * 7);
+	return acc + exp_alpha(x);
+}
+
+__attribute__((noinline)) int exp_root(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc -= i;
+	return acc + exp_beta(x);
+}
+
+#define PERIOD 1001001u   /* 1e9 / 999 Hz, rounded */
+#define T0 2000500000ull  /* first sample: 2.000500 s CLOCK_MONOTONIC */
+#define MS 1000000ull
+#define START_US 1700000000000000ull
+#define WEIRD_NAME "wor\"ker\n\xff"
+
+static char spool_path[64];
+static struct sp_spool_writer *writer;
+static struct sp_spool *spool;
+static uint32_t t0, t1;
+static struct sp_module self;
+static uint32_t self_id;
+
+static void setup(void)
+{
+	strcpy(spool_path, "/tmp/sp-export-XXXXXX");
+	int fd = mkstemp(spool_path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	struct sp_spool_meta meta = {.frequency_hz = 999, .event_source = SP_EVENT_CPU_CLOCK,
+				     .start_monotonic_ns = T0 - 500000,
+				     .start_timestamp_us = START_US, .command = "./prog \"x\"",
+				     .hostname = "h", .kernel_release = "k"};
+	cr_assert_eq(sp_spool_writer_open(spool_path, &meta, &writer), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 10, &t0), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(writer, t0, "prog"), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 11, &t1), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(writer, t1, WEIRD_NAME), 0);
+}
+
+static void teardown(void)
+{
+	sp_spool_free(spool);
+	sp_spool_writer_free(writer);
+	unlink(spool_path);
+	spool = NULL;
+	writer = NULL;
+}
+
+TestSuite(export, .init = setup, .fini = teardown);
+
+static uint64_t fn(int (*f)(int))
+{
+	return (uint64_t)(uintptr_t)f;
+}
+
+/* This test binary as a module, proven by build-id, with its load bias. */
+static uint32_t self_module(struct sp_module *m, uint64_t addr)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	cr_assert_not_null(f);
+	static char path[PATH_MAX];
+	char line[PATH_MAX + 128];
+	bool found = false;
+	memset(m, 0, sizeof(*m));
+	while (!found && fgets(line, sizeof(line), f)) {
+		int n = 0;
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*x:%*x %" SCNu64 " %n",
+			   &m->start, &m->end, &m->file_offset, &m->inode, &n) < 4)
+			continue;
+		if (addr < m->start || addr >= m->end)
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(path, sizeof(path), "%s", line + n);
+		found = true;
+	}
+	fclose(f);
+	cr_assert(found);
+	m->path = path;
+	sp_elf_init();
+	int fd = open(path, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+	struct sp_elf_info info;
+	cr_assert_eq(sp_elf_info_read(elf, &info), 0);
+	m->build_id_len = info.build_id_len;
+	memcpy(m->build_id, info.build_id, info.build_id_len);
+	cr_assert_eq(sp_elf_load_bias(&info, m->start, m->file_offset, &m->load_bias), 0);
+	m->flags = SP_MODULE_HAS_BIAS;
+	sp_elf_info_release(&info);
+	elf_end(elf);
+	close(fd);
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_add_module(writer, m, &id), 0);
+	return id;
+}
+
+static uint32_t frame(uint64_t addr)
+{
+	struct sp_frame f = {.module_id = self_id, .mode = SP_FRAME_USER, .abs_ip = addr,
+			     .rel_ip = addr - self.start + self.file_offset};
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &f, &id), 0);
+	return id;
+}
+
+static uint32_t marker(void)
+{
+	struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_TRUNCATED,
+			     .abs_ip = SP_STOP_STACK_EXHAUSTED};
+	uint32_t id;
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &f, &id), 0);
+	return id;
+}
+
+static uint32_t stack(const uint32_t *frames, size_t n)
+{
+	uint32_t sid;
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, frames, n, &sid), 0);
+	return sid;
+}
+
+static void finish(void)
+{
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 6}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+}
+
+/*
+ * Six samples in file order (not time order):
+ *   t0 alpha<-beta<-root @0, t1 beta<-root @5ms, t0 alpha<-beta<-root @10ms,
+ *   t0 alpha<-[truncated] @30ms, t0 beta<-root @20ms, t1 empty @25ms.
+ */
+static void known_profile(void)
+{
+	self_id = self_module(&self, fn(exp_alpha));
+	uint32_t a = frame(fn(exp_alpha) + 4), b = frame(fn(exp_beta) + 8);
+	uint32_t r = frame(fn(exp_root) + 8), t = marker();
+	uint32_t s1 = stack((uint32_t[]){a, b, r}, 3);
+	uint32_t s2 = stack((uint32_t[]){b, r}, 2);
+	uint32_t s3 = stack((uint32_t[]){a, t}, 2);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s1, T0), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t1, s2, T0 + 5 * MS), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s1, T0 + 10 * MS), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s3, T0 + 30 * MS), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s2, T0 + 20 * MS), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t1, 0, T0 + 25 * MS), 0);
+	finish();
+}
+
+/* One export into a malloc'd buffer (*len bytes, NUL-terminated for text). */
+static char *export_opts(uint32_t format, bool lines, size_t *len)
+{
+	char *data = NULL;
+	size_t n = 0;
+	FILE *out = open_memstream(&data, &n);
+	cr_assert_not_null(out);
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(spool, NULL, &sym), 0);
+	struct sp_report_opts opts = {.format = format, .lines = lines,
+				      .spool_path = "/x/known.spool"};
+	cr_assert_eq(sp_report_write(spool, sym, &opts, out), 0);
+	fclose(out);
+	sp_symbolizer_free(sym);
+	if (len)
+		*len = n;
+	return data;
+}
+
+static char *export(uint32_t format, size_t *len)
+{
+	return export_opts(format, false, len);
+}
+
+/* What the symbolizer says about the frame at addr: the "file" speedscope shows. */
+static const char *speedscope_file(uint64_t addr)
+{
+	static char buf[8][PATH_MAX];
+	static int next;
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(spool, NULL, &sym), 0);
+	const struct sp_resolved_frame *rf = NULL;
+	for (uint32_t i = 0; i < sp_spool_frame_count(spool); i++)
+		if (sp_spool_frame(spool, i)->abs_ip == addr)
+			cr_assert_eq(sp_symbolizer_resolve(sym, i, &rf), 0);
+	cr_assert_not_null(rf);
+	char *out = buf[next++ % 8];
+	snprintf(out, PATH_MAX, "%s", rf->file ? rf->file : rf->module);
+	sp_symbolizer_free(sym);
+	return out;
+}
+
+/* ---- helpers ------------------------------------------------------------------ */
+
+Test(export, period_from_the_header)
+{
+	finish();
+	cr_expect_eq(sp_export_period_ns(spool), PERIOD);
+	struct sp_spool_meta m = *sp_spool_meta(spool);
+	struct sp_spool *s2;
+	struct sp_spool_writer *w;
+	m.frequency_hz = 0;
+	m.sample_interval_us = 250;
+	cr_assert_eq(sp_spool_writer_open(spool_path, &m, &w), 0);
+	sp_spool_writer_free(w);
+	cr_assert_eq(sp_spool_open(spool_path, &s2), 0);
+	cr_expect_eq(sp_export_period_ns(s2), 250000);
+	sp_spool_free(s2);
+}
+
+/* Arrays, not pointers: Criterion copies parameters into the test's own process. */
+struct text_case {
+	char in[16], json[64], utf8[48];
+};
+
+static const struct text_case text_cases[] = {
+	{"plain", "\"plain\"", "plain"},
+	{"", "\"\"", ""},
+	{"q\"b\\s/", "\"q\\\"b\\\\s/\"", "q\"b\\s/"},
+	{"\n\t\r\x01\x1f\x7f", "\"\\n\\t\\r\\u0001\\u001f\\u007f\"", "\n\t\r\x01\x1f\x7f"},
+	/* Well-formed UTF-8 of 2, 3 and 4 bytes passes through. */
+	{"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
+	 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+	/* Stray bytes, a cut sequence, overlong, surrogate, past U+10FFFF: one U+FFFD per byte. */
+	{"a\xff", "\"a\\ufffd\"", "a\xef\xbf\xbd"},
+	{"\xc3", "\"\\ufffd\"", "\xef\xbf\xbd"},
+	{"\xc0\xaf", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd"},
+	{"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+	{"\xf4\x90\x80\x80z", "\"\\ufffd\\ufffd\\ufffd\\ufffdz\"",
+	 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz"},
+	{"\xe2\x82", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd"},
+};
+
+ParameterizedTestParameters(export, text_is_escaped)
+{
+	return cr_make_param_array(struct text_case, (void *)text_cases, SP_ARRAY_SIZE(text_cases));
+}
+
+ParameterizedTest(struct text_case *c, export, text_is_escaped)
+{
+	struct sp_buf b;
+	sp_buf_init(&b);
+	cr_assert_eq(sp_json_put_string(&b, c->in), 0);
+	cr_expect(b.len == strlen(c->json) && !memcmp(b.data, c->json, b.len),
+		  "json of '%s': got '%.*s', want '%s'", c->in, (int)b.len, (char *)b.data, c->json);
+	b.len = 0;
+	cr_assert_eq(sp_export_put_utf8(&b, c->in), 0);
+	cr_expect(b.len == strlen(c->utf8) && (!b.len || !memcmp(b.data, c->utf8, b.len)),
+		  "utf8 of '%s': got '%.*s'", c->in, (int)b.len, (char *)b.data);
+	sp_buf_release(&b);
+}
+
+Test(export, interning_is_dense_and_first_seen)
+{
+	struct sp_intern t;
+	sp_intern_init(&t);
+	uint32_t id;
+	bool added;
+	cr_assert_eq(sp_intern(&t, "", 0, &id, &added), 0);
+	cr_expect(added && id == 0);
+	cr_assert_eq(sp_intern(&t, "a\0b", 3, &id, &added), 0);
+	cr_expect(added && id == 1);
+	cr_assert_eq(sp_intern(&t, "a\0c", 3, &id, &added), 0);
+	cr_expect(added && id == 2);
+	cr_assert_eq(sp_intern(&t, "a\0b", 3, &id, &added), 0);
+	cr_expect(!added && id == 1);
+	cr_assert_eq(sp_intern(&t, "", 0, &id, &added), 0);
+	cr_expect(!added && id == 0);
+	for (unsigned i = 0; i < 5000; i++) {
+		char k[16];
+		int n = snprintf(k, sizeof(k), "k%u", i);
+		cr_assert_eq(sp_intern(&t, k, (size_t)n, &id, NULL), 0);
+		cr_assert_eq(id, 3 + i);
+	}
+	size_t len;
+	const char *k = sp_intern_key(&t, 1, &len);
+	cr_expect(len == 3 && !memcmp(k, "a\0b", 3));
+	k = sp_intern_key(&t, 3 + 4321, &len);
+	cr_expect(len == 5 && !memcmp(k, "k4321", 5));
+	sp_intern_release(&t);
+}
+
+/* ---- perf-script -------------------------------------------------------------- */
+
+Test(export, perf_script_is_exact)
+{
+	known_profile();
+	char *text = export(SP_REPORT_PERF_SCRIPT, NULL);
+	const char *path = self.path;
+	char a[PATH_MAX + 64], b[PATH_MAX + 64], r[PATH_MAX + 64], *want;
+	snprintf(a, sizeof(a), "\t%16" PRIx64 " exp_alpha+0x4 (%s)\n", fn(exp_alpha) + 4, path);
+	snprintf(b, sizeof(b), "\t%16" PRIx64 " exp_beta+0x8 (%s)\n", fn(exp_beta) + 8, path);
+	snprintf(r, sizeof(r), "\t%16" PRIx64 " exp_root+0x8 (%s)\n", fn(exp_root) + 8, path);
+	/* Time order; the second thread's comm with its newline written as '_'. */
+	int n = asprintf(&want,
+			 "prog    10/10        2.000500:    1001001 cpu-clock:\n%s%s%s\n"
+			 "wor\"ker_\xff    10/11        2.005500:    1001001 cpu-clock:\n%s%s\n"
+			 "prog    10/10        2.010500:    1001001 cpu-clock:\n%s%s%s\n"
+			 "prog    10/10        2.020500:    1001001 cpu-clock:\n%s%s\n"
+			 "wor\"ker_\xff    10/11        2.025500:    1001001 cpu-clock:\n\n"
+			 "prog    10/10        2.030500:    1001001 cpu-clock:\n%s"
+			 "\t               0 [truncated] ([unknown])\n\n",
+			 a, b, r, b, r, a, b, r, b, r, a);
+	cr_assert_gt(n, 0);
+	cr_expect_str_eq(text, want);
+	free(want);
+	free(text);
+}
+
+/* The folding every perf-script importer does: frames leaf first after each header. */
+Test(export, perf_script_folds_like_stackcollapse)
+{
+	known_profile();
+	char *text = export(SP_REPORT_PERF_SCRIPT, NULL);
+	unsigned samples = 0, alpha_leaf = 0, frames = 0;
+	bool first_frame = false;
+	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+		if (line[0] != '\t') {
+			samples++;
+			first_frame = true;
+			continue;
+		}
+		frames++;
+		/* "\tADDR SYMBOL+0xOFF (MODULE)": the symbol is between the address and " (". */
+		char *sym = line + strspn(line, "\t ");
+		sym += strcspn(sym, " ") + 1;
+		if (first_frame && !strncmp(sym, "exp_alpha+0x", 12))
+			alpha_leaf++;
+		first_frame = false;
+	}
+	cr_expect_eq(samples, 6);
+	cr_expect_eq(alpha_leaf, 3);
+	cr_expect_eq(frames, 3 + 2 + 3 + 2 + 2);
+	free(text);
+}
+
+/* ---- speedscope --------------------------------------------------------------- */
+
+Test(export, speedscope_is_exact)
+{
+	known_profile();
+	char *text = export(SP_REPORT_SPEEDSCOPE, NULL);
+	char want[3 * PATH_MAX + 2048];
+	snprintf(want, sizeof(want),
+		 "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\n"
+		 "\"exporter\":\"stackpulse " SP_VERSION "\",\n"
+		 "\"name\":\"./prog \\\"x\\\"\",\n"
+		 "\"activeProfileIndex\":0,\n"
+		 "\"shared\":{\"frames\":[\n"
+		 "{\"name\":\"exp_root\",\"file\":\"%s\"},\n"
+		 "{\"name\":\"exp_beta\",\"file\":\"%s\"},\n"
+		 "{\"name\":\"exp_alpha\",\"file\":\"%s\"},\n"
+		 "{\"name\":\"[truncated]\"}\n"
+		 "]},\n"
+		 "\"profiles\":[\n"
+		 "{\"type\":\"sampled\",\"name\":\"prog (pid 10, tid 10)\",\"unit\":\"nanoseconds\","
+		 "\"startValue\":0,\"endValue\":4004004,\n"
+		 "\"samples\":[\n[0,1,2],\n[0,1,2],\n[0,1],\n[3,2]\n],\n"
+		 "\"weights\":[1001001,1001001,1001001,1001001]},\n"
+		 "{\"type\":\"sampled\",\"name\":\"wor\\\"ker\\n\\ufffd (pid 10, tid 11)\","
+		 "\"unit\":\"nanoseconds\",\"startValue\":5000000,\"endValue\":7002002,\n"
+		 "\"samples\":[\n[0,1],\n[]\n],\n"
+		 "\"weights\":[1001001,1001001]}\n"
+		 "]}\n",
+		 speedscope_file(fn(exp_root) + 8), speedscope_file(fn(exp_beta) + 8),
+		 speedscope_file(fn(exp_alpha) + 4));
+	cr_expect_str_eq(text, want);
+	free(text);
+}
+
+/* --lines: a frame per source line, with its "line" (when the test binary's DWARF has it). */
+Test(export, speedscope_lines)
+{
+	known_profile();
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(spool, NULL, &sym), 0);
+	const struct sp_resolved_frame *rf = NULL;
+	for (uint32_t i = 0; i < sp_spool_frame_count(spool); i++)
+		if (sp_spool_frame(spool, i)->abs_ip == fn(exp_alpha) + 4)
+			cr_assert_eq(sp_symbolizer_resolve(sym, i, &rf), 0);
+	cr_assert_not_null(rf);
+	char want[PATH_MAX + 64];
+	snprintf(want, sizeof(want), "{\"name\":\"exp_alpha\",\"file\":\"%s\",\"line\":%u}",
+		 rf->file ? rf->file : rf->module, (unsigned)rf->line);
+	char *plain = export(SP_REPORT_SPEEDSCOPE, NULL);
+	char *lines = export_opts(SP_REPORT_SPEEDSCOPE, true, NULL);
+	cr_expect_null(strstr(plain, "\"line\":"), "%s", plain);
+	if (rf->line)
+		cr_expect_not_null(strstr(lines, want), "no '%s' in %s", want, lines);
+	else
+		cr_expect_str_eq(lines, plain);
+	free(plain);
+	free(lines);
+	sp_symbolizer_free(sym);
+}
+
+Test(export, speedscope_opens_the_busiest_thread)
+{
+	self_id = self_module(&self, fn(exp_alpha));
+	uint32_t a = frame(fn(exp_alpha) + 4);
+	uint32_t s = stack(&a, 1);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s, T0), 0);
+	for (unsigned i = 0; i < 3; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(writer, t1, s, T0 + i * MS), 0);
+	finish();
+	char *text = export(SP_REPORT_SPEEDSCOPE, NULL);
+	cr_expect_not_null(strstr(text, "\n\"activeProfileIndex\":1,\n"), "%s", text);
+	free(text);
+}
+
+Test(export, weights_break_lines)
+{
+	self_id = self_module(&self, fn(exp_alpha));
+	uint32_t a = frame(fn(exp_alpha) + 4);
+	uint32_t s = stack(&a, 1);
+	for (unsigned i = 0; i < 17; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s, T0 + i * MS), 0);
+	finish();
+	char *text = export(SP_REPORT_SPEEDSCOPE, NULL);
+	cr_expect_not_null(strstr(text, ",1001001,\n1001001]}"), "%s", text);
+	free(text);
+}
+
+/* ---- pprof: a small protobuf reader over the gunzipped bytes --------------------- */
+
+struct pb {
+	const uint8_t *p, *end;
+};
+
+static uint64_t pb_uvarint(struct pb *m)
+{
+	uint64_t v = 0;
+	for (unsigned shift = 0; shift < 64; shift += 7) {
+		cr_assert_lt(m->p, m->end, "varint runs past its message");
+		uint8_t c = *m->p++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return v;
+	}
+	cr_assert_fail("varint longer than 10 bytes");
+	return 0;
+}
+
+/* Next field of m: its number, and a value (varint) or a sub-range (length-delimited). */
+static bool pb_field(struct pb *m, unsigned *field, uint64_t *v, struct pb *sub)
+{
+	if (m->p >= m->end)
+		return false;
+	uint64_t key = pb_uvarint(m);
+	*field = (unsigned)(key >> 3);
+	switch (key & 7) {
+	case 0:
+		*v = pb_uvarint(m);
+		sub->p = sub->end = NULL;
+		break;
+	case 2: {
+		uint64_t n = pb_uvarint(m);
+		cr_assert_leq(n, (uint64_t)(m->end - m->p), "length past the message");
+		sub->p = m->p;
+		sub->end = m->p + n;
+		m->p += n;
+		*v = 0;
+		break;
+	}
+	default:
+		cr_assert_fail("wire type %u is not used by profile.proto", (unsigned)(key & 7));
+	}
+	return true;
+}
+
+/* A repeated varint field: packed (length-delimited) or one value. */
+static size_t pb_repeated(uint64_t v, struct pb *sub, uint64_t *out, size_t max, size_t n)
+{
+	if (!sub->p) {
+		cr_assert_lt(n, max);
+		out[n++] = v;
+		return n;
+	}
+	while (sub->p < sub->end) {
+		cr_assert_lt(n, max);
+		out[n++] = pb_uvarint(sub);
+	}
+	return n;
+}
+
+#define MAXN 64
+
+struct p_label {
+	uint64_t key, str, num;
+	bool has_num;
+};
+struct p_sample {
+	uint64_t loc[MAXN], value[4];
+	size_t nloc, nvalue;
+	struct p_label label[8];
+	size_t nlabel;
+};
+struct p_line {
+	uint64_t function, line;
+};
+struct p_location {
+	uint64_t id, mapping, address;
+	struct p_line line[8];
+	size_t nline;
+};
+struct p_function {
+	uint64_t id, name, system_name, filename;
+};
+struct p_mapping {
+	uint64_t id, start, limit, offset, filename, build_id;
+	bool has_functions;
+};
+struct profile {
+	uint8_t *raw;
+	size_t nraw;
+	struct pb strings[MAXN];
+	size_t nstrings;
+	uint64_t sample_type[4][2], period_type[2], period, time_nanos, duration, comment[4];
+	uint64_t default_type;
+	size_t nsample_type, ncomment;
+	struct p_sample sample[MAXN];
+	struct p_location location[MAXN];
+	struct p_function function[MAXN];
+	struct p_mapping mapping[MAXN];
+	size_t nsample, nlocation, nfunction, nmapping;
+};
+
+static void value_type(struct pb m, uint64_t vt[2])
+{
+	unsigned f;
+	uint64_t v;
+	struct pb sub;
+	while (pb_field(&m, &f, &v, &sub))
+		if (f == 1 || f == 2)
+			vt[f - 1] = v;
+}
+
+static void decode(struct profile *p, const uint8_t *gz, size_t len)
+{
+	memset(p, 0, sizeof(*p));
+	cr_assert_geq(len, 18);
+	cr_assert(gz[0] == 0x1f && gz[1] == 0x8b, "not gzip");
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	/* windowBits 15 + 32: gzip or zlib header detected. */
+	cr_assert_eq(inflateInit2(&z, 15 + 32), Z_OK);
+	size_t cap = 1 << 20;
+	p->raw = malloc(cap);
+	z.next_in = (Bytef *)gz;
+	z.avail_in = (uInt)len;
+	z.next_out = p->raw;
+	z.avail_out = (uInt)cap;
+	cr_assert_eq(inflate(&z, Z_FINISH), Z_STREAM_END, "gzip stream incomplete");
+	cr_assert_eq(z.avail_in, 0, "bytes after the gzip stream");
+	p->nraw = cap - z.avail_out;
+	inflateEnd(&z);
+
+	struct pb m = {p->raw, p->raw + p->nraw}, sub, s2;
+	unsigned f, f2;
+	uint64_t v, v2;
+	while (pb_field(&m, &f, &v, &sub)) {
+		switch (f) {
+		case 1:
+			value_type(sub, p->sample_type[p->nsample_type++]);
+			break;
+		case 2: {
+			struct p_sample *s = &p->sample[p->nsample++];
+			while (pb_field(&sub, &f2, &v2, &s2)) {
+				if (f2 == 1)
+					s->nloc = pb_repeated(v2, &s2, s->loc, MAXN, s->nloc);
+				else if (f2 == 2)
+					s->nvalue = pb_repeated(v2, &s2, s->value, 4, s->nvalue);
+				else if (f2 == 3) {
+					struct p_label *l = &s->label[s->nlabel++];
+					unsigned f3;
+					uint64_t v3;
+					struct pb s3;
+					while (pb_field(&s2, &f3, &v3, &s3)) {
+						if (f3 == 1)
+							l->key = v3;
+						else if (f3 == 2)
+							l->str = v3;
+						else if (f3 == 3)
+							l->num = v3, l->has_num = true;
+					}
+				}
+			}
+			break;
+		}
+		case 3: {
+			struct p_mapping *mp = &p->mapping[p->nmapping++];
+			while (pb_field(&sub, &f2, &v2, &s2)) {
+				uint64_t *fields[] = {NULL, &mp->id, &mp->start, &mp->limit, &mp->offset,
+						      &mp->filename, &mp->build_id};
+				if (f2 >= 1 && f2 <= 6)
+					*fields[f2] = v2;
+				else if (f2 == 7)
+					mp->has_functions = v2;
+			}
+			break;
+		}
+		case 4: {
+			struct p_location *l = &p->location[p->nlocation++];
+			while (pb_field(&sub, &f2, &v2, &s2)) {
+				if (f2 == 1)
+					l->id = v2;
+				else if (f2 == 2)
+					l->mapping = v2;
+				else if (f2 == 3)
+					l->address = v2;
+				else if (f2 == 4) {
+					struct p_line *ln = &l->line[l->nline++];
+					uint64_t vt[2] = {0, 0};
+					value_type(s2, vt); /* same shape: fields 1 and 2 */
+					ln->function = vt[0];
+					ln->line = vt[1];
+				}
+			}
+			break;
+		}
+		case 5: {
+			struct p_function *fu = &p->function[p->nfunction++];
+			while (pb_field(&sub, &f2, &v2, &s2)) {
+				uint64_t *fields[] = {NULL, &fu->id, &fu->name, &fu->system_name,
+						      &fu->filename};
+				if (f2 >= 1 && f2 <= 4)
+					*fields[f2] = v2;
+			}
+			break;
+		}
+		case 6:
+			cr_assert_lt(p->nstrings, MAXN);
+			p->strings[p->nstrings++] = sub;
+			break;
+		case 9:
+			p->time_nanos = v;
+			break;
+		case 10:
+			p->duration = v;
+			break;
+		case 11:
+			value_type(sub, p->period_type);
+			break;
+		case 12:
+			p->period = v;
+			break;
+		case 13:
+			p->ncomment = pb_repeated(v, &sub, p->comment, 4, p->ncomment);
+			break;
+		case 14:
+			p->default_type = v;
+			break;
+		default:
+			cr_assert_fail("unexpected Profile field %u", f);
+		}
+	}
+}
+
+/* String i of the table, as a NUL-terminated copy in a static ring. */
+static const char *str(const struct profile *p, uint64_t i)
+{
+	static char ring[8][512];
+	static int next;
+	cr_assert_lt(i, p->nstrings, "string index %" PRIu64 " out of the table", i);
+	char *out = ring[next++ % 8];
+	size_t n = (size_t)(p->strings[i].end - p->strings[i].p);
+	cr_assert_lt(n, sizeof(ring[0]));
+	memcpy(out, p->strings[i].p, n);
+	out[n] = '\0';
+	return out;
+}
+
+static const struct p_location *location(const struct profile *p, uint64_t id)
+{
+	for (size_t i = 0; i < p->nlocation; i++)
+		if (p->location[i].id == id)
+			return &p->location[i];
+	cr_assert_fail("no location %" PRIu64, id);
+	return NULL;
+}
+
+static const struct p_function *function(const struct profile *p, uint64_t id)
+{
+	for (size_t i = 0; i < p->nfunction; i++)
+		if (p->function[i].id == id)
+			return &p->function[i];
+	cr_assert_fail("no function %" PRIu64, id);
+	return NULL;
+}
+
+/* A sample's stack as "leaf;...;root" function names, and its labels as "k=v ...". */
+static void sample_text(const struct profile *p, const struct p_sample *s, char *stack_out,
+			char *labels_out)
+{
+	stack_out[0] = labels_out[0] = '\0';
+	for (size_t i = 0; i < s->nloc; i++) {
+		const struct p_location *l = location(p, s->loc[i]);
+		cr_assert_geq(l->nline, 1);
+		const struct p_function *fu = function(p, l->line[l->nline - 1].function);
+		if (i)
+			strcat(stack_out, ";");
+		strcat(stack_out, str(p, fu->name));
+	}
+	for (size_t i = 0; i < s->nlabel; i++) {
+		const struct p_label *l = &s->label[i];
+		char one[128];
+		if (l->has_num)
+			snprintf(one, sizeof(one), "%s%s=%" PRId64, i ? " " : "", str(p, l->key),
+				 (int64_t)l->num);
+		else
+			snprintf(one, sizeof(one), "%s%s='%s'", i ? " " : "", str(p, l->key),
+				 str(p, l->str));
+		strcat(labels_out, one);
+	}
+}
+
+static bool has_sample(const struct profile *p, const char *stack_text, const char *labels,
+		       uint64_t count)
+{
+	for (size_t i = 0; i < p->nsample; i++) {
+		char st[1024], lb[512];
+		sample_text(p, &p->sample[i], st, lb);
+		if (!strcmp(st, stack_text) && !strcmp(lb, labels) && p->sample[i].nvalue == 2 &&
+		    p->sample[i].value[0] == count && p->sample[i].value[1] == count * PERIOD)
+			return true;
+	}
+	return false;
+}
+
+Test(export, pprof_decodes_to_the_profile)
+{
+	known_profile();
+	size_t len;
+	uint8_t *gz = (uint8_t *)export(SP_REPORT_PPROF, &len);
+	static struct profile p;
+	decode(&p, gz, len);
+
+	cr_assert_geq(p.nstrings, 1);
+	cr_expect_str_eq(str(&p, 0), "");
+	cr_assert_eq(p.nsample_type, 2);
+	cr_expect_str_eq(str(&p, p.sample_type[0][0]), "samples");
+	cr_expect_str_eq(str(&p, p.sample_type[0][1]), "count");
+	cr_expect_str_eq(str(&p, p.sample_type[1][0]), "cpu");
+	cr_expect_str_eq(str(&p, p.sample_type[1][1]), "nanoseconds");
+	cr_expect_str_eq(str(&p, p.period_type[0]), "cpu");
+	cr_expect_str_eq(str(&p, p.period_type[1]), "nanoseconds");
+	cr_expect_str_eq(str(&p, p.default_type), "cpu");
+	cr_expect_eq(p.period, PERIOD);
+	cr_expect_eq(p.time_nanos, START_US * 1000);
+	cr_expect_eq(p.duration, 30 * MS);
+	cr_assert_eq(p.ncomment, 1);
+	cr_expect_str_eq(str(&p, p.comment[0]), "./prog \"x\"");
+
+	/* Samples grouped by (thread, stack); labels pid, tid (numbers), thread (string). */
+	cr_expect_eq(p.nsample, 5);
+	const char *main_labels = "pid=10 tid=10 thread='prog'";
+	const char *worker = "pid=10 tid=11 thread='wor\"ker\n\xef\xbf\xbd'";
+	cr_expect(has_sample(&p, "exp_alpha;exp_beta;exp_root", main_labels, 2));
+	cr_expect(has_sample(&p, "exp_beta;exp_root", main_labels, 1));
+	cr_expect(has_sample(&p, "exp_beta;exp_root", worker, 1));
+	cr_expect(has_sample(&p, "exp_alpha;[truncated]", main_labels, 1));
+	cr_expect(has_sample(&p, "", worker, 1), "the empty stack keeps its sample");
+
+	/* Locations: ids 1..n, one per (mapping, address), each with a function. */
+	cr_expect_eq(p.nlocation, 4);
+	for (size_t i = 0; i < p.nlocation; i++) {
+		const struct p_location *l = &p.location[i];
+		cr_expect_eq(l->id, i + 1);
+		cr_expect_eq(l->nline, 1);
+		for (size_t j = i + 1; j < p.nlocation; j++)
+			cr_expect(l->mapping != p.location[j].mapping ||
+				  l->address != p.location[j].address);
+		const struct p_function *fu = function(&p, l->line[0].function);
+		if (!strcmp(str(&p, fu->name), "[truncated]")) {
+			cr_expect_eq(l->mapping, 0);
+			cr_expect_eq(l->address, 0);
+		} else {
+			cr_expect_eq(l->mapping, 1);
+			cr_expect_str_eq(str(&p, fu->system_name), str(&p, fu->name));
+		}
+		if (!strcmp(str(&p, fu->name), "exp_alpha"))
+			cr_expect_eq(l->address, fn(exp_alpha) + 4);
+	}
+	cr_expect_eq(p.nfunction, 4);
+	for (size_t i = 0; i < p.nfunction; i++)
+		cr_expect_eq(p.function[i].id, i + 1);
+
+	/* The one mapping: this binary, with its build-id in hex. */
+	cr_assert_eq(p.nmapping, 1);
+	const struct p_mapping *mp = &p.mapping[0];
+	char hex[2 * SP_BUILD_ID_MAX + 1] = "";
+	for (unsigned i = 0; i < self.build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", self.build_id[i]);
+	cr_expect_eq(mp->id, 1);
+	cr_expect_eq(mp->start, self.start);
+	cr_expect_eq(mp->limit, self.end);
+	cr_expect_eq(mp->offset, self.file_offset);
+	cr_expect_str_eq(str(&p, mp->filename), self.path);
+	cr_expect_str_eq(str(&p, mp->build_id), hex);
+	cr_expect(self.build_id_len > 0 && mp->has_functions);
+
+	/* Every string is used once: the table holds no duplicates. */
+	for (size_t i = 0; i < p.nstrings; i++)
+		for (size_t j = i + 1; j < p.nstrings; j++)
+			cr_expect_str_neq(str(&p, i), str(&p, j));
+	free(p.raw);
+	free(gz);
+}
+
+Test(export, pprof_of_an_empty_spool)
+{
+	finish();
+	size_t len;
+	uint8_t *gz = (uint8_t *)export(SP_REPORT_PPROF, &len);
+	static struct profile p;
+	decode(&p, gz, len);
+	cr_expect_eq(p.nsample, 0);
+	cr_expect_eq(p.nlocation, 0);
+	cr_expect_eq(p.nsample_type, 2);
+	cr_expect_eq(p.period, PERIOD);
+	free(p.raw);
+	free(gz);
+	char *text = export(SP_REPORT_PERF_SCRIPT, &len);
+	cr_expect_eq(len, 0);
+	free(text);
+	text = export(SP_REPORT_SPEEDSCOPE, &len);
+	cr_expect_not_null(strstr(text, "\"shared\":{\"frames\":[]},\n\"profiles\":[]}\n"), "%s", text);
+	free(text);
+}
+
+/* ---- every format -------------------------------------------------------------- */
+
+Test(export, same_spool_same_bytes)
+{
+	known_profile();
+	uint32_t formats[] = {SP_REPORT_PPROF, SP_REPORT_SPEEDSCOPE, SP_REPORT_PERF_SCRIPT};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(formats); i++) {
+		size_t n1, n2;
+		char *x = export(formats[i], &n1), *y = export(formats[i], &n2);
+		cr_expect(n1 > 0 && n1 == n2 && !memcmp(x, y, n1), "format %u differs", formats[i]);
+		free(x);
+		free(y);
+	}
+}
+
+Test(export, write_errors_are_reported)
+{
+	known_profile();
+	uint32_t formats[] = {SP_REPORT_PPROF, SP_REPORT_SPEEDSCOPE, SP_REPORT_PERF_SCRIPT};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(formats); i++) {
+		FILE *full = fopen("/dev/full", "w");
+		cr_assert_not_null(full);
+		struct sp_report_opts opts = {.format = formats[i]};
+		int err = sp_report_write(spool, NULL, &opts, full);
+		cr_expect(err < 0, "format %u: %d", formats[i], err);
+		fclose(full);
+	}
+}

@@ -103,10 +103,68 @@ examples/embed: examples/embed.c libstackpulse.a lib/stackpulse.h
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
 embed-example: examples/embed
 
+# make check under ASan + UBSan in a copy of the tree (build-sanitize/), so that this tree's
+# objects stay a normal build whatever happens; a leak or any UB report fails the run.
+# ASan's and LSan's reports also go to files (named after the program), because some tests
+# discard stderr or an exit status; files without an error in them hold LSan's warnings only.
+# GCC's UBSan runtime writes to stderr whatever log_path says: it stops the program instead.
+SANITIZE_REPORTS = $(CURDIR)/build-sanitize/reports
+SANITIZE_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:log_exe_name=1:log_path=$(SANITIZE_REPORTS)/asan \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+check-sanitize:
+	rm -rf build-sanitize && mkdir build-sanitize
+	tar -cf - --exclude=./build-sanitize --exclude=./build-fuzz --exclude=./.git . | \
+	  tar -C build-sanitize -xf -
+	$(MAKE) -C build-sanitize clean
+	mkdir $(SANITIZE_REPORTS)
+	@status=0; $(SANITIZE_ENV) $(MAKE) -C build-sanitize SANITIZE=1 check || status=1; \
+	reports=$$(grep -lE 'ERROR: |runtime error:|SUMMARY: ' $(SANITIZE_REPORTS)/* 2>/dev/null); \
+	if [ -n "$$reports" ]; then cat $$reports; \
+	  echo "check-sanitize: sanitizer reports above (build-sanitize/reports/)" >&2; status=1; \
+	fi; exit $$status
+
+# Fuzzing with clang's libFuzzer (tests/fuzz/): the library is rebuilt with the harnesses'
+# instrumentation and sanitizers in build-fuzz/, apart from the normal objects.
+FUZZ_CC ?= clang
+FUZZ_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) -g -O1 \
+	-fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined
+FUZZ_SRC := $(filter-out tests/fuzz/make_seeds.c,$(sort $(wildcard tests/fuzz/*.c)))
+FUZZ_BIN := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRC))
+FUZZ_LIB_OBJ := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRC))
+
+build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h) | check-deps
+	@mkdir -p build-fuzz/lib
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+build-fuzz/libstackpulse.a: $(FUZZ_LIB_OBJ)
+	$(AR) rcs $@ $^
+build-fuzz/%: tests/fuzz/%.c build-fuzz/libstackpulse.a $(wildcard lib/*.h)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libstackpulse.a $(LIBS)
+# The small ELF the report harness symbolizes against (tests/fuzz/report.c).
+build-fuzz/report-target: tests/workloads/chain4.c
+	@mkdir -p build-fuzz
+	$(CC) -O2 -g -o $@ $< -lpthread -lm
+# The seed generator uses the normal library: it only writes files.
+build-fuzz/make_seeds: tests/fuzz/make_seeds.c libstackpulse.a
+	@mkdir -p build-fuzz
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
+
+fuzz: $(FUZZ_BIN) build-fuzz/report-target
+# Replay each harness's corpus, then fuzz each briefly (FUZZ_TIME seconds, default 20).
+fuzz-replay: fuzz
+	sh tests/fuzz/run $(FUZZ_BIN)
+# Rewrite the committed seeds (tests/fuzz/corpus/*) after a format change.
+fuzz-seeds: build-fuzz/make_seeds
+	build-fuzz/make_seeds tests/fuzz/corpus
+
+clean: clean-build-dirs
+clean-build-dirs:
+	rm -rf build-fuzz build-sanitize
+
 clean:
 	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed
 
 # dependency check, demo
 .PHONY: demo all check check-unit check-e2e check-deps unit workloads install clean \
 	embed-example
+.PHONY: check-sanitize fuzz fuzz-replay fuzz-seeds clean-build-dirs
 .SECONDARY:

@@ -165,6 +165,7 @@ static inline uint32_t sp_agg_frame_func(const struct sp_agg *a, uint32_t frame_
 static inline size_t sp_agg_frame_funcs(const struct sp_agg *a, uint32_t frame_id,
 					const uint32_t **funcs)
 {
+	*funcs = NULL;
 	if (frame_id >= a->nframes || a->frame_func[frame_id] >= a->nfuncs)
 		return 0;
 	*funcs = a->chain + a->frame_first[frame_id];

@@ -390,7 +390,9 @@ static int write_stacks(struct sp_agg *a, uint32_t max_stacks, FILE *out)
 				}
 				seq = bigger;
 			}
-			memcpy(seq + len, funcs, k * sizeof(*seq));
+			/* A marker inside a damaged stack has no functions (and no array). */
+			if (k)
+				memcpy(seq + len, funcs, k * sizeof(*seq));
 			len += (uint32_t)k;
 		}
 		if (len && (err = sp_seq_groups_add(&g, seq, len, a->stack_count[sid])))

@@ -92,8 +92,9 @@ tr=$(summary_number record.err truncated)
 [ -n "$tr" ] && [ "$tr" -gt 0 ] && ok "summary counts $tr truncated stacks with a 256-byte copy" ||
 	fail "summary counts '$tr' truncated stacks with a 256-byte copy"
 "$SP" report --format=folded small.spool >small.folded 2>/dev/null
+# A sample or two at start-up or exit may stop elsewhere; the hot loop's must all be cut.
 set -- $(folded_share small.folded '^\[truncated\];(.*;)?level4$')
-[ "$2" -gt 0 ] && [ "$1" -eq "$2" ] && ok "folded stacks start with [truncated] ($1 / $2): $(folded_top small.folded 1)" ||
+[ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 99)" = 1 ] && ok "folded stacks start with [truncated] ($1 / $2): $(folded_top small.folded 1)" ||
 	fail "$1 of $2 folded stacks start with [truncated] and end in level4: $(folded_top small.folded 1)"
 if grep -q '^\[truncated\]' long.folded 2>/dev/null; then
 	fail "the default stack size gave [truncated] stacks on chain4"

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/* libFuzzer harness: the perf map parser over an untrusted /tmp/perf-PID.map, with default and tight limits. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "symbols_internal.h"
+
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: broken perf map promise: %s\n", \
+				__FILE__, __LINE__, #cond);                    \
+			abort();                                               \
+		}                                                              \
+	} while (0)
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* The parser reads an fd, as it reads the profiled process's file: a memory file stands in. */
+static int memfd = -1;
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	memfd = memfd_create("perfmap", MFD_CLOEXEC);
+	if (memfd < 0)
+		abort();
+	return 0;
+}
+
+static void check_find(const struct sp_perf_map *m, uint64_t addr)
+{
+	const struct sp_perf_map_range *r = sp_perf_map_find(m, addr);
+	if (r)
+		CHECK(r >= m->ranges && r < m->ranges + m->n && r->start <= addr && addr < r->end);
+}
+
+/*
+ * Ranges are sorted, disjoint and non-empty, each inside the line that named
+ * it, with a name inside the name table; lookups at every boundary agree.
+ */
+static void check_map(const struct sp_perf_map *m)
+{
+	CHECK(m->stats.entries <= m->stats.lines);
+	CHECK(m->n <= 2 * m->stats.entries);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct sp_perf_map_range *r = &m->ranges[i];
+		CHECK(r->start < r->end);
+		CHECK(i == 0 || m->ranges[i - 1].end <= r->start);
+		CHECK(r->sym_start <= r->start && r->sym_size > 0);
+		CHECK(r->end - r->sym_start <= r->sym_size);
+		CHECK(r->name < m->names_len);
+		const char *name = sp_perf_map_name(m, r);
+		size_t left = m->names_len - r->name;
+		CHECK(memchr(name, '\0', left) != NULL && name[0] != '\0');
+		CHECK(sp_perf_map_find(m, r->start) == r);
+		CHECK(sp_perf_map_find(m, r->end - 1) == r);
+		check_find(m, r->end);
+		if (r->start)
+			check_find(m, r->start - 1);
+	}
+	check_find(m, 0);
+	check_find(m, UINT64_MAX);
+}
+
+static void parse(const struct sp_perf_map_limits *lim)
+{
+	struct sp_perf_map m;
+	sp_perf_map_init(&m);
+	if (lseek(memfd, 0, SEEK_SET) != 0)
+		abort();
+	if (!sp_perf_map_read_fd(&m, memfd, lim)) {
+		check_map(&m);
+		if (lim)
+			CHECK(m.stats.lines <= lim->max_lines);
+	}
+	sp_perf_map_release(&m);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	if (ftruncate(memfd, 0) || pwrite(memfd, data, size, 0) != (ssize_t)size)
+		abort();
+	parse(NULL);
+	/* Tight limits cut lines and files mid-way: what is kept must still be consistent. */
+	struct sp_perf_map_limits tight = {
+		.max_bytes = size / 2 + 1,
+		.max_lines = 5,
+		.max_line = 24,
+	};
+	parse(&tight);
+	return 0;
+}

@@ -13,6 +13,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "self_module.h"
+
 /* Functions the fixture's stacks point into; bodies big enough for +4 and +8. */
 __attribute__((noinline)) int exp_alpha(int x)
 {
@@ -84,47 +86,6 @@ static uint64_t fn(int (*f)(int))
 	return (uint64_t)(uintptr_t)f;
 }
 
-/* This test binary as a module, proven by build-id, with its load bias. */
-static uint32_t self_module(struct sp_module *m, uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	cr_assert_not_null(f);
-	static char path[PATH_MAX];
-	char line[PATH_MAX + 128];
-	bool found = false;
-	memset(m, 0, sizeof(*m));
-	while (!found && fgets(line, sizeof(line), f)) {
-		int n = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*x:%*x %" SCNu64 " %n",
-			   &m->start, &m->end, &m->file_offset, &m->inode, &n) < 4)
-			continue;
-		if (addr < m->start || addr >= m->end)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		snprintf(path, sizeof(path), "%s", line + n);
-		found = true;
-	}
-	fclose(f);
-	cr_assert(found);
-	m->path = path;
-	sp_elf_init();
-	int fd = open(path, O_RDONLY);
-	cr_assert_geq(fd, 0);
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-	struct sp_elf_info info;
-	cr_assert_eq(sp_elf_info_read(elf, &info), 0);
-	m->build_id_len = info.build_id_len;
-	memcpy(m->build_id, info.build_id, info.build_id_len);
-	cr_assert_eq(sp_elf_load_bias(&info, m->start, m->file_offset, &m->load_bias), 0);
-	m->flags = SP_MODULE_HAS_BIAS;
-	sp_elf_info_release(&info);
-	elf_end(elf);
-	close(fd);
-	uint32_t id;
-	cr_assert_eq(sp_spool_writer_add_module(writer, m, &id), 0);
-	return id;
-}
-
 static uint32_t frame(uint64_t addr)
 {
 	struct sp_frame f = {.module_id = self_id, .mode = SP_FRAME_USER, .abs_ip = addr,
@@ -165,7 +126,7 @@ static void finish(void)
  */
 static void known_profile(void)
 {
-	self_id = self_module(&self, fn(exp_alpha));
+	self_id = sp_test_self_module(writer, &self, fn(exp_alpha));
 	uint32_t a = frame(fn(exp_alpha) + 4), b = frame(fn(exp_beta) + 8);
 	uint32_t r = frame(fn(exp_root) + 8), t = marker();
 	uint32_t s1 = stack((uint32_t[]){a, b, r}, 3);
@@ -428,7 +389,7 @@ Test(export, speedscope_lines)
 
 Test(export, speedscope_opens_the_busiest_thread)
 {
-	self_id = self_module(&self, fn(exp_alpha));
+	self_id = sp_test_self_module(writer, &self, fn(exp_alpha));
 	uint32_t a = frame(fn(exp_alpha) + 4);
 	uint32_t s = stack(&a, 1);
 	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s, T0), 0);
@@ -442,7 +403,7 @@ Test(export, speedscope_opens_the_busiest_thread)
 
 Test(export, weights_break_lines)
 {
-	self_id = self_module(&self, fn(exp_alpha));
+	self_id = sp_test_self_module(writer, &self, fn(exp_alpha));
 	uint32_t a = frame(fn(exp_alpha) + 4);
 	uint32_t s = stack(&a, 1);
 	for (unsigned i = 0; i < 17; i++)

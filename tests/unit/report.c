@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "self_module.h"
+
 /* Functions the fixture's stacks point into; bodies big enough for +4 and +8. */
 __attribute__((noinline)) int sp_test_known_alpha(int x)
 {
@@ -97,47 +99,6 @@ static void teardown(void)
 
 TestSuite(report, .init = setup, .fini = teardown);
 
-/* This test binary as a module, proven by build-id, with its load bias. */
-static uint32_t self_module(struct sp_module *m, uint64_t addr)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	cr_assert_not_null(f);
-	static char path[PATH_MAX];
-	char line[PATH_MAX + 128];
-	bool found = false;
-	memset(m, 0, sizeof(*m));
-	while (!found && fgets(line, sizeof(line), f)) {
-		int n = 0;
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %*s %" SCNx64 " %*x:%*x %" SCNu64 " %n",
-			   &m->start, &m->end, &m->file_offset, &m->inode, &n) < 4)
-			continue;
-		if (addr < m->start || addr >= m->end)
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		snprintf(path, sizeof(path), "%s", line + n);
-		found = true;
-	}
-	fclose(f);
-	cr_assert(found);
-	m->path = path;
-	sp_elf_init();
-	int fd = open(path, O_RDONLY);
-	cr_assert_geq(fd, 0);
-	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-	struct sp_elf_info info;
-	cr_assert_eq(sp_elf_info_read(elf, &info), 0);
-	m->build_id_len = info.build_id_len;
-	memcpy(m->build_id, info.build_id, info.build_id_len);
-	cr_assert_eq(sp_elf_load_bias(&info, m->start, m->file_offset, &m->load_bias), 0);
-	m->flags = SP_MODULE_HAS_BIAS;
-	sp_elf_info_release(&info);
-	elf_end(elf);
-	close(fd);
-	uint32_t id;
-	cr_assert_eq(sp_spool_writer_add_module(writer, m, &id), 0);
-	return id;
-}
-
 static uint32_t frame(uint32_t mid, const struct sp_module *m, uint64_t addr)
 {
 	struct sp_frame f = {.module_id = mid, .mode = SP_FRAME_USER, .abs_ip = addr,
@@ -180,7 +141,7 @@ static uint64_t fn(int (*f)(int))
 static void known_profile_summary(const struct sp_summary *sum)
 {
 	struct sp_module m;
-	uint32_t mid = self_module(&m, fn(sp_test_known_alpha));
+	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
 	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
 	uint32_t a2 = frame(mid, &m, fn(sp_test_known_alpha) + 8);
 	uint32_t b = frame(mid, &m, fn(sp_test_known_beta) + 4);
@@ -233,7 +194,7 @@ static void inline_profile(void)
 {
 	uint64_t pc = sp_test_inline_outer();
 	struct sp_module m;
-	uint32_t mid = self_module(&m, pc);
+	uint32_t mid = sp_test_self_module(writer, &m, pc);
 	uint32_t in = frame(mid, &m, pc);
 	uint32_t b = frame(mid, &m, fn(sp_test_known_beta) + 4);
 	uint32_t r = frame(mid, &m, fn(sp_test_root) + 4);

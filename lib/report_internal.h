@@ -82,6 +82,27 @@ bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
 int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *out);
 void sp_debug_found_release(struct sp_debug_found *f);
 
+/* ---- decompressed copies of debug files (lib/debugcache.c) -------------- */
+
+/*
+ * The cache directory: dir when not NULL, else $STACKPULSE_CACHE_DIR, else
+ * $XDG_CACHE_HOME/stackpulse, else $HOME/.cache/stackpulse.  An empty or
+ * relative dir or $STACKPULSE_CACHE_DIR switches the cache off (NULL).
+ * Returns a malloc'd path or NULL.
+ */
+char *sp_debug_cache_dir(const char *dir);
+/*
+ * When the debug file open on fd keeps at least 256 KiB of compressed
+ * sections (SHF_COMPRESSED; libdw would inflate them all on every open),
+ * return an fd on its copy with every section inflated:
+ * CACHE_DIR/debug/HEXBUILDID.debug, made now (and *made set) when missing.
+ * A copy is used only when it is a regular file of this user that group and
+ * others cannot write, with the given build-id.  *path is its malloc'd path.
+ * -1 when no copy is needed or none can be made: go on with fd.
+ */
+int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
+			int fd, char **path, bool *made);
+
 /* ---- string arena (lib/arena.c) ----------------------------------------- */
 
 /* Strings that live as long as their owner; freed all at once. */

@@ -407,6 +407,13 @@ struct sp_symbolizer_opts {
 	 * debug files; NULL reads $STACKPULSE_DEBUG_DIRS.
 	 */
 	const char *debug_dirs;
+	/*
+	 * Where decompressed copies of debug files with compressed DWARF are
+	 * kept (DIR/debug/BUILDID.debug, made on first use); NULL reads
+	 * $STACKPULSE_CACHE_DIR, else $XDG_CACHE_HOME/stackpulse, else
+	 * $HOME/.cache/stackpulse; "" keeps no copies.
+	 */
+	const char *cache_dir;
 };
 
 struct sp_symbolizer;
@@ -485,6 +492,8 @@ struct sp_symbolizer_stats {
 	uint64_t debug_files_used;    /* found and used (build-id or debug link CRC matched) */
 	/* Of those, found by libdwfl's own search once DEBUGINFOD_URLS is set (debuginfod). */
 	uint64_t debug_files_debuginfod;
+	/* Of those, read from a decompressed copy in the cache (cache_dir); written now. */
+	uint64_t debug_files_cached, debug_files_cache_written;
 	uint64_t debug_files_mismatched; /* candidates refused: another build-id, or wrong CRC */
 	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
 	/* Kernel symbols: kallsyms is read once, for every kernel frame of the spool. */

@@ -107,6 +107,7 @@ struct file_entry {
 	uint32_t debuglink_crc;
 	uint8_t debug_state;         /* enum debug_state */
 	const char *debug_path;      /* the separate debug file in use, or NULL */
+	bool debug_cached;           /* read from its decompressed copy (counted once) */
 	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
 };
 
@@ -125,6 +126,7 @@ struct sp_symbolizer {
 	char *debuginfo_path;        /* pointed to by callbacks (alternate files, debuginfod) */
 	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
 	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
+	char *cache_dir;             /* decompressed debug file copies, or NULL */
 	struct file_entry *files;
 	size_t nfiles;
 	uint32_t *module_file;       /* by module id: file index or NO_FILE */
@@ -326,6 +328,8 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		goto fail;
 	}
 	sym->opts.debug_dirs = sym->debug_dirs;
+	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
+	sym->opts.cache_dir = NULL;
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	sym->debuginfod = urls && *urls;
 	sym->callbacks = (Dwfl_Callbacks){
@@ -381,6 +385,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	sp_map_release(&sym->map_index);
 	free(sym->frame_pid);
 	free(sym->debuginfo_path);
+	free(sym->cache_dir);
 	sp_arena_release(&sym->strings);
 	free(sym);
 }
@@ -550,7 +555,21 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		sp_debug_found_release(&found);
 	}
 	if (fd >= 0) {
-		*debuginfo_file_name = strdup(f->debug_path);
+		char *cached = NULL;
+		bool made;
+		int cfd = sp_debug_cache_open(sym->cache_dir, q.build_id, q.build_id_len, fd,
+					      &cached, &made);
+		if (cfd >= 0) {
+			close(fd);
+			fd = cfd;
+			if (!f->debug_cached)
+				sym->stats.debug_files_cached++;
+			f->debug_cached = true;
+			sym->stats.debug_files_cache_written += made;
+			*debuginfo_file_name = cached;
+		} else {
+			*debuginfo_file_name = strdup(f->debug_path);
+		}
 		return fd;
 	}
 none:

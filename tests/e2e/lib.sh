@@ -53,6 +53,9 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/stackpulse-e2e.XXXXXX") || {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 cd "$TMP" || exit 1
+# Decompressed debug-file copies go to the test's own directory, not the user's cache.
+STACKPULSE_CACHE_DIR=$TMP/cache
+export STACKPULSE_CACHE_DIR
 
 # Remember a background process so it is killed (by its pid) when the test ends.
 track_pid() {

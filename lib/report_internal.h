@@ -133,6 +133,8 @@ struct sp_agg {
 	uint64_t *stack_count;      /* by stack id */
 	uint8_t *stack_truncated;   /* by stack id, valid where stack_count > 0 */
 	bool lines;                 /* functions are told apart by source line too */
+	bool show_runtime;          /* keep SP_RFRAME_HIDDEN_DEFAULT frames in stacks */
+	uint8_t *frame_hidden;      /* by frame id: hidden by default, left out of stacks */
 	uint32_t *frame_func;       /* by frame id: containing function id or SP_AGG_NO_FUNC */
 	uint32_t *frame_first;      /* by frame id: its first function in chain */
 	uint32_t *frame_nfuncs;     /* by frame id: its functions in chain (0: none, a marker) */

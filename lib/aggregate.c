@@ -114,13 +114,15 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 		a->frame_nfuncs[frame_id] = 0;
 		return 0;
 	}
-	/* Hidden by default: functions only once a stack of nothing else shows it (attribute_stack). */
+	/* Hidden by default: functions only once a stack without Python frames shows it. */
 	if (!a->show_runtime && (rf[n - 1].flags & SP_RFRAME_HIDDEN_DEFAULT) &&
 	    !a->frame_hidden[frame_id]) {
-		a->frame_hidden[frame_id] = 1;
+		a->frame_hidden[frame_id] = SP_AGG_HIDDEN;
 		a->frame_func[frame_id] = SP_AGG_NO_FUNC;
 		return 0;
 	}
+	if (rf[n - 1].kind == SP_KIND_PYTHON)
+		a->frame_hidden[frame_id] = SP_AGG_STAND_IN;
 	if (n > UINT32_MAX - a->nchain)
 		return -ENOMEM;
 	err = grow((void **)&a->chain, &a->chain_cap, a->nchain + n, sizeof(*a->chain));
@@ -152,20 +154,20 @@ size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t *
 		a->path[n++] = sp_spool_stack_frame(a->spool, node);
 	}
 	/*
-	 * Frames hidden by default (the Python runtime's machinery) leave the
-	 * stack, unless nothing but them and markers would remain: a stack of
-	 * interpreter start-up keeps its frames rather than vanish.
+	 * Frames hidden by default (the Python runtime's machinery) leave a
+	 * stack that holds Python frames to stand in for them; a stack without
+	 * (interpreter start-up) keeps them.
 	 */
-	bool visible = false;
-	for (size_t i = 0; i < n && !visible; i++)
-		visible = a->path[i] < a->nframes && !a->frame_hidden[a->path[i]] &&
-			  a->frame_nfuncs[a->path[i]];
+	bool hide = false;
+	for (size_t i = 0; i < n && !hide; i++)
+		hide = a->path[i] < a->nframes && a->frame_hidden[a->path[i]] == SP_AGG_STAND_IN;
 	size_t k = 0;
-	for (size_t i = 0; visible && i < n; i++)
-		if (a->path[i] >= a->nframes || !a->frame_hidden[a->path[i]])
+	for (size_t i = 0; hide && i < n; i++)
+		if (a->path[i] >= a->nframes || a->frame_hidden[a->path[i]] == SP_AGG_STAND_IN ||
+		    !a->frame_hidden[a->path[i]])
 			a->path[k++] = a->path[i];
 	*frames = a->path;
-	return visible ? k : n;
+	return hide ? k : n;
 }
 
 static bool frame_is_marker(const struct sp_spool *s, uint32_t frame_id)
@@ -191,8 +193,8 @@ static int attribute_stack(struct sp_agg *a, uint32_t sid, uint64_t count)
 		a->truncated_samples += count;
 	}
 	for (size_t i = 0; i < n; i++) {
-		if (a->frame_hidden[fr[i]] == 1) { /* a stack of nothing else: they show */
-			a->frame_hidden[fr[i]] = 2;
+		if (a->frame_hidden[fr[i]] == SP_AGG_HIDDEN) { /* no stand-in here: it shows */
+			a->frame_hidden[fr[i]] = SP_AGG_HIDDEN_SHOWN;
 			a->frame_func[fr[i]] = FUNC_UNSET;
 		}
 		int err = resolve_frame(a, fr[i]);

@@ -760,7 +760,8 @@ struct sp_report_opts {
 	/*
 	 * Show frames flagged SP_RFRAME_HIDDEN_DEFAULT (the Python runtime's
 	 * native frames) in every view and export; by default they are left
-	 * out of each stack that holds any other function.
+	 * out of each stack that holds a Python frame (SP_KIND_PYTHON), which
+	 * then takes their self time.
 	 */
 	bool show_runtime;
 };

@@ -219,7 +219,8 @@ static void mixed_setup(void)
 	write_file("kallsyms", "ffffffff81000000 T _stext\nffffffff81000200 T do_syscall_64\n"
 			       "ffffffff81000300 T vfs_read\n", 0600);
 	snprintf(pid_map, sizeof(pid_map), "perf-%d.map", (int)getpid());
-	write_file(pid_map, "7f0000001000 40 jit_hot_loop\n", 0600);
+	write_file(pid_map, "7f0000001000 40 jit_hot_loop\n7f0000002000 40 py::handle:/srv/app.py\n",
+		   0600);
 }
 
 static void mixed_teardown(void)
@@ -566,11 +567,14 @@ Test(python_runtime, runtime_frames_are_flagged_and_hidden_unless_shown)
 	struct sp_frame rt = {.module_id = py, .mode = SP_FRAME_USER, .abs_ip = alpha_addr() + 1,
 			      .rel_ip = alpha_addr() + 1 - self_mod.start + self_mod.file_offset};
 	cr_assert_eq(sp_spool_writer_intern_frame(writer, &rt, &f_rt), 0);
-	uint32_t mixed[] = {f_rt, f_jit}, alone[] = {f_rt};
-	uint32_t s_mixed, s_alone;
-	cr_assert_eq(sp_spool_writer_intern_stack(writer, mixed, 2, &s_mixed), 0);
+	uint32_t f_py = frame(jit_mid, SP_FRAME_USER, JIT_START + 0x2004);
+	uint32_t python[] = {f_rt, f_py, f_rt}, jit[] = {f_rt, f_jit}, alone[] = {f_rt};
+	uint32_t s_python, s_jit, s_alone;
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, python, 3, &s_python), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, jit, 2, &s_jit), 0);
 	cr_assert_eq(sp_spool_writer_intern_stack(writer, alone, 1, &s_alone), 0);
-	cr_assert_eq(sp_spool_writer_append_sample(writer, t_self, s_mixed, 3000), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t_self, s_python, 3000), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t_self, s_jit, 3500), 0);
 	cr_assert_eq(sp_spool_writer_append_sample(writer, t_self, s_alone, 4000), 0);
 	add_exec(pid, true);
 	finish_spool();
@@ -588,17 +592,19 @@ Test(python_runtime, runtime_frames_are_flagged_and_hidden_unless_shown)
 	cr_expect_eq(st.python_runtime_frames, 1);
 
 	/*
-	 * Folded, root first.  Hidden: the runtime frame leaves the mixed
-	 * stack, and the JIT frame takes its self time; the stack of nothing
-	 * else keeps it.
+	 * Folded, root first.  Hidden: the runtime frames leave the stack that
+	 * holds a Python frame, which takes their self time; stacks without
+	 * one (a JIT frame is not Python) keep them.
 	 */
 	char *hidden = report(false), *shown = report(true);
 	cr_expect_str_eq(hidden, "do_syscall_64;jit_hot_loop;sp_api_known_alpha 2\n"
-				 "jit_hot_loop 1\n"
+				 "handle 1\n"
+				 "jit_hot_loop;sp_api_known_alpha 1\n"
 				 "sp_api_known_alpha 1\n");
 	cr_expect_str_eq(shown, "do_syscall_64;jit_hot_loop;sp_api_known_alpha 2\n"
 				"jit_hot_loop;sp_api_known_alpha 1\n"
-				"sp_api_known_alpha 1\n");
+				"sp_api_known_alpha 1\n"
+				"sp_api_known_alpha;handle;sp_api_known_alpha 1\n");
 	free(hidden);
 	free(shown);
 }

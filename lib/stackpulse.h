@@ -446,12 +446,15 @@ enum sp_symbol_origin {
 	SP_ORIGIN_ADDRESS_ONLY = 3,
 };
 
+/* The seeds' FrameFlags: what views may do with a frame. */
 enum sp_resolved_flags {
+	/* A native frame of the Python runtime (see sp_symbolizer_resolve). */
 	SP_RFRAME_PYTHON_RUNTIME = 1u << 0,
+	/* Views hide it by default (sp_report_opts.show_runtime shows it). */
 	SP_RFRAME_HIDDEN_DEFAULT = 1u << 1,
-	SP_RFRAME_JIT = 1u << 2,
-	SP_RFRAME_INLINE = 1u << 3,
-	SP_RFRAME_TRUNCATED = 1u << 4,
+	SP_RFRAME_JIT = 1u << 2,       /* named from a perf map, not a py:: entry */
+	SP_RFRAME_INLINE = 1u << 3,    /* an inlined function (sp_symbolizer_resolve_all) */
+	SP_RFRAME_TRUNCATED = 1u << 4, /* the truncation marker */
 };
 
 /*
@@ -619,7 +622,13 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
  * "[kernel.kallsyms]" or "[MODULE]"); kallsyms is read once, on the first
  * kernel frame, keeping only the symbols the spool's kernel frames need.
  * Otherwise the module+0xOFFSET, [kernel]+0xADDRESS or [unknown]+0xADDRESS
- * fallback.  Errors: -SP_E_BAD_ARG for an unknown frame id, -ENOMEM.  An
+ * fallback.  With opts.native, a file-backed frame is named by the plug-in
+ * instead of ELF/DWARF (struct sp_native_backend).  A native frame of a
+ * module sp_is_python_module names, in a process an exec marker ever showed
+ * as a Python runtime and whose perf map the policy allows and could be read,
+ * gets SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT (the seeds'
+ * FrameFlags): its py:: frames stand in for the interpreter's, while without
+ * a perf map nothing could, so nothing is flagged.  Errors: -SP_E_BAD_ARG for an unknown frame id, -ENOMEM.  An
  * unreadable kallsyms or perf map is not an error: it is counted in the
  * stats and its frames keep the fallback form.
  */

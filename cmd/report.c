@@ -19,6 +19,7 @@ enum {
 	OPT_PERF_MAPS,
 	OPT_NO_INLINE,
 	OPT_LINES,
+	OPT_SHOW_RUNTIME,
 };
 
 struct report_args {
@@ -58,6 +59,9 @@ static const struct argp_option options[] = {
 	{"lines", OPT_LINES, NULL, 0,
 	 "tell source lines apart: 'function (file:line)' in the text report, "
 	 "'function:line' in folded stacks", 3},
+	{"show-runtime", OPT_SHOW_RUNTIME, NULL, 0,
+	 "show the Python runtime's native frames (the interpreter's C functions), hidden "
+	 "by default where its perf map names the Python functions", 3},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 
@@ -116,6 +120,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_LINES:
 		a->report.lines = true;
+		break;
+	case OPT_SHOW_RUNTIME:
+		a->report.show_runtime = true;
 		break;
 	case OPT_PERF_MAPS:
 		if (!strcmp(arg, "all"))

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Record a command with libstackpulse, then name the leaf of its first samples. */
+/* Record a command with libstackpulse, then stream the leaf of its first samples. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stackpulse.h>
@@ -7,6 +7,20 @@
 static int fail(const char *what, int err)
 {
 	fprintf(stderr, "embed: %s: %s\n", what, sp_strerror(err));
+	return 1;
+}
+
+/*
+ * Called for each frame of a stack, leaf first.  Interpreter machinery
+ * (a Python runtime's C frames) is skipped, as reports do by default; the
+ * first other frame is printed, and returning non-zero ends the stack.
+ */
+static int print_leaf(const struct sp_resolved_frame *f, void *arg)
+{
+	(void)arg;
+	if (f->flags & SP_RFRAME_HIDDEN_DEFAULT)
+		return 0;
+	printf("leaf: %s (%s)\n", f->name, f->module);
 	return 1;
 }
 
@@ -45,7 +59,11 @@ int main(int argc, char **argv)
 		return fail("cannot finish embed.spool", err);
 	printf("%" PRIu64 " samples\n", sum.samples);
 
-	/* Read the spool back and name the leaf frame of the first samples. */
+	/*
+	 * Read the spool back and stream the frames of the first samples: the
+	 * symbolizer resolves each distinct frame once and keeps the frame ids of
+	 * each stack it has streamed, so repeated stacks cost little.
+	 */
 	struct sp_spool *spool;
 	struct sp_symbolizer *sym;
 	if ((err = sp_spool_open("embed.spool", &spool)))
@@ -53,12 +71,10 @@ int main(int argc, char **argv)
 	if ((err = sp_symbolizer_new(spool, NULL, &sym)))
 		return fail("cannot symbolize", err);
 	for (size_t i = 0; i < sp_spool_sample_count(spool) && i < 10; i++) {
-		uint32_t stack = sp_spool_sample(spool, i)->stack_id;
-		const struct sp_resolved_frame *f;
-		if (stack == 0) /* the empty stack: not a single frame */
-			continue;
-		if (!sp_symbolizer_resolve(sym, sp_spool_stack_frame(spool, stack), &f))
-			printf("leaf: %s (%s)\n", f->name, f->module);
+		err = sp_symbolizer_for_each_sample_frame(sym, sp_spool_sample(spool, i),
+							  print_leaf, NULL);
+		if (err < 0)
+			return fail("cannot symbolize", err);
 	}
 	sp_symbolizer_free(sym);
 	sp_spool_free(spool);

@@ -114,6 +114,15 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 		a->frame_nfuncs[frame_id] = 0;
 		return 0;
 	}
+	/* Hidden by default: functions only once a stack without Python frames shows it. */
+	if (!a->show_runtime && (rf[n - 1].flags & SP_RFRAME_HIDDEN_DEFAULT) &&
+	    !a->frame_hidden[frame_id]) {
+		a->frame_hidden[frame_id] = SP_AGG_HIDDEN;
+		a->frame_func[frame_id] = SP_AGG_NO_FUNC;
+		return 0;
+	}
+	if (rf[n - 1].kind == SP_KIND_PYTHON)
+		a->frame_hidden[frame_id] = SP_AGG_STAND_IN;
 	if (n > UINT32_MAX - a->nchain)
 		return -ENOMEM;
 	err = grow((void **)&a->chain, &a->chain_cap, a->nchain + n, sizeof(*a->chain));
@@ -144,8 +153,21 @@ size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t *
 			break;
 		a->path[n++] = sp_spool_stack_frame(a->spool, node);
 	}
+	/*
+	 * Frames hidden by default (the Python runtime's machinery) leave a
+	 * stack that holds Python frames to stand in for them; a stack without
+	 * (interpreter start-up) keeps them.
+	 */
+	bool hide = false;
+	for (size_t i = 0; i < n && !hide; i++)
+		hide = a->path[i] < a->nframes && a->frame_hidden[a->path[i]] == SP_AGG_STAND_IN;
+	size_t k = 0;
+	for (size_t i = 0; hide && i < n; i++)
+		if (a->path[i] >= a->nframes || a->frame_hidden[a->path[i]] == SP_AGG_STAND_IN ||
+		    !a->frame_hidden[a->path[i]])
+			a->path[k++] = a->path[i];
 	*frames = a->path;
-	return n;
+	return hide ? k : n;
 }
 
 static bool frame_is_marker(const struct sp_spool *s, uint32_t frame_id)
@@ -160,11 +182,21 @@ static int attribute_stack(struct sp_agg *a, uint32_t sid, uint64_t count)
 {
 	const uint32_t *fr;
 	size_t n = sp_agg_stack_frames(a, sid, &fr);
+	for (size_t i = 0; i < n; i++) {
+		int err = resolve_frame(a, fr[i]);
+		if (err)
+			return err;
+	}
+	n = sp_agg_stack_frames(a, sid, &fr); /* again: now hidden frames are known */
 	if (n && frame_is_marker(a->spool, fr[n - 1])) {
 		a->stack_truncated[sid] = 1;
 		a->truncated_samples += count;
 	}
 	for (size_t i = 0; i < n; i++) {
+		if (a->frame_hidden[fr[i]] == SP_AGG_HIDDEN) { /* no stand-in here: it shows */
+			a->frame_hidden[fr[i]] = SP_AGG_HIDDEN_SHOWN;
+			a->frame_func[fr[i]] = FUNC_UNSET;
+		}
 		int err = resolve_frame(a, fr[i]);
 		if (err)
 			return err;
@@ -192,6 +224,7 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 	a->spool = s;
 	a->sym = sym;
 	a->lines = opts && opts->lines;
+	a->show_runtime = opts && opts->show_runtime;
 	sp_map_init(&a->func_index);
 	sp_map_init(&a->name_index);
 	a->nstacks = sp_spool_stack_count(s);
@@ -203,8 +236,9 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 	a->frame_func = malloc((nframes ? nframes : 1) * sizeof(*a->frame_func));
 	a->frame_first = calloc(nframes ? nframes : 1, sizeof(*a->frame_first));
 	a->frame_nfuncs = calloc(nframes ? nframes : 1, sizeof(*a->frame_nfuncs));
+	a->frame_hidden = calloc(nframes ? nframes : 1, 1);
 	if (!a->stack_count || !a->stack_truncated || !a->frame_func || !a->frame_first ||
-	    !a->frame_nfuncs)
+	    !a->frame_nfuncs || !a->frame_hidden)
 		return -ENOMEM;
 	for (size_t i = 0; i < nframes; i++)
 		a->frame_func[i] = FUNC_UNSET;
@@ -241,6 +275,7 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->frame_func);
 	free(a->frame_first);
 	free(a->frame_nfuncs);
+	free(a->frame_hidden);
 	free(a->chain);
 	free(a->funcs);
 	free(a->names);

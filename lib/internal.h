@@ -416,7 +416,13 @@ int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src
 void sp_process_clear_modules(struct sp_process *p);
 void sp_process_release(struct sp_process *p);
 
-/* Does a module basename look like a Python executable or libpython (seeds)? */
-bool sp_is_python_module(const char *path);
+/*
+ * The display part of a module path (lib/module_path.c): its basename
+ * without the kernel's " (deleted)" suffix, as a span of path (not
+ * NUL-terminated: *len bytes).
+ */
+const char *sp_path_name_span(const char *path, size_t *len);
+/* Length of path without the " (deleted)" suffix the kernel appends in maps. */
+size_t sp_path_len_undeleted(const char *path);
 
 #endif

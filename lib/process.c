@@ -2,7 +2,6 @@
 /* Per-process module maps: sorted, non-overlapping ranges that mmaps replace and forks copy. */
 #include "internal.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,19 +123,4 @@ void sp_process_release(struct sp_process *p)
 	free(p->mods);
 	p->mods = NULL;
 	p->nmods = p->cap = 0;
-}
-
-bool sp_is_python_module(const char *path)
-{
-	const char *base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (!strncmp(base, "libpython", 9))
-		return isdigit((unsigned char)base[9]) != 0;
-	if (strncmp(base, "python", 6))
-		return false;
-	/* python, python3, python3.12, python3.12d — not python-config. */
-	for (const char *c = base + 6; *c; c++)
-		if (!isdigit((unsigned char)*c) && *c != '.' && *c != 'd' && *c != 'm' && *c != 'u')
-			return false;
-	return true;
 }

@@ -143,6 +143,17 @@ struct sp_agg_func {
  */
 #define SP_AGG_NO_FUNC UINT32_MAX
 
+/*
+ * Frames hidden by default (SP_RFRAME_HIDDEN_DEFAULT, unless show_runtime)
+ * leave every stack that holds a Python frame to stand in for them.
+ */
+enum sp_agg_hidden {
+	SP_AGG_VISIBLE = 0,
+	SP_AGG_HIDDEN,       /* no functions interned (yet) */
+	SP_AGG_HIDDEN_SHOWN, /* functions interned: some stack without a stand-in shows it */
+	SP_AGG_STAND_IN,     /* a Python frame: its stack hides the hidden ones */
+};
+
 struct sp_agg {
 	const struct sp_spool *spool;
 	struct sp_symbolizer *sym;
@@ -154,6 +165,8 @@ struct sp_agg {
 	uint64_t *stack_count;      /* by stack id */
 	uint8_t *stack_truncated;   /* by stack id, valid where stack_count > 0 */
 	bool lines;                 /* functions are told apart by source line too */
+	bool show_runtime;          /* keep SP_RFRAME_HIDDEN_DEFAULT frames in stacks */
+	uint8_t *frame_hidden;      /* by frame id: enum sp_agg_hidden */
 	uint32_t *frame_func;       /* by frame id: containing function id or SP_AGG_NO_FUNC */
 	uint32_t *frame_first;      /* by frame id: its first function in chain */
 	uint32_t *frame_nfuncs;     /* by frame id: its functions in chain (0: none, a marker) */

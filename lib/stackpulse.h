@@ -322,8 +322,105 @@ uint32_t sp_spool_stack_parent(const struct sp_spool *s, uint32_t stack_id);
 /* Number of frames in a stack, leaf to root. */
 uint32_t sp_spool_stack_depth(const struct sp_spool *s, uint32_t stack_id);
 
-/* Sample time on the profile timeline, µs since start_timestamp_us. */
+/*
+ * A sample's offset on the profile timeline, in µs: (its timestamp_ns - the
+ * first sample's timestamp_ns) / 1000, 0 for a sample earlier than the first.
+ * The timeline's origin sits at meta.start_timestamp_us on the wall clock;
+ * sp_spool_sample_time_us gives the sum, the seeds' timestamp_us.
+ */
 uint64_t sp_spool_timestamp_us(const struct sp_spool *s, const struct sp_sample *sample);
+
+/*
+ * A sample's time on the profile timeline as the seeds' timestamp_us defines
+ * it: meta.start_timestamp_us (the anchor stored in the header, µs since the
+ * epoch unless the recording set another clock) plus sp_spool_timestamp_us.
+ * Use it to line samples up with an external clock or trace.
+ */
+uint64_t sp_spool_sample_time_us(const struct sp_spool *s, const struct sp_sample *sample);
+
+/*
+ * Kernel code addresses of the interned frames, one per call, in frame id
+ * order (the seeds' kernel_frame_addresses; the symbolizer uses the same set
+ * to read kallsyms sparsely).  Start with *cursor = 0; each call stores the
+ * next kernel frame's abs_ip in *addr and returns true, or returns false at
+ * the end.  A kernel frame is one recorded in kernel mode or in a module
+ * flagged SP_MODULE_KERNEL.  Interned frames are distinct, so an address
+ * repeats only when it was recorded in several modes.
+ */
+bool sp_spool_kernel_frame_next(const struct sp_spool *s, size_t *cursor, uint64_t *addr);
+
+/*
+ * One raw frame with the module context the recorder bound it to (the seeds'
+ * FrameContext / FrameModuleRef).  No symbolization happens: this is for
+ * callers that bring their own symbolizer.  frame and module are borrowed
+ * from the spool and live as long as it.  module is NULL for a truncation
+ * marker and for an address no recorded module covered.  rel_ip is the
+ * module-relative address in the module's file-offset space
+ * (abs_ip - module->start + module->file_offset, as recorded); a module with
+ * SP_MODULE_HAS_BIAS also gives the static address abs_ip - module->load_bias.
+ * The seeds' calls take the sample's pid too: here a frame's module record
+ * carries its owning pid, so none is needed.
+ */
+struct sp_frame_context {
+	uint32_t frame_id;
+	const struct sp_frame *frame;
+	const struct sp_module *module;
+	uint64_t rel_ip; /* 0 when module is NULL */
+};
+
+/*
+ * The context of interned frame frame_id into *out.  Errors: -SP_E_BAD_ARG
+ * for an unknown frame id (*out untouched).
+ */
+int sp_spool_frame_context(const struct sp_spool *s, uint32_t frame_id,
+			   struct sp_frame_context *out);
+
+/*
+ * Walks one stack's frames leaf to root without copying (the seeds'
+ * stack_frame_refs / stack_frame_contexts): each step follows the prefix
+ * tree to the parent node.  Fields are private; the struct lives on the
+ * caller's stack and needs no release.
+ */
+struct sp_stack_iter {
+	const struct sp_spool *spool;
+	uint32_t node; /* next node to visit; 0 at the end */
+	uint32_t left; /* steps allowed, a bound against a damaged tree */
+};
+
+/*
+ * Start walking stack_id (a sample's stack_id, or any id below
+ * sp_spool_stack_count).  Stack 0 (the empty stack) and unknown ids walk
+ * nothing.  The spool must outlive the iterator.
+ */
+void sp_spool_stack_iter_init(struct sp_stack_iter *it, const struct sp_spool *s,
+			      uint32_t stack_id);
+
+/*
+ * The next frame, leaf first, with its module context, into *out: returns
+ * true, or false when the root has been passed.  A truncated stack's last
+ * frame is its truncation marker (SP_FRAME_TRUNCATED, abs_ip = the
+ * enum sp_stop_reason).
+ */
+bool sp_spool_stack_iter_next(struct sp_stack_iter *it, struct sp_frame_context *out);
+
+/*
+ * The seeds' is_python_module: does the basename of path (a module path,
+ * " (deleted)" suffix allowed) name a Python executable or libpython?
+ * "python", "python3", "/usr/bin/python3.12", "python3.12d", "python3.13t",
+ * "libpython3.so" and "libpython3.12.so.1.0" do; "python3-config",
+ * "pythonista", "libpython.so" and NULL do not.  The recorder marks a process
+ * a Python runtime when it maps such a module.
+ */
+bool sp_is_python_module(const char *path);
+
+/*
+ * The seeds' path_to_name: the display name of a module path, as reports
+ * show modules: its basename without the " (deleted)" suffix, "[anon]" for
+ * NULL, "" and perf's "//anon"; a path ending in '/' is kept whole.  Writes
+ * at most size bytes to buf, NUL included (snprintf's contract: buf may be
+ * NULL when size is 0) and returns the name's full length.
+ */
+size_t sp_path_to_name(const char *path, char *buf, size_t size);
 
 /*
  * Print every record in file order, one per line, in the stable text form
@@ -349,12 +446,15 @@ enum sp_symbol_origin {
 	SP_ORIGIN_ADDRESS_ONLY = 3,
 };
 
+/* The seeds' FrameFlags: what views may do with a frame. */
 enum sp_resolved_flags {
+	/* A native frame of the Python runtime (see sp_symbolizer_resolve). */
 	SP_RFRAME_PYTHON_RUNTIME = 1u << 0,
+	/* Views hide it by default (sp_report_opts.show_runtime shows it). */
 	SP_RFRAME_HIDDEN_DEFAULT = 1u << 1,
-	SP_RFRAME_JIT = 1u << 2,
-	SP_RFRAME_INLINE = 1u << 3,
-	SP_RFRAME_TRUNCATED = 1u << 4,
+	SP_RFRAME_JIT = 1u << 2,       /* named from a perf map, not a py:: entry */
+	SP_RFRAME_INLINE = 1u << 3,    /* an inlined function (sp_symbolizer_resolve_all) */
+	SP_RFRAME_TRUNCATED = 1u << 4, /* the truncation marker */
 };
 
 /*
@@ -381,6 +481,69 @@ enum sp_perf_map_policy {
 	SP_PERF_MAPS_ALL = 0,    /* every process (the default) */
 	SP_PERF_MAPS_PYTHON = 1, /* processes whose latest exec marker says Python runtime */
 	SP_PERF_MAPS_NONE = 2,   /* none: anonymous code keeps its address form */
+	SP_PERF_MAPS_PIDS = 3,   /* the processes listed in opts.perf_map_pids only */
+};
+
+/*
+ * A module as a native symbolizer plug-in sees it (the seeds' SymModule):
+ * one file-backed user module of the process group, its runtime range and
+ * its image base, so the plug-in needs no /proc and no layout parsing.
+ */
+struct sp_sym_module {
+	const struct sp_module *module; /* the recorded module (build-id, inode, ...), borrowed */
+	const char *path;               /* file path, without the " (deleted)" suffix */
+	uint64_t avma_start, avma_end;  /* runtime addresses [start, end) */
+	/*
+	 * avma - svma for this mapping (the seeds' ModuleImageBase), from the
+	 * PT_LOAD segment the recorder found for it: svma = addr - image_base.
+	 * Without has_image_base (the recorder could not read the file), use
+	 * the file offset: addr - avma_start + module->file_offset.
+	 */
+	uint64_t image_base;
+	bool has_image_base;
+};
+
+/* One function a plug-in found at an address; strings need only last until its next call. */
+struct sp_native_symbol {
+	const char *name;       /* required: a plug-in entry without a name is ignored */
+	const char *file;       /* source file, or NULL */
+	uint32_t line;          /* 0 when unknown */
+	uint64_t symbol_offset; /* svma - the function's start, 0 when unknown */
+};
+
+/*
+ * A native symbolizer plug-in (the seeds' NativeSymbolizer and
+ * NativeSymbolizerFactory): it names the addresses of file-backed user
+ * modules in place of the built-in ELF/DWARF backend, while kernel frames
+ * (kallsyms), perf-map frames and the address fallback stay built in.  The
+ * symbolizer makes one instance per module group: the file-backed modules
+ * of one process that do not overlap (a mapping recorded over an earlier one
+ * starts a new group), so each instance sees one consistent address space.
+ * Instances are made on the group's first frame, called from the thread
+ * that resolves, and freed with the symbolizer.  A callback returning
+ * non-zero (e.g. -errno) leaves the frames it concerns in the address form
+ * and is counted in stats.native_backend_errors; -ENOMEM fails the resolve.
+ */
+struct sp_native_backend {
+	void *ctx; /* passed to create, owned by the caller; must outlive the symbolizer */
+	/* The factory: a new instance for a group of pid's modules into *instance.  0 or -errno. */
+	int (*create)(void *ctx, int32_t pid, void **instance);
+	/*
+	 * The group's modules (n >= 1), once, before any symbolize_one.  The
+	 * array and its strings are borrowed for this call only; the module
+	 * pointers live as long as the spool.
+	 */
+	int (*set_modules)(void *instance, const struct sp_sym_module *modules, size_t n);
+	/*
+	 * Name addr (a runtime address, abs_ip of the raw frame, inside one of
+	 * the group's modules): up to max functions into out, the innermost
+	 * inlined function first and the function that holds the code last;
+	 * *n = how many (0: nothing known, the frame keeps the module+0xOFFSET
+	 * form).  Called once per distinct frame; results are copied.
+	 */
+	int (*symbolize_one)(void *instance, uint64_t addr, struct sp_native_symbol *out,
+			     size_t max, size_t *n);
+	void (*free)(void *instance); /* may be NULL */
 };
 
 /* Zero-initialised options are the defaults.  Strings are copied by sp_symbolizer_new. */
@@ -414,6 +577,19 @@ struct sp_symbolizer_opts {
 	 * $HOME/.cache/stackpulse; "" keeps no copies.
 	 */
 	const char *cache_dir;
+	/*
+	 * With SP_PERF_MAPS_PIDS, the only processes whose perf maps are read
+	 * (the seeds' with_perf_map_processes): npids pids, copied.  See
+	 * sp_spool_python_pids for the seeds' lists of Python runtimes.
+	 */
+	const int32_t *perf_map_pids;
+	size_t perf_map_npids;
+	/*
+	 * A native symbolizer plug-in in place of the built-in ELF/DWARF backend
+	 * (the struct is copied; its ctx is not).  NULL: the built-in backend,
+	 * which debug_dirs and no_inline configure.
+	 */
+	const struct sp_native_backend *native;
 };
 
 struct sp_symbolizer;
@@ -453,7 +629,13 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
  * "[kernel.kallsyms]" or "[MODULE]"); kallsyms is read once, on the first
  * kernel frame, keeping only the symbols the spool's kernel frames need.
  * Otherwise the module+0xOFFSET, [kernel]+0xADDRESS or [unknown]+0xADDRESS
- * fallback.  Errors: -SP_E_BAD_ARG for an unknown frame id, -ENOMEM.  An
+ * fallback.  With opts.native, a file-backed frame is named by the plug-in
+ * instead of ELF/DWARF (struct sp_native_backend).  A native frame of a
+ * module sp_is_python_module names, in a process an exec marker ever showed
+ * as a Python runtime and whose perf map the policy allows and could be read,
+ * gets SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT (the seeds'
+ * FrameFlags): its py:: frames stand in for the interpreter's, while without
+ * a perf map nothing could, so nothing is flagged.  Errors: -SP_E_BAD_ARG for an unknown frame id, -ENOMEM.  An
  * unreadable kallsyms or perf map is not an error: it is counted in the
  * stats and its frames keep the fallback form.
  */
@@ -515,9 +697,61 @@ struct sp_symbolizer_stats {
 	uint64_t perf_map_lines_malformed; /* lines skipped (bad numbers or names, wrapping ranges) */
 	uint64_t perf_map_frames_named;    /* distinct frames named from a perf map */
 	uint64_t perf_map_frames_denied;   /* distinct frames of processes the policy excludes */
+	/* Distinct native frames of a Python runtime flagged PYTHON_RUNTIME | HIDDEN_DEFAULT. */
+	uint64_t python_runtime_frames;
+	uint64_t native_backend_errors;    /* plug-in callbacks that failed (create, set_modules, symbolize_one) */
+	/* sp_symbolizer_for_each_*: stacks streamed from the (pid, stack id) cache, and first walks. */
+	uint64_t stack_cache_hits;
+	uint64_t stack_cache_misses;
 };
 
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out);
+
+/*
+ * Stream the resolved frames of stack_id as sampled in process pid to visit,
+ * leaf to root, each raw frame's inline chain innermost first (exactly the
+ * frames sp_symbolizer_resolve_all gives, frame after frame), with arg.
+ * This is the seeds' for_each_sample_stack: the first walk of a (pid, stack
+ * id) pair resolves its frames and keeps their compact frame ids (4 bytes a
+ * frame, no copies of resolved frames), so a repeated stack is streamed from
+ * that list without walking the prefix tree again (counted in
+ * stats.stack_cache_hits / stack_cache_misses).  The frames passed are
+ * borrowed and live as long as the symbolizer; every frame is passed,
+ * SP_RFRAME_HIDDEN_DEFAULT ones too: display policy is the caller's.  A
+ * non-zero return from visit stops the walk and is returned.  Stack 0
+ * visits nothing.  Errors: -SP_E_BAD_ARG for an unknown stack id, -ENOMEM,
+ * and resolve errors.  Not thread-safe, like every symbolizer call.
+ */
+int sp_symbolizer_for_each_stack_frame(struct sp_symbolizer *sym, int32_t pid, uint32_t stack_id,
+				       int (*visit)(const struct sp_resolved_frame *frame,
+						    void *arg),
+				       void *arg);
+
+/* The same for one sample: its thread's pid and its stack_id.  -SP_E_BAD_ARG for a bad thread. */
+int sp_symbolizer_for_each_sample_frame(struct sp_symbolizer *sym, const struct sp_sample *sample,
+					int (*visit)(const struct sp_resolved_frame *frame,
+						     void *arg),
+					void *arg);
+
+/*
+ * The pids a spool's exec markers record as Python runtimes, sorted, into
+ * *pids (malloc'd, the caller frees; NULL when *n is 0).  ever false: those
+ * whose latest marker says Python, the seeds' recipe against PID reuse for
+ * with_perf_map_processes; ever true: those ever marked Python, the broader
+ * for_spool_with_recorded_python_perf_maps set.  0 or -ENOMEM.
+ */
+int sp_spool_python_pids(const struct sp_spool *s, bool ever, int32_t **pids, size_t *n);
+
+/*
+ * The seeds' for_spool_with_recorded_python_perf_maps: sp_symbolizer_new
+ * with opts (may be NULL) except that perf maps are read only for the
+ * processes ever recorded as Python runtimes (SP_PERF_MAPS_PIDS with
+ * sp_spool_python_pids(s, true, ...)).  SP_PERF_MAPS_PYTHON is the strict
+ * form (latest marker).  Errors as sp_symbolizer_new.
+ */
+int sp_symbolizer_new_recorded_python(const struct sp_spool *s,
+				      const struct sp_symbolizer_opts *opts,
+				      struct sp_symbolizer **out);
 
 /* ---------------------------------------------------------------------- */
 /* Reports                                                                */
@@ -541,6 +775,13 @@ struct sp_report_opts {
 	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
 	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
 	const char *spool_path; /* for the header, may be NULL */
+	/*
+	 * Show frames flagged SP_RFRAME_HIDDEN_DEFAULT (the Python runtime's
+	 * native frames) in every view and export; by default they are left
+	 * out of each stack that holds a Python frame (SP_KIND_PYTHON), which
+	 * then takes their self time.
+	 */
+	bool show_runtime;
 };
 
 /*

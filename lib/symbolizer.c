@@ -152,11 +152,20 @@ struct sp_symbolizer {
 	struct sp_map map_index;     /* pid -> index into maps */
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
 	struct sp_symbolizer_stats stats;
+	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */
+	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
+	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbolizer_api.c) */
 };
 
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
+/* The seeds' API around the core (the end of this file). */
+static int setup_api_opts(struct sp_symbolizer *sym);
+static int resolve_native_plugin(struct sp_symbolizer *sym, uint32_t frame_id,
+				 const struct sp_frame *fr, struct sp_resolved_frame *rf);
+static int flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
+			       const struct sp_frame *fr);
 
 static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 {
@@ -196,15 +205,6 @@ static bool has_file(const struct sp_module *m)
 	return m->path && m->path[0] == '/';
 }
 
-#define DELETED_SUFFIX " (deleted)"
-
-/* Length of a module path without the " (deleted)" the kernel appends in maps. */
-static size_t path_len(const char *p)
-{
-	size_t n = strlen(p), k = strlen(DELETED_SUFFIX);
-	return n > k && !strcmp(p + n - k, DELETED_SUFFIX) ? n - k : n;
-}
-
 static const char *display_name(struct sp_arena *a, const struct sp_module *m)
 {
 	if (m->flags & SP_MODULE_KERNEL)
@@ -213,12 +213,8 @@ static const char *display_name(struct sp_arena *a, const struct sp_module *m)
 	/* perf names anonymous executable mappings "//anon". */
 	if (!p || !*p || !strcmp(p, "//anon"))
 		return "[anon]";
-	size_t n = path_len(p);
-	const char *slash = memrchr(p, '/', n);
-	if (slash && (size_t)(slash - p) + 1 < n) {
-		n -= (size_t)(slash - p) + 1;
-		p = slash + 1;
-	}
+	size_t n;
+	p = sp_path_name_span(p, &n);
 	return sp_arena_strndup(a, p, n);
 }
 
@@ -251,7 +247,7 @@ static int index_modules(struct sp_symbolizer *sym)
 			 * is there now is used only if the proof below holds.
 			 */
 			sym->files[idx].open_path = sp_arena_strndup(&sym->strings, m->path,
-								     path_len(m->path));
+								     sp_path_len_undeleted(m->path));
 			if (!sym->files[idx].open_path) {
 				err = -ENOMEM;
 				goto out;
@@ -273,7 +269,7 @@ out:
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
 		      struct sp_symbolizer **out)
 {
-	if (!s || !out || (opts && opts->perf_map_policy > SP_PERF_MAPS_NONE))
+	if (!s || !out || (opts && opts->perf_map_policy > SP_PERF_MAPS_PIDS))
 		return -SP_E_BAD_ARG;
 	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
 	if (!sym)
@@ -339,6 +335,8 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		.debuginfo_path = &sym->debuginfo_path,
 	};
 	err = index_modules(sym);
+	if (!err)
+		err = setup_api_opts(sym);
 	if (err)
 		goto fail;
 	sp_elf_init();
@@ -384,6 +382,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->maps);
 	sp_map_release(&sym->map_index);
 	free(sym->frame_pid);
+	free(sym->perf_map_pids);
+	sp_native_groups_free(sym->native);
+	sp_stack_cache_free(sym->stacks);
 	free(sym->debuginfo_path);
 	free(sym->cache_dir);
 	sp_arena_release(&sym->strings);
@@ -393,6 +394,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out)
 {
 	*out = sym->stats;
+	sp_stack_cache_add_stats(sym->stacks, out);
 }
 
 /*
@@ -1123,16 +1125,36 @@ static uint64_t process_start_us(const struct sp_spool *s, int32_t pid)
 	return 0;
 }
 
-/* The seeds' PID-reuse guard: the latest marker of the process decides. */
-static bool is_python_process(const struct sp_spool *s, int32_t pid)
+/*
+ * The seeds' PID-reuse guard: the latest marker of the process decides; or,
+ * with ever, any marker that said Python.
+ */
+static bool is_python_process(const struct sp_spool *s, int32_t pid, bool ever)
 {
 	bool python = false;
 	for (size_t i = 0; i < sp_spool_exec_count(s); i++) {
 		const struct sp_exec *e = sp_spool_exec(s, i);
 		if (e->pid == pid)
-			python = e->is_python_runtime;
+			python = e->is_python_runtime || (ever && python);
 	}
 	return python;
+}
+
+/* May pid's perf map name its anonymous code (opts.perf_map_policy)? */
+static bool perf_map_allowed(const struct sp_symbolizer *sym, int32_t pid)
+{
+	switch (sym->opts.perf_map_policy) {
+	case SP_PERF_MAPS_NONE:
+		return false;
+	case SP_PERF_MAPS_PYTHON:
+		return is_python_process(sym->spool, pid, false);
+	case SP_PERF_MAPS_PIDS:
+		return sym->opts.perf_map_npids &&
+		       bsearch(&pid, sym->perf_map_pids, sym->opts.perf_map_npids,
+			       sizeof(pid), sp_cmp_pid);
+	default:
+		return true;
+	}
 }
 
 /* The perf map of pid, read on first use; NULL when none may or can be used. */
@@ -1160,7 +1182,7 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	if (err)
 		return err;
 	sym->nmaps++;
-	if (sym->opts.perf_map_policy == SP_PERF_MAPS_PYTHON && !is_python_process(sym->spool, pid))
+	if (!perf_map_allowed(sym, pid))
 		return 0;
 	unsigned verdict;
 	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid,
@@ -1210,8 +1232,7 @@ static int resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct
 	const struct proc_map *pm;
 	int err = process_map(sym, pid, &pm);
 	if (err || !pm) {
-		if (!err && sym->opts.perf_map_policy == SP_PERF_MAPS_PYTHON &&
-		    !is_python_process(sym->spool, pid))
+		if (!err && !perf_map_allowed(sym, pid))
 			sym->stats.perf_map_frames_denied++;
 		return err;
 	}
@@ -1330,7 +1351,13 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 			return err;
 	}
-	uint32_t fi = sym->module_file[fr->module_id];
+	if (sym->native && m && has_file(m)) {
+		int err = resolve_native_plugin(sym, frame_id, fr, rf);
+		if (err || rf->origin == SP_ORIGIN_ELF)
+			return err;
+	}
+	/* A plug-in replaces the built-in ELF/DWARF backend for every module. */
+	uint32_t fi = sym->native ? NO_FILE : sym->module_file[fr->module_id];
 	if (m && fi != NO_FILE) {
 		struct file_entry *f = &sym->files[fi];
 		if (f->state == FILE_UNOPENED)
@@ -1381,6 +1408,8 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 		err = resolve_user(sym, frame_id, fr, rf);
 		break;
 	}
+	if (!err && rf->kind == SP_KIND_NATIVE)
+		err = flag_python_runtime(sym, frame_id, fr);
 	if (err)
 		return err;
 	if (rf->kind != SP_KIND_TRUNCATED) {
@@ -1422,4 +1451,128 @@ int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
 	if (!err)
 		*out = &frames[n - 1];
 	return err;
+}
+
+/* ---- the seeds' API: perf-map pid lists, native plug-in, Python runtime flags ---- */
+
+/* Copy what sp_symbolizer_new's caller lent: the pid list; set up the plug-in's groups. */
+static int setup_api_opts(struct sp_symbolizer *sym)
+{
+	struct sp_symbolizer_opts *o = &sym->opts;
+	if (o->perf_map_policy != SP_PERF_MAPS_PIDS || !o->perf_map_pids)
+		o->perf_map_npids = 0;
+	if (o->perf_map_npids) {
+		sym->perf_map_pids = malloc(o->perf_map_npids * sizeof(*sym->perf_map_pids));
+		if (!sym->perf_map_pids)
+			return -ENOMEM;
+		memcpy(sym->perf_map_pids, o->perf_map_pids,
+		       o->perf_map_npids * sizeof(*sym->perf_map_pids));
+		qsort(sym->perf_map_pids, o->perf_map_npids, sizeof(*sym->perf_map_pids), sp_cmp_pid);
+	}
+	o->perf_map_pids = sym->perf_map_pids;
+	if (!o->native)
+		return 0;
+	bool *eligible = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*eligible));
+	if (!eligible)
+		return -ENOMEM;
+	for (size_t i = 0; i < sym->nmodules; i++) {
+		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)i);
+		eligible[i] = m && has_file(m);
+	}
+	int err = sp_native_groups_new(sym->spool, o->native, eligible, &sym->native);
+	free(eligible);
+	o->native = NULL; /* the groups keep their own copy */
+	return err;
+}
+
+static const char *arena_copy(struct sp_symbolizer *sym, const char *s)
+{
+	return s ? sp_arena_strndup(&sym->strings, s, strlen(s)) : NULL;
+}
+
+/*
+ * Name a frame of a file-backed module through the plug-in (the seeds'
+ * NativeSymbolizer::symbolize_one): its functions, innermost first, become
+ * the frame and its inline chain as the ELF/DWARF backend would make them,
+ * with SP_ORIGIN_ELF.  rf is untouched when the plug-in knows nothing.
+ */
+static int resolve_native_plugin(struct sp_symbolizer *sym, uint32_t frame_id,
+				 const struct sp_frame *fr, struct sp_resolved_frame *rf)
+{
+	const struct sp_native_symbol *ns;
+	size_t n;
+	int err = sp_native_groups_symbolize(sym->native, fr->module_id, fr->abs_ip, &ns, &n);
+	if (err == SP_NATIVE_FAILED)
+		sym->stats.native_backend_errors++;
+	if (err || !n)
+		return err == SP_NATIVE_FAILED ? 0 : err;
+	const struct sp_native_symbol *outer = &ns[n - 1];
+	if (!(rf->name = arena_copy(sym, outer->name)) ||
+	    (outer->file && !(rf->file = arena_copy(sym, outer->file))))
+		return -ENOMEM;
+	rf->line = outer->line;
+	rf->symbol_offset = outer->symbol_offset;
+	rf->origin = SP_ORIGIN_ELF;
+	if (rf->file && rf->line)
+		sym->stats.frames_with_lines++;
+	if (n == 1 || sym->opts.no_inline)
+		return 0;
+	struct sp_resolved_frame *c = chain_alloc(sym, n);
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i + 1 < n; i++) {
+		c[i] = *rf;
+		c[i].name = arena_copy(sym, ns[i].name);
+		c[i].file = arena_copy(sym, ns[i].file);
+		if (!c[i].name || (ns[i].file && !c[i].file))
+			return -ENOMEM;
+		c[i].line = ns[i].line;
+		c[i].flags |= SP_RFRAME_INLINE;
+		c[i].symbol_offset = 0;
+	}
+	c[n - 1] = *rf;
+	sym->chain[frame_id] = c;
+	sym->chain_len[frame_id] = (uint32_t)n;
+	sym->stats.inline_frames += n - 1;
+	return 0;
+}
+
+/*
+ * The seeds: native frames inside the Python runtime get PYTHON_RUNTIME and
+ * HIDDEN_DEFAULT, so views can hide interpreter machinery.  Here: a frame of
+ * a file-backed module that sp_is_python_module names (python3.12,
+ * libpython3.12.so.1.0), in a process the recording marked a Python runtime,
+ * whose perf map the policy allows and that map was read (now, if not yet):
+ * its py:: frames then stand in the stacks for the interpreter's.  Without
+ * them (no -X perf, no map) hiding the interpreter would leave nothing in
+ * its place, so nothing is flagged.
+ */
+static int flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
+			       const struct sp_frame *fr)
+{
+	const struct sp_module *m =
+		fr->module_id < sym->nmodules ? sp_spool_module(sym->spool, fr->module_id) : NULL;
+	if (!m || !has_file(m) || !sp_is_python_module(m->path) ||
+	    !is_python_process(sym->spool, m->pid, true) || !perf_map_allowed(sym, m->pid))
+		return 0;
+	const struct proc_map *pm;
+	int err = process_map(sym, m->pid, &pm);
+	if (err || !pm)
+		return err;
+	const uint32_t flags = SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT;
+	sym->frames[frame_id].flags |= flags;
+	for (uint32_t i = 0; sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
+		sym->chain[frame_id][i].flags |= flags;
+	sym->stats.python_runtime_frames++;
+	return 0;
+}
+
+struct sp_stack_cache **sp_symbolizer_stack_cache(struct sp_symbolizer *sym)
+{
+	return &sym->stacks;
+}
+
+const struct sp_spool *sp_symbolizer_spool(const struct sp_symbolizer *sym)
+{
+	return sym->spool;
 }

@@ -185,4 +185,45 @@ static inline bool sp_text_is_blank(char c)
  */
 bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
 
+/* ---- a native symbolizer plug-in's instances (lib/native_backend.c) ------- */
+
+struct sp_native_groups;
+
+/* A plug-in callback failed (not -ENOMEM): the frame keeps its address form. */
+#define SP_NATIVE_FAILED 1
+
+/*
+ * Group the modules flagged in eligible (by module id: the file-backed user
+ * modules) for be: one group per run of non-overlapping modules of a
+ * process.  Instances are made on first use.  0, -SP_E_BAD_ARG (a callback
+ * missing), -ENOMEM.
+ */
+int sp_native_groups_new(const struct sp_spool *s, const struct sp_native_backend *be,
+			 const bool *eligible, struct sp_native_groups **out);
+void sp_native_groups_free(struct sp_native_groups *ng);
+/*
+ * The plug-in's functions at addr in module module_id, innermost first, into
+ * *syms (valid until the next call) and *n (0: nothing known, or a module
+ * outside every group).  Returns 0, -ENOMEM, or SP_NATIVE_FAILED once per
+ * failed call (a group whose create or set_modules failed fails once, then
+ * gives nothing).
+ */
+int sp_native_groups_symbolize(struct sp_native_groups *ng, uint32_t module_id, uint64_t addr,
+			       const struct sp_native_symbol **syms, size_t *n);
+
+/* ---- streaming resolved stacks (lib/symbolizer_api.c) --------------------- */
+
+/* Frame ids of the (pid, stack id) pairs streamed so far. */
+struct sp_stack_cache;
+
+void sp_stack_cache_free(struct sp_stack_cache *c);
+/* Adds the cache's hit and miss counts to st. */
+void sp_stack_cache_add_stats(const struct sp_stack_cache *c, struct sp_symbolizer_stats *st);
+/* The symbolizer's cache slot: NULL until the first stream (lib/symbolizer.c keeps it). */
+struct sp_stack_cache **sp_symbolizer_stack_cache(struct sp_symbolizer *sym);
+/* The spool a symbolizer resolves (lib/symbolizer.c). */
+const struct sp_spool *sp_symbolizer_spool(const struct sp_symbolizer *sym);
+/* qsort/bsearch order of int32_t pids. */
+int sp_cmp_pid(const void *a, const void *b);
+
 #endif

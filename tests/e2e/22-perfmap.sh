@@ -2,7 +2,7 @@
 # Perf maps: generated code in an anonymous mapping is named from /tmp/perf-PID.map
 # (the jit_perfmap workload writes one); --perf-maps=none, --perf-map-dir with a copy,
 # a stale copy; then CPython 3.12's -X perf trampolines (py::FUNC:FILE) when a
-# python3.12 is installed.  Callers of JIT code are not checked: unwinding through
+# python3.12 is installed, and its runtime frames hidden unless --show-runtime.  Callers of JIT code are not checked: unwinding through
 # code without CFI is later work.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
@@ -127,4 +127,38 @@ grep -q 'py::' pyall.folded && fail "raw py:: names leak into the report" || ok 
 with_timeout 60 "$SP" report --format=folded --perf-maps=python py.spool >pyonly.folded 2>/dev/null
 cmp -s pyonly.folded pyall.folded && ok "--perf-maps=python names the recorded Python runtime the same way" ||
 	fail "--perf-maps=python differs for a Python runtime"
+
+# The interpreter's own native frames (python3.12's _PyEval_EvalFrameDefault, ...) are
+# flagged as the Python runtime's and hidden by default; --show-runtime brings them back.
+EVAL='(^|;)_PyEval_EvalFrameDefault(;|$)'
+with_timeout 60 "$SP" report --format=folded --show-runtime py.spool >pyrt.folded 2>/dev/null
+set -- $(folded_share pyall.folded "$EVAL")
+hidden=$(pct "$1" "$2")
+hidden_n=$1
+set -- $(folded_share pyrt.folded "$EVAL")
+shown=$(pct "$1" "$2")
+info "samples with _PyEval_EvalFrameDefault: $hidden% by default, $shown% with --show-runtime"
+# Stacks whose unwinding stopped before any Python frame keep the runtime's frames.
+[ "$(num_ge 5 "$hidden")" = 1 ] && ok "the interpreter's eval loop is hidden by default (left in $hidden_n samples whose stacks hold no Python frame)" ||
+	fail "_PyEval_EvalFrameDefault still in $hidden% of the default stacks (want <= 5%)"
+[ "$(num_ge "$shown" 50)" = 1 ] && ok "--show-runtime shows it in $shown% of the stacks (>= 50%)" ||
+	fail "--show-runtime shows _PyEval_EvalFrameDefault in only $shown% of the stacks"
+[ "$(folded_total pyrt.folded)" = "$(folded_total pyall.folded)" ] &&
+	ok "hiding frames loses no sample ($(folded_total pyall.folded) both ways)" ||
+	fail "sample totals differ: $(folded_total pyall.folded) hidden, $(folded_total pyrt.folded) shown"
+leaf_self() { folded_self "$1" | awk '$3 == "sp_python_leaf" { print $2; exit }'; }
+self_hidden=$(leaf_self pyall.folded)
+self_shown=$(leaf_self pyrt.folded)
+info "sp_python_leaf self: ${self_hidden:-0}% by default, ${self_shown:-0}% with --show-runtime"
+[ "$(num_ge "${self_hidden:-0}" 50)" = 1 ] && [ "$(num_ge "${self_hidden:-0}" "${self_shown:-0}")" = 1 ] &&
+	ok "the Python function takes the interpreter's self time: ${self_hidden}% (>= 50%)" ||
+	fail "sp_python_leaf self ${self_hidden:-0}% by default (want >= 50% and >= ${self_shown:-0}%)"
+# Exports follow the same rule: perf script's frame lines, one per frame of each sample.
+with_timeout 60 "$SP" report --format=perf-script -o py.perfscript py.spool 2>/dev/null
+with_timeout 60 "$SP" report --format=perf-script --show-runtime -o pyrt.perfscript py.spool 2>/dev/null
+h=$(grep -c _PyEval_EvalFrameDefault py.perfscript)
+s=$(grep -c _PyEval_EvalFrameDefault pyrt.perfscript)
+[ "$s" -gt 0 ] && [ $((h * 20)) -le "$s" ] &&
+	ok "--format=perf-script: $h eval-loop frame lines by default, $s with --show-runtime" ||
+	fail "--format=perf-script: $h eval-loop frame lines by default, $s with --show-runtime (want <= 5%)"
 finish

@@ -113,9 +113,24 @@ static void walk_samples(const struct sp_spool *s)
 		CHECK(x != NULL);
 		CHECK(x->thread < sp_spool_thread_count(s));
 		CHECK(x->stack_id < sp_spool_stack_count(s));
-		(void)sp_spool_timestamp_us(s, x);
+		(void)sp_spool_sample_time_us(s, x);
+		/* The raw-replay walk: as deep as the tree says, every module real. */
+		struct sp_stack_iter it;
+		struct sp_frame_context fc;
+		uint32_t depth = 0;
+		sp_spool_stack_iter_init(&it, s, x->stack_id);
+		while (sp_spool_stack_iter_next(&it, &fc)) {
+			CHECK(fc.frame == sp_spool_frame(s, fc.frame_id));
+			CHECK(!fc.module || fc.module == sp_spool_module(s, fc.frame->module_id));
+			depth++;
+		}
+		CHECK(depth == sp_spool_stack_depth(s, x->stack_id));
 	}
 	CHECK(!sp_spool_sample(s, n));
+	size_t cur = 0;
+	uint64_t addr;
+	while (sp_spool_kernel_frame_next(s, &cur, &addr))
+		CHECK(cur <= sp_spool_frame_count(s));
 }
 
 static void walk_execs(const struct sp_spool *s)

@@ -233,6 +233,13 @@ static inline void check_consistent(const struct sp_spool *s)
 		}
 		cr_assert_eq(depth, sp_spool_stack_depth(s, x->stack_id));
 		(void)sp_spool_timestamp_us(s, x);
+		struct sp_stack_iter it;
+		struct sp_frame_context fc;
+		uint32_t walked = 0;
+		sp_spool_stack_iter_init(&it, s, x->stack_id);
+		while (sp_spool_stack_iter_next(&it, &fc))
+			walked++;
+		cr_assert_eq(walked, depth);
 	}
 	free(dump_string(s));
 }

@@ -758,7 +758,7 @@ Test(symbolizer, perf_map_policy_none_and_python, .init = fixtures_setup,
 	cr_expect_str_eq(resolve(of)->name, "jit_hot_loop");
 
 	struct sp_symbolizer *bad = NULL;
-	opts.perf_map_policy = 3;
+	opts.perf_map_policy = SP_PERF_MAPS_PIDS + 1;
 	cr_expect_eq(sp_symbolizer_new(spool, &opts, &bad), -SP_E_BAD_ARG);
 	cr_expect_null(bad);
 }

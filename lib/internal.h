@@ -212,6 +212,30 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
 
+/*
+ * Frames proven from code bytes (lib/codeframe.c, DESIGN decision 4).
+ * code[0, len) is a function's machine code from its entry; pc_off is the pc's
+ * offset in it (after_call: a return address, which must follow a call).
+ * Fills row (SP_CFI_CFA_REG, ra at CFA-8) from the straight-line instructions
+ * before the pc and returns SP_CODEFRAME_OK, or says why nothing is proven.
+ */
+enum sp_codeframe_result {
+	SP_CODEFRAME_OK = 0,
+	SP_CODEFRAME_SHORT,      /* pc_off lies past the bytes given */
+	SP_CODEFRAME_UNKNOWN,    /* an instruction the decoder does not know */
+	SP_CODEFRAME_STOPPED,    /* a branch, return or untracked rsp write before the pc */
+	SP_CODEFRAME_MISALIGNED, /* the pc falls inside an instruction */
+	SP_CODEFRAME_NOT_CALL,   /* a return address not preceded by a call */
+};
+int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_call,
+		     struct sp_cfi_row *row);
+/*
+ * Length of a function that runs straight from code[0] to a return with the
+ * stack balanced (the CPython perf trampoline: 11 bytes); 0 when code is not
+ * such a function.
+ */
+size_t sp_codeframe_return_end(const uint8_t *code, size_t len);
+
 /* Convert a perf sample's user register array (sample_regs_user order) to DWARF numbering. */
 void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out);
 /* The sample_regs_user mask the recorder asks for. */

@@ -251,30 +251,34 @@ static const struct jit_arena *arena_of(struct sp_jit_code *j, uint64_t start, u
 const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, uint64_t end,
 					 uint64_t pc, bool after_call, struct sp_cfi_row *out)
 {
-	uint64_t entry = 0, size = 0;
-	const struct sp_perf_map_range *r = sp_perf_map_find(&j->map, pc);
+	/* A return address may end its function (a call as the last instruction): look up ra - 1. */
+	uint64_t at = after_call ? pc - 1 : pc, entry, size;
+	if (at < start || at >= end)
+		return NULL;
+	const struct sp_perf_map_range *r = sp_perf_map_find(&j->map, at);
 	/* New code gets its line before it runs: look again on a miss, now and then. */
 	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!r && j->since_check >= 16)) {
 		j->map_tried = true;
 		refresh_map(j);
-		r = sp_perf_map_find(&j->map, pc);
+		r = sp_perf_map_find(&j->map, at);
 	}
 	/* A line whose function reaches outside the mapping describes some other code. */
 	if (r && r->sym_start >= start && r->sym_size <= end - r->sym_start &&
-	    pc - r->sym_start < r->sym_size + (after_call ? 1 : 0)) {
+	    at - r->sym_start < r->sym_size) {
 		entry = r->sym_start;
 		size = r->sym_size;
 	} else {
 		const struct jit_arena *a = arena_of(j, start, end);
 		if (!a)
 			return NULL;
-		entry = start + (pc - start) / a->stride * a->stride;
+		entry = start + (at - start) / a->stride * a->stride;
 		size = a->len;
 		if (size > end - entry)
 			return NULL;
+		r = NULL;
 	}
 	ptrdiff_t fi = code_at(j, entry, size), ti = fi;
-	if (fi >= 0 && (!r || entry != r->sym_start))
+	if (fi >= 0 && !r)
 		ti = code_at(j, start, size); /* an arena copy: it must be the template */
 	if (fi < 0 || ti < 0)
 		return NULL;

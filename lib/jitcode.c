@@ -277,6 +277,9 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 			return NULL;
 		r = NULL;
 	}
+	/* pool offsets are 32-bit: start over rather than let them wrap (two reads follow) */
+	if (j->pool_len > UINT32_MAX - 2 * CODE_MAX)
+		forget_code(j);
 	ptrdiff_t fi = code_at(j, entry, size), ti = fi;
 	if (fi >= 0 && !r)
 		ti = code_at(j, start, size); /* an arena copy: it must be the template */

@@ -184,11 +184,22 @@ static inline unsigned sp_stack_read(const struct sp_stack_mem *s, uint64_t addr
 	return 0;
 }
 
+struct sp_unwind_module;
+/*
+ * A row for pc in module m proven from its code bytes (DESIGN decision 4),
+ * for modules without CFI: out filled and returned, or NULL when nothing is
+ * proven.  ctx is the find callback's; after_call: pc is a return address.
+ */
+typedef const struct sp_cfi_row *(*sp_code_row_fn)(void *ctx, const struct sp_unwind_module *m,
+						    uint64_t pc, bool after_call,
+						    struct sp_cfi_row *out);
+
 /* What the unwinder needs to know about the module containing a pc. */
 struct sp_unwind_module {
 	uint64_t start, end;   /* runtime range */
 	uint64_t load_bias;    /* svma = avma - load_bias */
 	struct sp_cfi_table *cfi; /* NULL: no unwind information */
+	sp_code_row_fn code_row;  /* NULL: nothing is proven from the code */
 };
 
 /* Module lookup for an absolute address; NULL when unmapped. */
@@ -197,6 +208,7 @@ typedef const struct sp_unwind_module *(*sp_find_module_fn)(void *ctx, uint64_t 
 /* Counters sp_unwind adds to (the caller zeroes them). */
 struct sp_unwind_stats {
 	uint64_t frames;
+	uint64_t code_frames; /* frames stepped with rows proven from code bytes */
 	uint64_t rule_cache_hits, rule_cache_misses;
 };
 
@@ -211,6 +223,30 @@ struct sp_unwind_stats {
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
+
+/*
+ * Frames proven from code bytes (lib/codeframe.c, DESIGN decision 4).
+ * code[0, len) is a function's machine code from its entry; pc_off is the pc's
+ * offset in it (after_call: a return address, which must follow a call).
+ * Fills row (SP_CFI_CFA_REG, ra at CFA-8) from the straight-line instructions
+ * before the pc and returns SP_CODEFRAME_OK, or says why nothing is proven.
+ */
+enum sp_codeframe_result {
+	SP_CODEFRAME_OK = 0,
+	SP_CODEFRAME_SHORT,      /* pc_off lies past the bytes given */
+	SP_CODEFRAME_UNKNOWN,    /* an instruction the decoder does not know */
+	SP_CODEFRAME_STOPPED,    /* a branch, return or untracked rsp write before the pc */
+	SP_CODEFRAME_MISALIGNED, /* the pc falls inside an instruction */
+	SP_CODEFRAME_NOT_CALL,   /* a return address not preceded by a call */
+};
+int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_call,
+		     struct sp_cfi_row *row);
+/*
+ * Length of a function that runs straight from code[0] to a return with the
+ * stack balanced (the CPython perf trampoline: 11 bytes); 0 when code is not
+ * such a function.
+ */
+size_t sp_codeframe_return_end(const uint8_t *code, size_t len);
 
 /* Convert a perf sample's user register array (sample_regs_user order) to DWARF numbering. */
 void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out);
@@ -400,8 +436,27 @@ struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_
 /* The file's rule table, compiled on first use and shared by files of one build-id. */
 struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
 
+/*
+ * Generated code of one live process (lib/jitcode.c): function entries from
+ * its perf map or from trampoline arenas, and code bytes read with
+ * process_vm_readv(2) once per entry, for frames proven from code.
+ */
+struct sp_jit_code;
+/* NULL when out of memory. */
+struct sp_jit_code *sp_jit_code_new(pid_t pid);
+void sp_jit_code_free(struct sp_jit_code *j);
+/* An executable mapping replaced [start, end): cached code there is stale. */
+void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end);
+/*
+ * The row at pc in the anonymous mapping [start, end), proven from the code
+ * between its function's entry and pc (sp_codeframe_row); out, or NULL.
+ */
+const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, uint64_t end,
+					 uint64_t pc, bool after_call, struct sp_cfi_row *out);
+
 struct sp_process {
 	pid_t pid;
+	struct sp_jit_code *jit; /* created on the first frame in anonymous code */
 	struct sp_proc_module *mods; /* sorted by start, non-overlapping */
 	size_t nmods, cap;
 	bool exited;

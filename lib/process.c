@@ -110,17 +110,24 @@ int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src
 		memcpy(dst->mods, src->mods, src->nmods * sizeof(*src->mods));
 	dst->nmods = src->nmods;
 	dst->is_python = src->is_python;
+	/* The child writes its own perf map: its generated code is learnt afresh. */
+	sp_jit_code_free(dst->jit);
+	dst->jit = NULL;
 	return 0;
 }
 
 void sp_process_clear_modules(struct sp_process *p)
 {
 	p->nmods = 0;
+	sp_jit_code_free(p->jit);
+	p->jit = NULL;
 }
 
 void sp_process_release(struct sp_process *p)
 {
 	free(p->mods);
 	p->mods = NULL;
+	sp_jit_code_free(p->jit);
+	p->jit = NULL;
 	p->nmods = p->cap = 0;
 }

@@ -110,6 +110,9 @@ static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_pyt
 	note_write(r, sp_spool_writer_append_exec(r->spool, &e));
 }
 
+static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
+					    uint64_t pc, bool after_call, struct sp_cfi_row *out);
+
 /* Register an executable mapping of pid: module record, then the process's map. */
 static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t start, uint64_t end,
 		       uint64_t pgoff, uint64_t dev, uint64_t ino, const char *path, uint64_t time)
@@ -151,6 +154,10 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	}
 	pm.um.load_bias = m.load_bias;
 	pm.um.cfi = NULL; /* compiled on first unwind through it */
+	/* Anonymous code ([vdso] is not) may be generated code without CFI. */
+	if (anon)
+		pm.um.code_row = code_row_cb;
+	sp_jit_code_invalidate(p->jit, start, end);
 	if (!(m.flags & SP_MODULE_HAS_BIAS))
 		pm.file = NULL;
 	err = sp_process_add_module(p, &pm);
@@ -217,6 +224,16 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 }
 
 /* ---- samples ------------------------------------------------------------- */
+
+/* Anonymous code without CFI: a row proven from its bytes (DESIGN decision 4). */
+static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
+					    uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	struct sp_process *p = ctx;
+	if (!p->jit && !(p->jit = sp_jit_code_new(p->pid)))
+		return NULL;
+	return sp_jit_code_row(p->jit, m->start, m->end, pc, after_call, out);
+}
 
 static const struct sp_unwind_module *find_module_cb(void *ctx, uint64_t pc)
 {
@@ -435,6 +452,7 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		};
 		sp_unwind(&regs, &mem, find_module_cb, p, r->pcs, MAX_FRAMES, &n, &stop,
 			  &r->unwind_stats);
+		sum->code_frames = r->unwind_stats.code_frames;
 	} else if (s.ip && nk == 0) {
 		/* Without registers only the sampled IP is known. */
 		r->pcs[0] = s.ip;

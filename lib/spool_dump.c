@@ -161,7 +161,8 @@ static void dump_summary(FILE *out, const struct sp_summary *m)
 		fprintf(out, " stop.%s=%" PRIu64, sp_stop_reason_name(i), m->stop_reasons[i]);
 	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
 		fprintf(out, " err.%s=%" PRIu64, sp_error_kind_name(i), m->error_stats[i]);
-	fprintf(out, " spliced_stacks=%" PRIu64, m->spliced_stacks);
+	fprintf(out, " spliced_stacks=%" PRIu64 " code_frames=%" PRIu64, m->spliced_stacks,
+		m->code_frames);
 }
 
 static void dump_record(FILE *out, const struct sp_spool *s, const struct sp_spool_log *r)

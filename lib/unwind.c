@@ -141,7 +141,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	struct sp_regs r = *regs;
 	size_t k = 0;
 	unsigned why;
-	uint64_t hits = 0, misses = 0;
+	uint64_t hits = 0, misses = 0, code = 0;
+	struct sp_cfi_row code_row;
 	/* frame 0 and the frame after a signal frame hold an exact pc, not a return address */
 	bool exact = true;
 
@@ -174,13 +175,17 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			misses += !hit;
 		}
 		/*
-		 * Hook point for later issues: a module without CFI, or a pc no
-		 * row covers, is where JIT code proven from its bytes (DESIGN
-		 * decision 4) would supply a row.  The frame-pointer splice
-		 * (decision 3) happens in the caller, which has the kernel's
-		 * callchain: it continues from pcs[0..n) when *stop is
+		 * Code without CFI (JIT code, CPython's perf trampolines): a row
+		 * proven from its bytes (DESIGN decision 4), if the module can
+		 * supply one.  Otherwise the stack ends here; the frame-pointer
+		 * splice (decision 3) happens in the caller, which has the
+		 * kernel's callchain: it continues from pcs[0..n) when *stop is
 		 * STACK_EXHAUSTED or NO_UNWIND_INFO.
 		 */
+		if (!row && !m->cfi && m->code_row) {
+			row = m->code_row(ctx, m, pc, !exact, &code_row);
+			code += row != NULL;
+		}
 		if (!row) {
 			pcs[k++] = lookup;
 			why = SP_STOP_NO_UNWIND_INFO;
@@ -198,6 +203,7 @@ out:
 	*stop = why;
 	if (stats) {
 		stats->frames += k;
+		stats->code_frames += code;
 		stats->rule_cache_hits += hits;
 		stats->rule_cache_misses += misses;
 	}

@@ -2,8 +2,8 @@
 # Perf maps: generated code in an anonymous mapping is named from /tmp/perf-PID.map
 # (the jit_perfmap workload writes one); --perf-maps=none, --perf-map-dir with a copy,
 # a stale copy; then CPython 3.12's -X perf trampolines (py::FUNC:FILE) when a
-# python3.12 is installed, and its runtime frames hidden unless --show-runtime.  Callers of JIT code are not checked: unwinding through
-# code without CFI is later work.
+# python3.12 is installed, and its runtime frames hidden unless --show-runtime.
+# Callers of JIT code (unwound through code without CFI) are checked by 28-jit-unwind.sh.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events

@@ -347,3 +347,16 @@ Test(spool_reader, lost_total_saturates)
 	sp_buf_release(&p);
 	sp_buf_release(&b);
 }
+
+/* A spool written before the summary carried code_frames still reads, with 0 there. */
+Test(spool_reader, reads_summary_without_code_frames)
+{
+	struct sp_spool *s;
+	cr_assert_eq(sp_spool_open(fixture_path("small-before-code-frames.spool"), &s), 0);
+	const struct sp_summary *sum = sp_spool_summary(s);
+	cr_assert_not_null(sum);
+	cr_assert_eq(sum->samples, 4);
+	cr_assert_eq(sum->ignored_user_callchain_frames, 9);
+	cr_assert_eq(sum->code_frames, 0);
+	sp_spool_free(s);
+}

@@ -276,6 +276,57 @@ Test(unwind, module_without_cfi_stops)
 	cr_assert_eq(pcs[0], 0x400123);
 }
 
+/* A module without CFI whose code proves the trampoline frame: CFA = rsp + 16 after its call. */
+static unsigned code_row_calls;
+static bool code_row_after_call[4];
+
+static const struct sp_cfi_row *tramp_row(void *ctx, const struct sp_unwind_module *m,
+					  uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	static const uint8_t tramp[] = {0x48, 0x83, 0xec, 0x08, 0xff, 0xd1,
+					0x48, 0x83, 0xc4, 0x08, 0xc3};
+	(void)ctx;
+	if (code_row_calls < 4)
+		code_row_after_call[code_row_calls] = after_call;
+	code_row_calls++;
+	/* copies of the trampoline every 16 bytes from the module's start */
+	uint64_t off = (pc - m->start) % 16;
+	return sp_codeframe_row(tramp, sizeof(tramp), off, after_call, out) ? NULL : out;
+}
+
+Test(unwind, code_without_cfi_proven_by_its_bytes)
+{
+	struct sp_regs r = { .valid = 1u << SP_DW_RIP | 1u << SP_DW_RSP };
+	uint64_t pcs[4];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module jit = { .start = 0x400000, .end = 0x500000, .code_row = tramp_row };
+	/* the sampled pc after the trampoline's call, then its own caller's return address
+	 * (0x400016 = copy 1, offset 6), then a return address outside every module */
+	uint64_t stack[6] = { 0, 0x400016, 0, 0x1000, 0, 0 };
+
+	r.regs[SP_DW_RIP] = 0x400006;
+	r.regs[SP_DW_RSP] = (uintptr_t)stack;
+	struct sp_stack_mem mem = { (uintptr_t)stack, (const uint8_t *)stack, sizeof(stack) };
+	code_row_calls = 0;
+	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &jit, pcs, 4, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_UNMAPPED);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(pcs[0], 0x400006);
+	cr_assert_eq(pcs[1], 0x400015, "a return address is looked up at ra - 1");
+	cr_assert_eq(code_row_calls, 2);
+	cr_assert(!code_row_after_call[0], "the sampled pc is exact");
+	cr_assert(code_row_after_call[1], "the caller's pc is a return address");
+	cr_assert_eq(stats.code_frames, 2);
+
+	/* a pc the code does not prove (inside the call instruction) ends the stack */
+	r.regs[SP_DW_RIP] = 0x400005;
+	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &jit, pcs, 4, &n, &stop, NULL), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+}
+
 Test(unwind, unknown_cfa_register_is_bad_rule)
 {
 	struct capture c;

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * A minimal JIT: main -> call_jit calls jit_hot_loop, a countdown loop whose
+ * A minimal JIT: main -> run_jit -> call_jit calls jit_hot_loop, generated
  * x86-64 machine code this program copies into an anonymous executable page
  * and names in a perf map (/tmp/perf-PID.map, "START SIZE NAME" in hex),
- * for -t SECONDS of CPU time.  The map file is left behind for the
- * profiler: whoever runs this removes it (its path is printed).
+ * for -t SECONDS of CPU time.  jit_hot_loop keeps a frame pointer and calls
+ * back into native code (jit_callback, -c ITERATIONS of work, default none)
+ * before its countdown loop.  The generated code has no CFI: its callers are
+ * found only by reading its instructions.  The map file is left behind for
+ * the profiler: whoever runs this removes it (its path is printed).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -29,29 +32,52 @@ static void on_alarm(int sig)
 }
 
 /*
- * jit_hot_loop, hand-assembled (Intel SDM vol. 2 encodings):
+ * jit_hot_loop(callback), hand-assembled (Intel SDM vol. 2 encodings):
  *   55                push %rbp
  *   48 89 e5          mov  %rsp,%rbp
+ *   53                push %rbx
+ *   48 83 ec 08       sub  $8,%rsp      (16-byte alignment for the call)
+ *   ff d7             call *%rdi        (the native callback)
  *   b9 NN NN NN NN    mov  $LOOP_COUNT,%ecx
  *   ff c9          1: dec  %ecx
  *   75 fc             jnz  1b          (rel8 -4: back to the dec)
  *   89 c8             mov  %ecx,%eax   (returns 0)
+ *   48 83 c4 08       add  $8,%rsp
+ *   5b                pop  %rbx
  *   5d                pop  %rbp
  *   c3                ret
  */
+#define COUNT_AT 12
 static const unsigned char code_template[] = {
-	0x55, 0x48, 0x89, 0xe5, 0xb9, 0, 0, 0, 0, 0xff, 0xc9, 0x75, 0xfc, 0x89, 0xc8, 0x5d, 0xc3,
+	0x55, 0x48, 0x89, 0xe5, 0x53, 0x48, 0x83, 0xec, 0x08, 0xff, 0xd7, 0xb9, 0, 0, 0, 0,
+	0xff, 0xc9, 0x75, 0xfc, 0x89, 0xc8, 0x48, 0x83, 0xc4, 0x08, 0x5b, 0x5d, 0xc3,
 };
 
-typedef int (*jit_fn)(void);
+static unsigned long callback_iterations;
+
+/* Native code the generated code calls: its caller is the JIT frame. */
+NOINLINE void jit_callback(void)
+{
+	for (volatile unsigned long i = 0; i < callback_iterations; i++)
+		;
+}
+
+typedef int (*jit_fn)(void (*callback)(void));
 
 NOINLINE unsigned long call_jit(jit_fn fn)
 {
 	unsigned long calls = 0;
 	while (!stop) {
-		calls += fn() == 0;
+		calls += fn(jit_callback) == 0;
 		__asm__ __volatile__("" ::: "memory");
 	}
+	return calls;
+}
+
+NOINLINE unsigned long run_jit(jit_fn fn)
+{
+	unsigned long calls = call_jit(fn);
+	__asm__ __volatile__("" ::: "memory");
 	return calls;
 }
 
@@ -59,9 +85,11 @@ int main(int argc, char **argv)
 {
 	double seconds = 1;
 	int c;
-	while ((c = getopt(argc, argv, "t:h")) != -1) {
+	while ((c = getopt(argc, argv, "t:c:h")) != -1) {
 		if (c == 't')
 			seconds = strtod(optarg, NULL);
+		else if (c == 'c')
+			callback_iterations = strtoul(optarg, NULL, 10);
 		else
 			goto usage;
 	}
@@ -79,7 +107,7 @@ int main(int argc, char **argv)
 	unsigned char *fn = code + 64;
 	memcpy(fn, code_template, sizeof(code_template));
 	unsigned count = LOOP_COUNT;
-	memcpy(fn + 5, &count, sizeof(count));
+	memcpy(fn + COUNT_AT, &count, sizeof(count));
 	__builtin___clear_cache((char *)fn, (char *)fn + sizeof(code_template));
 
 	char path[64];
@@ -114,12 +142,13 @@ int main(int argc, char **argv)
 	struct itimerval run = {{0, 0}, {us / 1000000, us % 1000000}};
 	setitimer(ITIMER_VIRTUAL, &run, NULL);
 
-	unsigned long calls = call_jit((jit_fn)(void *)fn);
+	unsigned long calls = run_jit((jit_fn)(void *)fn);
 	printf("jit_perfmap: %lu calls\n", calls);
 	return 0;
 usage:
-	fprintf(stderr, "usage: jit_perfmap [-t SECONDS]\n"
+	fprintf(stderr, "usage: jit_perfmap [-t SECONDS] [-c ITERATIONS]\n"
 			"Runs generated code named in /tmp/perf-PID.map for SECONDS (default 1)\n"
-			"of CPU time; the map file is left for the profiler to read.\n");
+			"of CPU time, calling back into native code that loops ITERATIONS times\n"
+			"(default 0) per call; the map file is left for the profiler to read.\n");
 	return 2;
 }

@@ -371,3 +371,57 @@ void sp_symbolize_result_release(struct sp_symbolize_result *res)
 	free(res->unresolved);
 	*res = (struct sp_symbolize_result){0};
 }
+
+/* ---- at record end: images deleted or replaced while recording ------------ */
+
+int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,
+			uint64_t *frames)
+{
+	*frames = 0;
+	struct sp_spool *s = NULL;
+	struct sp_symbolizer *sym = NULL;
+	struct sp_symenc *enc = NULL;
+	uint8_t *used = NULL;
+	struct sp_buf records;
+	sp_buf_init(&records);
+	/* Only native frames are wanted: no kallsyms, no perf maps. */
+	const struct sp_symbolizer_opts o = {
+		.no_kernel_symbols = true,
+		.perf_map_policy = SP_PERF_MAPS_NONE,
+		.stored_symbols = SP_STORED_NONE,
+	};
+	int err = sp_spool_writer_read_back(w, &s);
+	if (!err)
+		err = sp_symbolizer_new(s, &o, &sym);
+	if (!err)
+		err = sp_symenc_new(s, &enc);
+	if (!err)
+		err = used_frames(s, &used);
+	/* A module without a file entry keeps the address form: nothing to do for it. */
+	for (size_t i = 0; i < n && i < s->nmodules && !err; i++)
+		if (fd_by_module[i] >= 0)
+			(void)sp_symbolizer_use_file(sym, (uint32_t)i, fd_by_module[i]);
+	for (uint32_t id = 0; id < (s ? s->nframes : 0) && !err; id++) {
+		const struct sp_frame *fr = &s->frames[id];
+		if (!used[id] || fr->mode != SP_FRAME_USER || fr->module_id >= n ||
+		    fd_by_module[fr->module_id] < 0)
+			continue;
+		const struct sp_resolved_frame *chain;
+		size_t k;
+		err = sp_symbolizer_resolve_all(sym, id, &chain, &k);
+		if (!err && chain[k - 1].origin == SP_ORIGIN_ELF)
+			err = sp_symenc_add_frame(enc, id, chain, k);
+	}
+	if (!err)
+		err = sp_symenc_finish(enc, &records);
+	if (!err && records.len)
+		err = sp_spool_writer_append_records(w, records.data, records.len);
+	if (!err)
+		*frames = sp_symenc_frames(enc);
+	sp_buf_release(&records);
+	free(used);
+	sp_symenc_free(enc);
+	sp_symbolizer_free(sym);
+	sp_spool_free(s);
+	return err;
+}

@@ -2,7 +2,8 @@
 # Symbols stored in the spool (stackpulse symbolize): a copy of inline_chain in a temp
 # dir is recorded and reported, symbolized, moved away, and reported again: the same
 # bytes, in text, --lines folded and perf-script forms.  Kernel frames of a -k
-# recording keep their names after the --kallsyms copy is gone.  A stripped binary
+# recording keep their names after the --kallsyms copy is gone, perf-map names after
+# the map is gone.  A stripped binary
 # without a debug file is listed with every place looked, and a later symbolize with
 # its debug file reachable names it.  A binary deleted or replaced while it runs is
 # named from the image that was sampled (stored at record end), never from the new file.
@@ -109,7 +110,33 @@ else
 	fi
 fi
 
-# --- 3. a stripped binary without its debug file: where symbolize looked --------------
+# --- 3. perf-map names without the map ------------------------------------------------
+
+WORKLOAD_JIT=$WORKLOADS/jit_perfmap
+if [ -x "$WORKLOAD_JIT" ]; then
+	sp_record jit.spool -F 999 -- "$WORKLOAD_JIT" -t 1 >jit.out || fail "record of jit_perfmap exited $?"
+	MAP=$(sed -n 's/^jit_perfmap: perf map //p' jit.out)
+	mkdir maps && mv "$MAP" maps/ 2>/dev/null
+	reports jbefore jit.spool --perf-map-dir maps
+	if grep -q jit_hot_loop jbefore.folded; then
+		"$SP" symbolize --perf-map-dir maps jit.spool >jsym.out 2>&1 || fail "symbolize of jit.spool exited $?"
+		"$SP" dump jit.spool | grep -q '^sym-perf-map .*name="jit_hot_loop"' &&
+			ok "symbolize stored the perf map line it used" ||
+			fail "no sym-perf-map record for jit_hot_loop"
+		rm -rf maps
+		reports jafter jit.spool --perf-map-dir maps
+		cmp -s jbefore.folded jafter.folded && cmp -s jbefore.txt jafter.txt &&
+			ok "perf-map names stay with the map gone (same report)" ||
+			fail "perf-map report differs without the map: $(diff jbefore.folded jafter.folded | head -n 4 | tr '\n' '|')"
+	else
+		skip "perf maps: jit_hot_loop not named even with the map ($(folded_top jbefore.folded 1))"
+	fi
+	rm -f "$MAP"
+else
+	skip "jit_perfmap workload not built"
+fi
+
+# --- 4. a stripped binary without its debug file: where symbolize looked --------------
 
 if command -v objcopy >/dev/null 2>&1 && command -v strip >/dev/null 2>&1; then
 	mkdir strip && cp "$CHAIN4" strip/sprog && objcopy --only-keep-debug strip/sprog sprog.debug &&
@@ -147,7 +174,7 @@ else
 	skip "objcopy or strip missing: no stripped binary"
 fi
 
-# --- 4. binaries replaced or deleted while they run ------------------------------------
+# --- 5. binaries replaced or deleted while they run ------------------------------------
 
 # run_and_swap NAME ACTION: start a copy of chain4 as bin/NAME, record it by pid, then
 # replace (mv another binary over it) or delete it while it runs; wait for its exit.

@@ -3,9 +3,8 @@
 # dir is recorded and reported, symbolized, moved away, and reported again: the same
 # bytes, in text, --lines folded and perf-script forms.  Kernel frames of a -k
 # recording keep their names after the --kallsyms copy is gone, perf-map names after
-# the map is gone.  A stripped binary
-# without a debug file is listed with every place looked, and a later symbolize with
-# its debug file reachable names it.  A binary deleted or replaced while it runs is
+# the map is gone.  A stripped binary without a debug file is listed with every place
+# looked, and a later symbolize with its debug file reachable names it.  A binary deleted or replaced while it runs is
 # named from the image that was sampled (stored at record end), never from the new file.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse

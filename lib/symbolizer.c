@@ -1378,8 +1378,14 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 /* ---- stored frames: the spool's symbol records -------------------------- */
 
 /* Does a stored frame stand, given the options?  (struct sp_symbolizer_opts.stored_symbols) */
-static bool stored_usable(const struct sp_symbolizer *sym, const struct sp_resolved_frame *last)
+static bool stored_usable(const struct sp_symbolizer *sym, const struct sp_resolved_frame *c,
+			  size_t n)
 {
+	/* Markers are never stored: a file claiming one is not believed. */
+	for (size_t i = 0; i < n; i++)
+		if (c[i].kind == SP_KIND_TRUNCATED || (c[i].flags & SP_RFRAME_TRUNCATED))
+			return false;
+	const struct sp_resolved_frame *last = &c[n - 1];
 	switch (last->origin) {
 	case SP_ORIGIN_ADDRESS_ONLY:
 		return sym->opts.stored_symbols == SP_STORED_ALL;
@@ -1407,7 +1413,7 @@ static int resolve_stored(struct sp_symbolizer *sym, uint32_t frame_id,
 	if (!c)
 		return -ENOMEM;
 	sp_symstore_get(sym->spool, sym->stored, frame_id, c, n);
-	if (!stored_usable(sym, &c[n - 1])) {
+	if (!stored_usable(sym, c, n)) {
 		sym->frame_src[frame_id] = SP_FRAME_SRC_RESOLVED_AGAIN;
 		return 0;
 	}

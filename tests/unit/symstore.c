@@ -319,3 +319,31 @@ Test(symstore, symbolize_lists_places_and_writes_atomically)
 		     -ENOENT);
 	sp_symbolize_result_release(&r);
 }
+
+/* A stored "truncation marker" for an ordinary frame is not believed. */
+Test(symstore, stored_markers_are_refused)
+{
+	struct sp_buf b;
+	size_t n;
+	uint8_t *small = small_bytes(&n, NULL);
+	sp_buf_init(&b);
+	cr_assert_eq(sp_buf_append(&b, small, n), 0);
+	free(small);
+	static const uint8_t strings[] = {1, 1, 'x'};
+	put_record(&b, SP_REC_SYM_STRINGS, strings, sizeof(strings));
+	/* frame 0: kind 4 (truncated), origin 0, flags 0x10, name 0, module 0 */
+	static const uint8_t marker[] = {0, 1, 4, 0, 0x10, 0, 0, 0, 0, 0};
+	put_record(&b, SP_REC_SYM_FRAME, marker, sizeof(marker));
+	struct sp_spool *s;
+	cr_assert_eq(sp_spool_open_buffer(b.data, b.len, &s), 0);
+	cr_assert_eq(s->nsymframes, 1);
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(s, NULL, &sym), 0);
+	const struct sp_resolved_frame *f;
+	cr_assert_eq(sp_symbolizer_resolve(sym, 0, &f), 0);
+	cr_expect_neq(f->kind, SP_KIND_TRUNCATED);
+	cr_expect_str_neq(f->name, "x");
+	sp_symbolizer_free(sym);
+	sp_spool_free(s);
+	sp_buf_release(&b);
+}

@@ -39,4 +39,13 @@ FILE *sp_cli_open_output(const char *path);
 /* Close an output from sp_cli_open_output, reporting write errors.  0 or SP_EXIT_FAILURE. */
 int sp_cli_close_output(FILE *f, const char *path);
 
+/*
+ * The symbol options of report and symbolize (cmd/symopts.c), as an argp
+ * child whose input is a struct sp_symbolizer_opts.
+ */
+extern const struct argp sp_cli_symbol_argp;
+/* Say once why kernel or perf-map names are missing, from a symbolizer's stats. */
+void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
+				const struct sp_symbolizer_opts *o);
+
 #endif

@@ -70,7 +70,7 @@ struct subcommand {
 static const struct subcommand commands[] = {
 	{"record", cmd_record, "sample a command or running processes into a spool"},
 	{"report", cmd_report, "print where CPU time went, or export to other tools"},
-	{"symbolize", cmd_symbolize, "resolve a spool's frames ahead of time (not implemented yet)"},
+	{"symbolize", cmd_symbolize, "resolve a spool's frames now and store the names in it"},
 	{"dump", cmd_dump, "print every record of a spool"},
 };
 

@@ -13,10 +13,6 @@ enum {
 	OPT_ROWS,
 	OPT_STACKS,
 	OPT_NO_DEMANGLE,
-	OPT_KALLSYMS,
-	OPT_NO_KERNEL_SYMBOLS,
-	OPT_PERF_MAP_DIR,
-	OPT_PERF_MAPS,
 	OPT_NO_INLINE,
 	OPT_LINES,
 	OPT_SHOW_RUNTIME,
@@ -42,17 +38,9 @@ static const struct argp_option options[] = {
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
 	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5)", 2},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
-	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0, "show C++ names as they are in the symbol table", 3},
-	{"kallsyms", OPT_KALLSYMS, "FILE", 0,
-	 "name kernel frames from FILE, a copy of /proc/kallsyms saved while recording "
-	 "(default: /proc/kallsyms, when the running kernel is the recorded release)", 3},
-	{"no-kernel-symbols", OPT_NO_KERNEL_SYMBOLS, NULL, 0,
-	 "show kernel frames as [kernel]+0xADDRESS", 3},
-	{"perf-map-dir", OPT_PERF_MAP_DIR, "DIR", 0,
-	 "read perf-PID.map files from DIR instead of /tmp", 3},
-	{"perf-maps", OPT_PERF_MAPS, "WHICH", 0,
-	 "whose perf maps name anonymous code: all (default), python (processes "
-	 "recorded as Python runtimes), none", 3},
+	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0,
+	 "show C++ names as they are in the symbol table (ignores stored symbols, "
+	 "which are demangled)", 3},
 	{"no-inline", OPT_NO_INLINE, NULL, 0,
 	 "fold inlined functions into the function they were inlined into "
 	 "(default: each is a frame of its own, marked inline)", 3},
@@ -106,15 +94,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NO_DEMANGLE:
 		a->sym.no_demangle = true;
 		break;
-	case OPT_KALLSYMS:
-		a->sym.kallsyms_path = arg;
-		break;
-	case OPT_NO_KERNEL_SYMBOLS:
-		a->sym.no_kernel_symbols = true;
-		break;
-	case OPT_PERF_MAP_DIR:
-		a->sym.perf_map_dir = arg;
-		break;
 	case OPT_NO_INLINE:
 		a->sym.no_inline = true;
 		break;
@@ -124,16 +103,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_SHOW_RUNTIME:
 		a->report.show_runtime = true;
 		break;
-	case OPT_PERF_MAPS:
-		if (!strcmp(arg, "all"))
-			a->sym.perf_map_policy = SP_PERF_MAPS_ALL;
-		else if (!strcmp(arg, "python"))
-			a->sym.perf_map_policy = SP_PERF_MAPS_PYTHON;
-		else if (!strcmp(arg, "none"))
-			a->sym.perf_map_policy = SP_PERF_MAPS_NONE;
-		else
-			argp_error(state, "unknown perf map choice '%s': expected all, python or none",
-				   arg);
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = &a->sym;
 		break;
 	case ARGP_KEY_END:
 		/* gzip data on a terminal helps nobody (gzip(1) refuses the same way). */
@@ -153,55 +124,27 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+static const struct argp_child children[] = {
+	{&sp_cli_symbol_argp, 0, NULL, 3},
+	{NULL, 0, NULL, 0},
+};
+
 static const struct argp argp = {
 	options, parse_opt, "[SPOOL]",
 	"Print where CPU time went in a spool (default profile.spool), or export it "
-	"for other tools: folded stacks, pprof, speedscope, perf script.  Frames are "
+	"for other tools: folded stacks, pprof, speedscope, perf script.  Frames take "
+	"the symbols 'stackpulse symbolize' stored in the spool; the others are "
 	"symbolized on the fly from the recorded module files, each proven to be the "
 	"file that was recorded."
 	SP_CLI_EXIT_DOC,
-	NULL, NULL, NULL,
+	children, NULL, NULL,
 };
 
-/* Say once why kernel or perf-map names are missing; the report itself stays clean. */
-static void warn_symbol_sources(const struct sp_symbolizer *sym,
-				const struct sp_symbolizer_opts *o)
+static void warn_symbols(const struct sp_symbolizer *sym, const struct sp_symbolizer_opts *o)
 {
 	struct sp_symbolizer_stats st;
 	sp_symbolizer_stats(sym, &st);
-	const char *ks = o->kallsyms_path ? o->kallsyms_path : "/proc/kallsyms";
-	if (st.kallsyms_other_kernel)
-		sp_cli_warn("kernel frames shown as addresses: the recording ran another kernel "
-			    "release than this one (give its kallsyms with --kallsyms FILE)");
-	else if (st.kallsyms_error)
-		sp_cli_warn("kernel frames shown as addresses: cannot read '%s': %s", ks,
-			    sp_strerror(st.kallsyms_error));
-	else if (st.kallsyms_restricted)
-		sp_cli_warn("kernel frames shown as addresses: '%s' shows every address as 0 "
-			    "(kernel.kptr_restrict; read it as root)", ks);
-	if (st.kallsyms_malformed)
-		sp_cli_warn("%" PRIu64 " malformed line%s of '%s' skipped", st.kallsyms_malformed,
-			    st.kallsyms_malformed == 1 ? "" : "s", ks);
-	const char *dir = o->perf_map_dir ? o->perf_map_dir : "/tmp";
-	if (st.perf_maps_stale)
-		sp_cli_warn("%" PRIu64 " perf map%s in '%s' ignored: older than the recorded "
-			    "process (left by an earlier process with the same pid)",
-			    st.perf_maps_stale, st.perf_maps_stale == 1 ? "" : "s", dir);
-	if (st.perf_maps_insecure)
-		sp_cli_warn("%" PRIu64 " perf map%s in '%s' ignored: a symlink, not a regular "
-			    "file, or writable by group or others", st.perf_maps_insecure,
-			    st.perf_maps_insecure == 1 ? "" : "s", dir);
-	if (st.perf_maps_limited)
-		sp_cli_warn("%" PRIu64 " perf map%s in '%s' read only in part (size limit)",
-			    st.perf_maps_limited, st.perf_maps_limited == 1 ? "" : "s", dir);
-	if (st.perf_map_lines_malformed)
-		sp_cli_warn("%" PRIu64 " malformed perf map line%s skipped",
-			    st.perf_map_lines_malformed, st.perf_map_lines_malformed == 1 ? "" : "s");
-	if (st.debug_files_mismatched)
-		sp_cli_warn("%" PRIu64 " debug file%s refused: not built with the module file "
-			    "(build-id or CRC differs), first '%s'", st.debug_files_mismatched,
-			    st.debug_files_mismatched == 1 ? "" : "s",
-			    st.debug_file_mismatched ? st.debug_file_mismatched : "?");
+	sp_cli_warn_symbol_sources(&st, o);
 }
 
 int cmd_report(int argc, char **argv)
@@ -239,7 +182,7 @@ int cmd_report(int argc, char **argv)
 	if (err)
 		rc = sp_cli_error("cannot write report: %s", sp_strerror(err));
 	else
-		warn_symbol_sources(sym, &a.sym);
+		warn_symbols(sym, &a.sym);
 out:
 	sp_symbolizer_free(sym);
 	sp_spool_free(spool);

@@ -64,6 +64,10 @@ struct search {
 	struct stat main_st;
 	bool have_main_st;
 	struct sp_debug_found *out;
+	/* Listing only (sp_debug_file_candidates): every candidate path, none opened. */
+	bool listing;
+	char **list;
+	size_t nlist;
 };
 
 /*
@@ -72,6 +76,16 @@ struct search {
  */
 static int try_path(struct search *s, char *path)
 {
+	if (s->listing) {
+		char **l = realloc(s->list, (s->nlist + 1) * sizeof(*l));
+		if (!l) {
+			free(path);
+			return -ENOMEM;
+		}
+		s->list = l;
+		s->list[s->nlist++] = path;
+		return 0;
+	}
 	/* O_NONBLOCK: a FIFO planted at a candidate path must not hang the report. */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0) {
@@ -138,11 +152,41 @@ static int try_debuglink_in(struct search *s, const char *dir, size_t dir_len,
 	return try_fmt(s, "%.*s%.*s/%s", (int)dir_len, dir, (int)file_dir_len, file_dir, link);
 }
 
+static int search(struct search *s);
+
 int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *out)
 {
 	*out = (struct sp_debug_found){.fd = -1};
 	struct search s = {.q = q, .out = out};
 	s.have_main_st = q->path && !stat(q->path, &s.main_st);
+	int r = search(&s);
+	if (r < 0) {
+		sp_debug_found_release(out);
+		return r;
+	}
+	return 0;
+}
+
+int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n)
+{
+	struct sp_debug_found unused = {.fd = -1};
+	struct search s = {.q = q, .out = &unused, .listing = true};
+	int r = search(&s);
+	if (r < 0) {
+		for (size_t i = 0; i < s.nlist; i++)
+			free(s.list[i]);
+		free(s.list);
+		return r;
+	}
+	*paths = s.list;
+	*n = s.nlist;
+	return 0;
+}
+
+/* Every candidate in order, until one is q's debug file: 1 found, 0 none, -ENOMEM. */
+static int search(struct search *s)
+{
+	const struct sp_debug_query *q = s->q;
 	/* A link is a file name: one with a '/' could point anywhere, so it is not followed. */
 	bool link = q->debuglink && *q->debuglink && !strchr(q->debuglink, '/');
 	const char *file_dir = q->path && q->path[0] == '/' ? q->path : NULL;
@@ -157,30 +201,26 @@ int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *ou
 	for (const char *d = q->dirs; d && *d && !r;) {
 		size_t len = strcspn(d, ":");
 		if (len && d[0] == '/') {
-			r = try_build_id(&s, d, len);
+			r = try_build_id(s, d, len);
 			if (!r && link)
-				r = try_debuglink_in(&s, d, len, file_dir, file_dir_len);
+				r = try_debuglink_in(s, d, len, file_dir, file_dir_len);
 		}
 		d += len;
 		d += *d == ':';
 	}
 	/* 2. The global build-id tree. */
 	if (!r)
-		r = try_build_id(&s, GLOBAL_DEBUG_DIR, strlen(GLOBAL_DEBUG_DIR));
+		r = try_build_id(s, GLOBAL_DEBUG_DIR, strlen(GLOBAL_DEBUG_DIR));
 	/* 3. The debug link beside the file, in .debug/ beside it, under /usr/lib/debug. */
 	if (!r && link && file_dir) {
-		r = try_fmt(&s, "%.*s/%s", (int)file_dir_len, file_dir, q->debuglink);
+		r = try_fmt(s, "%.*s/%s", (int)file_dir_len, file_dir, q->debuglink);
 		if (!r)
-			r = try_fmt(&s, "%.*s/.debug/%s", (int)file_dir_len, file_dir, q->debuglink);
+			r = try_fmt(s, "%.*s/.debug/%s", (int)file_dir_len, file_dir, q->debuglink);
 		if (!r)
-			r = try_fmt(&s, GLOBAL_DEBUG_DIR "%.*s/%s", (int)file_dir_len, file_dir,
+			r = try_fmt(s, GLOBAL_DEBUG_DIR "%.*s/%s", (int)file_dir_len, file_dir,
 				    q->debuglink);
 	}
-	if (r < 0) {
-		sp_debug_found_release(out);
-		return r;
-	}
-	return 0;
+	return r;
 }
 
 void sp_debug_found_release(struct sp_debug_found *f)

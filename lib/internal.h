@@ -403,6 +403,7 @@ struct sp_modfile {
 	struct sp_cfi_table *cfi;
 	bool cfi_tried;
 	struct sp_modfile *cfi_owner; /* same build-id seen first: share its table */
+	char *path;             /* the mapping's path as first seen, owned */
 };
 
 /* A module as a process sees it: a range, the spool's module id, its file. */
@@ -435,6 +436,22 @@ struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_
 				  uint64_t end, uint64_t dev, uint64_t ino, const char *path);
 /* The file's rule table, compiled on first use and shared by files of one build-id. */
 struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
+/*
+ * True when f's path no longer names the image f holds open: the file was
+ * deleted or replaced (renamed over) since it was mapped.
+ */
+bool sp_modfile_replaced(const struct sp_modfile *f);
+
+/*
+ * At record end, name the frames of modules whose file was deleted or
+ * replaced from the images the recorder kept open (DESIGN decision 7):
+ * fd_by_module[id] (n entries) is such an image's fd, or -1.  Reads the
+ * spool written so far back, resolves the frames of those modules that the
+ * samples use, and appends their symbol records to w (lib/symbolize.c).
+ * *frames gets how many were stored.  0 or -errno.
+ */
+int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,
+			uint64_t *frames);
 
 /*
  * Generated code of one live process (lib/jitcode.c): function entries from

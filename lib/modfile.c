@@ -42,6 +42,7 @@ static void modfile_free(struct sp_modfile *f)
 	if (f->fd >= 0)
 		close(f->fd);
 	free(f->image);
+	free(f->path);
 	sp_elf_info_release(&f->info);
 	free(f);
 }
@@ -132,6 +133,11 @@ struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_
 	f->fd = -1;
 	f->dev = dev;
 	f->ino = ino;
+	f->path = strdup(path);
+	if (!f->path) {
+		free(f);
+		return NULL;
+	}
 	if (open_modfile(f, pid, start, end, path) == 0 && sp_elf_info_read(f->elf, &f->info) == 0)
 		f->info_ok = true;
 	else
@@ -150,6 +156,21 @@ struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_
 	sp_map_put(&r->file_index, key, (uint32_t)r->nfiles);
 	r->nfiles++;
 	return f;
+}
+
+bool sp_modfile_replaced(const struct sp_modfile *f)
+{
+	if (f->fd < 0 || f->path[0] != '/')
+		return false;
+	/* The kernel marks an unlinked file's path; the name may since hold another file. */
+	size_t n = strlen(f->path), k = strlen(" (deleted)");
+	char *path = n > k && !strcmp(f->path + n - k, " (deleted)") ? strndup(f->path, n - k)
+								    : strdup(f->path);
+	struct stat now, held;
+	bool same = path && !stat(path, &now) && !fstat(f->fd, &held) &&
+		    now.st_dev == held.st_dev && now.st_ino == held.st_ino;
+	free(path);
+	return !same;
 }
 
 /* The rule table is compiled on first use, once per build-id. */

@@ -966,6 +966,38 @@ bool sp_recorder_has_active_processes_except(const struct sp_recorder *r, pid_t 
 	return false;
 }
 
+/*
+ * DESIGN decision 7: a module file deleted or replaced while recording can
+ * never be proven at its path again, so its frames are named now, from the
+ * image the recorder holds open, and stored in the spool.  Only at the end,
+ * only for such files: the check is one stat(2) per module file.
+ */
+static void store_replaced_images(struct sp_recorder *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+			if (pm->file && sp_modfile_replaced(pm->file) && pm->module_id >= n)
+				n = (size_t)pm->module_id + 1;
+		}
+	int *fds = n ? malloc(n * sizeof(*fds)) : NULL;
+	if (!fds)
+		return;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+			if (pm->file && pm->module_id < n && sp_modfile_replaced(pm->file))
+				fds[pm->module_id] = pm->file->fd;
+		}
+	uint64_t frames;
+	/* Best effort: without these records the frames say their file is not the recorded one. */
+	sp_symbolize_images(r->spool, fds, n, &frames);
+	free(fds);
+}
+
 int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 {
 	if (r->finished)
@@ -973,6 +1005,7 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	sp_recorder_disable(r);
 	int err = sp_recorder_consume_available(r);
 	r->finished = true;
+	store_replaced_images(r);
 	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
 	if (out)

@@ -81,6 +81,11 @@ bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
  */
 int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *out);
 void sp_debug_found_release(struct sp_debug_found *f);
+/*
+ * Every path sp_debug_file_find would try for q, in its order, none opened:
+ * *paths is a malloc'd array of *n malloc'd strings.  0 or -ENOMEM.
+ */
+int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n);
 
 /* ---- decompressed copies of debug files (lib/debugcache.c) -------------- */
 

@@ -165,6 +165,52 @@ static void dump_summary(FILE *out, const struct sp_summary *m)
 		m->code_frames);
 }
 
+static void put_string_id(FILE *out, const struct sp_spool *s, uint32_t id)
+{
+	if (id == SP_SYM_NO_STRING)
+		fputc('-', out);
+	else
+		put_quoted(out, s->sym_strings[id]);
+}
+
+/* Symbol records show their strings, not their string ids. */
+static void dump_symbol_record(FILE *out, const struct sp_spool *s, const struct sp_spool_log *r)
+{
+	uint32_t i = r->index;
+	if (r->type == SP_REC_SYM_STRINGS) {
+		size_t end = i + 1 < s->nstrrecs ? s->strrec_first[i + 1] : s->nsym_strings;
+		fprintf(out, "sym-strings first=%" PRIu32 " count=%zu", s->strrec_first[i],
+			end - s->strrec_first[i]);
+	} else if (r->type == SP_REC_SYM_FRAME) {
+		const struct sp_spool_symframe *sf = &s->symframes[i];
+		fprintf(out, "sym-frame frame=%" PRIu32 " n=%" PRIu32, sf->frame, sf->n);
+		for (uint32_t k = 0; k < sf->n; k++) {
+			const struct sp_spool_sym *e = &s->syms[sf->first + k];
+			fprintf(out, " [kind=%u origin=%u flags=0x%" PRIx32 " name=", e->kind,
+				e->origin, e->flags);
+			put_string_id(out, s, e->name);
+			fputs(" module=", out);
+			put_string_id(out, s, e->module);
+			fputs(" file=", out);
+			put_string_id(out, s, e->file);
+			fprintf(out, " line=%" PRIu32 " offset=0x%" PRIx64 "]", e->line,
+				e->symbol_offset);
+		}
+	} else if (r->type == SP_REC_SYM_KERNEL) {
+		const struct sp_spool_ksym *k = &s->ksyms[i];
+		fprintf(out, "sym-kernel addr=0x%" PRIx64 " size=0x%" PRIx64 " name=", k->addr,
+			k->size);
+		put_string_id(out, s, k->name);
+		fputs(" module=", out);
+		put_string_id(out, s, k->module);
+	} else {
+		const struct sp_spool_pmline *l = &s->pmlines[i];
+		fprintf(out, "sym-perf-map pid=%" PRId32 " start=0x%" PRIx64 " size=0x%" PRIx64
+			     " name=", l->pid, l->start, l->size);
+		put_string_id(out, s, l->name);
+	}
+}
+
 static void dump_record(FILE *out, const struct sp_spool *s, const struct sp_spool_log *r)
 {
 	uint32_t i = r->index;
@@ -207,8 +253,15 @@ static void dump_record(FILE *out, const struct sp_spool *s, const struct sp_spo
 	case SP_REC_SUMMARY:
 		dump_summary(out, &s->summaries[i]);
 		break;
+	case SP_REC_SYM_STRINGS:
+	case SP_REC_SYM_FRAME:
+	case SP_REC_SYM_KERNEL:
+	case SP_REC_SYM_PERF_MAP:
+		dump_symbol_record(out, s, r);
+		break;
 	default:
-		fprintf(out, "unknown type=%u length=%" PRIu64, s->unknowns[i].type,
+		fprintf(out, "%s type=%u length=%" PRIu64,
+			s->unknowns[i].damaged ? "damaged-symbols" : "unknown", s->unknowns[i].type,
 			s->unknowns[i].length);
 		break;
 	}

@@ -34,8 +34,16 @@ enum sp_spool_record {
 	SP_REC_EXEC = 8,
 	SP_REC_LOST = 9,
 	SP_REC_SUMMARY = 10,
-	SP_REC_LAST_ = SP_REC_SUMMARY,
+	/* Symbol records, written by `stackpulse symbolize` and at record end (lib/symstore.c). */
+	SP_REC_SYM_STRINGS = 11,
+	SP_REC_SYM_FRAME = 12,
+	SP_REC_SYM_KERNEL = 13,
+	SP_REC_SYM_PERF_MAP = 14,
+	SP_REC_LAST_ = SP_REC_SYM_PERF_MAP,
 };
+
+/* String ids of optional strings are stored plus one; 0 is "none". */
+#define SP_SYM_NO_STRING UINT32_MAX
 
 /* EXEC flags; bits a reader does not know are ignored. */
 #define SP_EXEC_PYTHON 1u
@@ -93,7 +101,37 @@ struct sp_spool_log {
 
 struct sp_spool_unknown {
 	uint8_t type;
+	bool damaged; /* a symbol record that did not parse, or followed one that did not */
 	uint64_t length;
+};
+
+/* One function of a stored inline chain (a SYM_FRAME entry); strings are ids into sym_strings. */
+struct sp_spool_sym {
+	uint8_t kind, origin;
+	uint32_t flags;
+	uint32_t name, module;
+	uint32_t file; /* SP_SYM_NO_STRING when none */
+	uint32_t line;
+	uint64_t symbol_offset;
+};
+
+/* A SYM_FRAME record: the chain of frame, innermost first, at syms[first..first+n). */
+struct sp_spool_symframe {
+	uint32_t frame, first, n;
+};
+
+/* A SYM_KERNEL record: a kallsyms symbol a stored kernel frame was named from. */
+struct sp_spool_ksym {
+	uint64_t addr, size; /* size 0: unknown */
+	uint32_t name;
+	uint32_t module;     /* SP_SYM_NO_STRING for vmlinux */
+};
+
+/* A SYM_PERF_MAP record: a perf map line a stored frame was named from. */
+struct sp_spool_pmline {
+	int32_t pid;
+	uint64_t start, size;
+	uint32_t name;
 };
 
 /* A THREAD_NAME record; the thread's name points at the latest one's string. */
@@ -136,8 +174,30 @@ struct sp_spool {
 	size_t nsummaries, summaries_cap;
 	struct sp_spool_unknown *unknowns;
 	size_t nunknowns, unknowns_cap;
+	/* Symbol records: every SYM_STRINGS string in order, then what refers to them. */
+	char **sym_strings;
+	size_t nsym_strings, sym_strings_cap;
+	uint32_t *strrec_first; /* per SYM_STRINGS record: its first string id */
+	size_t nstrrecs, strrecs_cap;
+	struct sp_spool_sym *syms;
+	size_t nsyms, syms_cap;
+	struct sp_spool_symframe *symframes; /* a later one for a frame replaces an earlier */
+	size_t nsymframes, symframes_cap;
+	struct sp_spool_ksym *ksyms;
+	size_t nksyms, ksyms_cap;
+	struct sp_spool_pmline *pmlines;
+	size_t npmlines, pmlines_cap;
+	bool sym_damaged; /* symbol records from the first damaged one on are ignored */
+	size_t intact_len; /* bytes of the file up to the end of the last record kept */
 	struct sp_spool_log *log;
 	size_t nlog, log_cap;
 };
+
+/* ---- writer extras for symbol records (lib/spool_writer.c) -------------- */
+
+/* Append whole, already encoded records (lib/symstore.c's output).  0 or -errno. */
+int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);
+/* Flush, then read the spool written so far back into *out.  0 or -errno. */
+int sp_spool_writer_read_back(struct sp_spool_writer *w, struct sp_spool **out);
 
 #endif

@@ -311,7 +311,130 @@ static int parse_summary(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
-static int skip_unknown(struct sp_spool *s, uint8_t type, size_t length)
+/* ---- symbol records (stackpulse-spool(5), types 11 to 14) ---------------- */
+
+/* A string id defined by an earlier SYM_STRINGS record. */
+static int get_string_id(const struct sp_spool *s, struct cur *c, uint32_t *id)
+{
+	if (get_u32(c, id) || *id >= s->nsym_strings)
+		return CORRUPT;
+	return 0;
+}
+
+/* The same, stored plus one: 0 gives SP_SYM_NO_STRING. */
+static int get_opt_string_id(const struct sp_spool *s, struct cur *c, uint32_t *id)
+{
+	uint64_t v;
+	if (get_u64(c, &v) || v > s->nsym_strings)
+		return CORRUPT;
+	*id = v ? (uint32_t)(v - 1) : SP_SYM_NO_STRING;
+	return 0;
+}
+
+static int parse_sym_strings(struct sp_spool *s, struct cur *c)
+{
+	uint64_t n;
+	/* Every string takes at least its length byte: n is bounded by the payload. */
+	if (s->nstrrecs >= UINT32_MAX || get_u64(c, &n) || n > (uint64_t)(c->end - c->p) ||
+	    s->nsym_strings + n >= SP_SYM_NO_STRING)
+		return CORRUPT;
+	int err = SP_GROW(s->strrec_first, s->nstrrecs, s->strrecs_cap);
+	if (err)
+		return err;
+	size_t first = s->nsym_strings;
+	for (uint64_t i = 0; i < n; i++) {
+		char *str;
+		err = SP_GROW(s->sym_strings, s->nsym_strings, s->sym_strings_cap);
+		if (!err)
+			err = get_str(c, &str);
+		if (err)
+			goto undo;
+		s->sym_strings[s->nsym_strings++] = str;
+	}
+	err = log_record(s, SP_REC_SYM_STRINGS, s->nstrrecs);
+	if (err)
+		goto undo;
+	s->strrec_first[s->nstrrecs++] = (uint32_t)first;
+	return 0;
+undo:
+	/* A damaged record defines none of its strings. */
+	while (s->nsym_strings > first)
+		free(s->sym_strings[--s->nsym_strings]);
+	return err;
+}
+
+static int parse_sym_frame(struct sp_spool *s, struct cur *c)
+{
+	uint64_t frame, n;
+	/* An entry is at least eight one-byte fields. */
+	if (s->nsymframes >= UINT32_MAX || get_u64(c, &frame) || frame >= s->nframes ||
+	    get_u64(c, &n) || n == 0 || n > (uint64_t)(c->end - c->p) / 8 ||
+	    s->nsyms + n >= UINT32_MAX)
+		return CORRUPT;
+	size_t first = s->nsyms;
+	for (uint64_t i = 0; i < n; i++) {
+		struct sp_spool_sym e;
+		uint64_t kind, origin;
+		if (get_u64(c, &kind) || kind > SP_KIND_TRUNCATED || get_u64(c, &origin) ||
+		    origin > SP_ORIGIN_ADDRESS_ONLY || get_u32(c, &e.flags) ||
+		    get_string_id(s, c, &e.name) || get_string_id(s, c, &e.module) ||
+		    get_opt_string_id(s, c, &e.file) || get_u32(c, &e.line) ||
+		    get_u64(c, &e.symbol_offset)) {
+			s->nsyms = first;
+			return CORRUPT;
+		}
+		e.kind = (uint8_t)kind;
+		e.origin = (uint8_t)origin;
+		int err = SP_GROW(s->syms, s->nsyms, s->syms_cap);
+		if (err) {
+			s->nsyms = first;
+			return err;
+		}
+		s->syms[s->nsyms++] = e;
+	}
+	int err = SP_GROW(s->symframes, s->nsymframes, s->symframes_cap);
+	if (!err)
+		err = log_record(s, SP_REC_SYM_FRAME, s->nsymframes);
+	if (err) {
+		s->nsyms = first;
+		return err;
+	}
+	s->symframes[s->nsymframes++] = (struct sp_spool_symframe){
+		.frame = (uint32_t)frame, .first = (uint32_t)first, .n = (uint32_t)n};
+	return 0;
+}
+
+static int parse_sym_kernel(struct sp_spool *s, struct cur *c)
+{
+	struct sp_spool_ksym k;
+	if (s->nksyms >= UINT32_MAX || get_u64(c, &k.addr) || get_u64(c, &k.size) ||
+	    get_string_id(s, c, &k.name) || get_opt_string_id(s, c, &k.module))
+		return CORRUPT;
+	int err = SP_GROW(s->ksyms, s->nksyms, s->ksyms_cap);
+	if (!err)
+		err = log_record(s, SP_REC_SYM_KERNEL, s->nksyms);
+	if (err)
+		return err;
+	s->ksyms[s->nksyms++] = k;
+	return 0;
+}
+
+static int parse_sym_perf_map(struct sp_spool *s, struct cur *c)
+{
+	struct sp_spool_pmline l;
+	if (s->npmlines >= UINT32_MAX || get_i32(c, &l.pid) || get_u64(c, &l.start) ||
+	    get_u64(c, &l.size) || get_string_id(s, c, &l.name))
+		return CORRUPT;
+	int err = SP_GROW(s->pmlines, s->npmlines, s->pmlines_cap);
+	if (!err)
+		err = log_record(s, SP_REC_SYM_PERF_MAP, s->npmlines);
+	if (err)
+		return err;
+	s->pmlines[s->npmlines++] = l;
+	return 0;
+}
+
+static int skip_unknown(struct sp_spool *s, uint8_t type, size_t length, bool damaged)
 {
 	if (s->nunknowns >= UINT32_MAX)
 		return CORRUPT;
@@ -322,8 +445,40 @@ static int skip_unknown(struct sp_spool *s, uint8_t type, size_t length)
 		return err;
 	s->unknowns[s->nunknowns].type = type;
 	s->unknowns[s->nunknowns].length = length;
+	s->unknowns[s->nunknowns].damaged = damaged;
 	s->nunknowns++;
 	return 0;
+}
+
+/*
+ * Symbols are an optional cache of what symbolization found: a damaged
+ * symbol record must not cost the profile.  It is skipped, and so is every
+ * symbol record after it, since their string ids may count strings the
+ * damaged record held.
+ */
+static int parse_symbol_record(struct sp_spool *s, uint8_t type, struct cur *c, size_t len)
+{
+	int err = CORRUPT;
+	if (!s->sym_damaged) {
+		switch (type) {
+		case SP_REC_SYM_STRINGS:
+			err = parse_sym_strings(s, c);
+			break;
+		case SP_REC_SYM_FRAME:
+			err = parse_sym_frame(s, c);
+			break;
+		case SP_REC_SYM_KERNEL:
+			err = parse_sym_kernel(s, c);
+			break;
+		default:
+			err = parse_sym_perf_map(s, c);
+			break;
+		}
+	}
+	if (err != CORRUPT)
+		return err;
+	s->sym_damaged = true;
+	return skip_unknown(s, type, len, true);
 }
 
 /*
@@ -359,8 +514,13 @@ static int parse_record(struct sp_spool *s, uint8_t type, const uint8_t *p, size
 		return parse_lost(s, &c);
 	case SP_REC_SUMMARY:
 		return parse_summary(s, &c);
+	case SP_REC_SYM_STRINGS:
+	case SP_REC_SYM_FRAME:
+	case SP_REC_SYM_KERNEL:
+	case SP_REC_SYM_PERF_MAP:
+		return parse_symbol_record(s, type, &c, len);
 	default:
-		return skip_unknown(s, type, len);
+		return skip_unknown(s, type, len, false);
 	}
 }
 
@@ -403,6 +563,7 @@ static int parse(struct sp_spool *s, const uint8_t *data, size_t len)
 		}
 		if (err)
 			return err;
+		s->intact_len = (size_t)(p - data);
 	}
 	if (!s->nlog)
 		return -SP_E_SPOOL_TRUNCATED;
@@ -505,6 +666,14 @@ void sp_spool_free(struct sp_spool *s)
 	free(s->losts);
 	free(s->summaries);
 	free(s->unknowns);
+	for (size_t i = 0; i < s->nsym_strings; i++)
+		free(s->sym_strings[i]);
+	free(s->sym_strings);
+	free(s->strrec_first);
+	free(s->syms);
+	free(s->symframes);
+	free(s->ksyms);
+	free(s->pmlines);
 	free(s->log);
 	free(s);
 }

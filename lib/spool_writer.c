@@ -91,6 +91,29 @@ int sp_spool_writer_flush(struct sp_spool_writer *w)
 	return 0;
 }
 
+int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len)
+{
+	if (w->err)
+		return w->err;
+	if (w->fd < 0)
+		return -EBADF;
+	int err = sp_buf_append(&w->out, records, len);
+	if (err)
+		return err;
+	return w->out.len >= FLUSH_THRESHOLD ? sp_spool_writer_flush(w) : 0;
+}
+
+int sp_spool_writer_read_back(struct sp_spool_writer *w, struct sp_spool **out)
+{
+	int err = sp_spool_writer_flush(w);
+	if (err)
+		return err;
+	/* The writer's fd is write-only: reopen the same file (not its path, which may have moved). */
+	char self[64];
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", w->fd);
+	return sp_spool_open(self, out);
+}
+
 uint64_t sp_spool_writer_bytes(const struct sp_spool_writer *w)
 {
 	return w->written;

@@ -547,6 +547,13 @@ struct sp_native_backend {
 	void (*free)(void *instance); /* may be NULL */
 };
 
+/* Which symbol records stored in the spool (stackpulse symbolize) a symbolizer uses. */
+enum sp_stored_symbols {
+	SP_STORED_ALL = 0,   /* every stored frame (the default) */
+	SP_STORED_NAMED = 1, /* named ones; address-only frames are resolved again */
+	SP_STORED_NONE = 2,  /* none: every frame is resolved from the files */
+};
+
 /* Zero-initialised options are the defaults.  Strings are copied by sp_symbolizer_new. */
 struct sp_symbolizer_opts {
 	bool no_demangle;
@@ -591,6 +598,15 @@ struct sp_symbolizer_opts {
 	 * which debug_dirs and no_inline configure.
 	 */
 	const struct sp_native_backend *native;
+	/*
+	 * enum sp_stored_symbols.  A stored frame is used as stored, without
+	 * opening any file, except where these options exclude its source:
+	 * no_demangle ignores every stored frame (they hold demangled names),
+	 * no_kernel_symbols the kallsyms-named ones, a perf_map_policy other
+	 * than ALL the perf-map-named ones; no_inline keeps a stored chain's
+	 * last frame.
+	 */
+	uint32_t stored_symbols;
 };
 
 struct sp_symbolizer;
@@ -704,6 +720,7 @@ struct sp_symbolizer_stats {
 	/* sp_symbolizer_for_each_*: stacks streamed from the (pid, stack id) cache, and first walks. */
 	uint64_t stack_cache_hits;
 	uint64_t stack_cache_misses;
+	uint64_t frames_stored;       /* distinct frames taken from the spool's symbol records */
 };
 
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out);
@@ -753,6 +770,53 @@ int sp_spool_python_pids(const struct sp_spool *s, bool ever, int32_t **pids, si
 int sp_symbolizer_new_recorded_python(const struct sp_spool *s,
 				      const struct sp_symbolizer_opts *opts,
 				      struct sp_symbolizer **out);
+
+/* ---------------------------------------------------------------------- */
+/* Storing symbols in a spool (stackpulse symbolize)                      */
+
+/* Frames of one module file (or of the kernel, or of anonymous code) left address-only. */
+struct sp_unresolved {
+	const char *what;     /* the module file's recorded path, "[kernel]", "perf-PID.map", ... */
+	uint8_t build_id_len; /* the recorded build-id, 0 when none */
+	uint8_t build_id[SP_BUILD_ID_MAX];
+	uint64_t frames;      /* distinct frames left in the address form */
+	const char *why;      /* why it gave no names */
+	char **places;        /* every place looked, in order: file, map_files, debug files, ... */
+	size_t nplaces;
+};
+
+struct sp_symbolize_result {
+	uint64_t frames;              /* distinct frames the samples use (truncation markers aside) */
+	uint64_t frames_named;        /* of those, named (ELF/DWARF, kallsyms or perf map) */
+	uint64_t frames_address_only; /* of those, left as module+offset or an address */
+	uint64_t kernel_frames, kernel_frames_named;
+	uint64_t perf_map_frames_named;
+	uint64_t frames_stored_before; /* taken from symbol records the spool already had */
+	uint64_t frames_written;      /* SYM_FRAME records appended */
+	uint64_t kernel_symbols_written, perf_map_lines_written;
+	uint64_t bytes_written;       /* bytes of symbol records appended */
+	bool input_truncated;         /* the input ended mid-record: its intact prefix was kept */
+	struct sp_symbolizer_stats stats;
+	struct sp_unresolved *unresolved; /* owned, by module file in first-seen order */
+	size_t nunresolved;
+};
+
+/*
+ * Resolve every frame the samples of the spool at spool_path use, exactly
+ * as a report would (opts as for sp_symbolizer_new; stored_symbols
+ * SP_STORED_NAMED retries address-only frames an earlier run stored), and
+ * append what was resolved now as symbol records (stackpulse-spool(5),
+ * types 11 to 14): each frame's chain, and the kallsyms symbols and perf map
+ * lines used.  The output (out_path, or NULL: spool_path itself) is written
+ * whole beside its final name and renamed over it, so a reader never sees a
+ * half-written spool; it is left alone when in place and nothing is new.
+ * res (released with sp_symbolize_result_release, also on failure) gets the
+ * counts and the unresolved frames by module.  Returns 0, or -errno and the
+ * reader's -SP_E_* errors; frames left unresolved are not an error.
+ */
+int sp_spool_symbolize(const char *spool_path, const char *out_path,
+		       const struct sp_symbolizer_opts *opts, struct sp_symbolize_result *res);
+void sp_symbolize_result_release(struct sp_symbolize_result *res);
 
 /* ---------------------------------------------------------------------- */
 /* Reports                                                                */

@@ -109,6 +109,8 @@ struct file_entry {
 	const char *debug_path;      /* the separate debug file in use, or NULL */
 	bool debug_cached;           /* read from its decompressed copy (counted once) */
 	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
+	int given_fd;                /* +1: an image handed over by sp_symbolizer_use_file, or 0 */
+	char *map_files;             /* the /proc/PID/map_files path tried, or NULL */
 };
 
 /* Resolved frames of inline chains, allocated in blocks that never move. */
@@ -151,6 +153,8 @@ struct sp_symbolizer {
 	size_t nmaps, maps_cap;
 	struct sp_map map_index;     /* pid -> index into maps */
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
+	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/symstore.c) */
+	uint8_t *frame_src;          /* by frame id: enum sp_frame_src */
 	struct sp_symbolizer_stats stats;
 	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */
 	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
@@ -269,7 +273,8 @@ out:
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
 		      struct sp_symbolizer **out)
 {
-	if (!s || !out || (opts && opts->perf_map_policy > SP_PERF_MAPS_PIDS))
+	if (!s || !out || (opts && (opts->perf_map_policy > SP_PERF_MAPS_PIDS ||
+				    opts->stored_symbols > SP_STORED_NONE)))
 		return -SP_E_BAD_ARG;
 	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
 	if (!sym)
@@ -300,8 +305,13 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	sym->resolved = calloc(sym->nframes ? sym->nframes : 1, 1);
 	sym->chain = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain));
 	sym->chain_len = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain_len));
+	sym->frame_src = calloc(sym->nframes ? sym->nframes : 1, 1);
 	if (!sym->files || !sym->module_file || !sym->module_name || !sym->frames ||
-	    !sym->resolved || !sym->chain || !sym->chain_len)
+	    !sym->resolved || !sym->chain || !sym->chain_len || !sym->frame_src)
+		goto fail;
+	/* Stored names are demangled: --no-demangle needs the files. */
+	if (sym->opts.stored_symbols != SP_STORED_NONE && !sym->opts.no_demangle &&
+	    sp_symstore_index(s, &sym->stored))
 		goto fail;
 
 	/*
@@ -359,6 +369,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		sp_symtab_release(&f->symtab);
 		sp_map_release(&f->cache);
 		sp_map_release(&f->cu_index);
+		if (f->given_fd)
+			close(f->given_fd - 1);
+		free(f->map_files);
 	}
 	for (size_t i = 0; i < sym->ncus; i++)
 		free(sym->cus[i].r);
@@ -385,6 +398,8 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->perf_map_pids);
 	sp_native_groups_free(sym->native);
 	sp_stack_cache_free(sym->stacks);
+	free(sym->stored);
+	free(sym->frame_src);
 	free(sym->debuginfo_path);
 	free(sym->cache_dir);
 	sp_arena_release(&sym->strings);
@@ -415,15 +430,14 @@ static bool file_is_recorded(const struct sp_module *m, const struct stat *st,
 	       mtime_ns == m->mtime_ns;
 }
 
-/* Open, prove and hand a file to libdwfl, once; the outcome is remembered in f->state. */
-static void open_file(struct sp_symbolizer *sym, struct file_entry *f)
+/*
+ * Prove the image open on fd and hand it to libdwfl: FILE_PROVEN (libdwfl
+ * owns fd), else FILE_UNPROVEN or FILE_UNREADABLE with fd closed.
+ */
+static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int fd)
 {
 	const struct sp_module *m = f->rep;
-	f->state = FILE_UNREADABLE;
-	/* O_NONBLOCK: a path that now names a FIFO must not hang the report. */
-	int fd = open(f->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0)
-		goto unreadable;
+	sp_elf_info_release(&f->info);
 	struct stat st;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto close_fd;
@@ -442,10 +456,8 @@ static void open_file(struct sp_symbolizer *sym, struct file_entry *f)
 	if (err)
 		goto close_fd;
 	if (!file_is_recorded(m, &st, &f->info)) {
-		f->state = FILE_UNPROVEN;
-		sym->stats.files_unproven++;
 		close(fd);
-		return;
+		return FILE_UNPROVEN;
 	}
 	f->dwfl = dwfl_begin(&sym->callbacks);
 	if (!f->dwfl)
@@ -463,20 +475,48 @@ static void open_file(struct sp_symbolizer *sym, struct file_entry *f)
 		dwfl_end(f->dwfl);
 		f->dwfl = NULL;
 		f->mod = NULL;
-		goto unreadable;
+		sp_elf_info_release(&f->info);
+		return FILE_UNREADABLE;
 	}
 	/* find_debuginfo gets the module's userdata slot: it leads back to f. */
 	void **userdata;
 	dwfl_module_info(f->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
 	*userdata = f;
-	f->state = FILE_PROVEN;
-	sym->stats.files_proven++;
-	return;
+	return FILE_PROVEN;
 close_fd:
 	close(fd);
-unreadable:
 	sp_elf_info_release(&f->info);
-	sym->stats.files_unreadable++;
+	return FILE_UNREADABLE;
+}
+
+/*
+ * Open, prove and hand a file to libdwfl, once; the outcome is remembered in
+ * f->state.  An image handed over by the recorder is the only candidate.
+ * Otherwise the path, then, when it does not prove to be the recorded file
+ * and the process still runs, its mapping's /proc/PID/map_files entry: the
+ * image that was sampled, even deleted or replaced (DESIGN decision 7).
+ */
+static void open_file(struct sp_symbolizer *sym, struct file_entry *f)
+{
+	const struct sp_module *m = f->rep;
+	/* O_NONBLOCK: a path that now names a FIFO must not hang the report. */
+	int fd = f->given_fd ? fcntl(f->given_fd - 1, F_DUPFD_CLOEXEC, 0)
+			     : open(f->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	f->state = fd < 0 ? FILE_UNREADABLE : open_image(sym, f, fd);
+	if (f->state != FILE_PROVEN && !f->given_fd && m->pid > 0 && !f->map_files &&
+	    (asprintf(&f->map_files, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
+		      m->start, m->end) >= 0 || (f->map_files = NULL))) {
+		fd = open(f->map_files, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+		uint8_t st = fd < 0 ? FILE_UNREADABLE : open_image(sym, f, fd);
+		if (st == FILE_PROVEN || f->state == FILE_UNREADABLE)
+			f->state = st;
+	}
+	if (f->state == FILE_PROVEN)
+		sym->stats.files_proven++;
+	else if (f->state == FILE_UNPROVEN)
+		sym->stats.files_unproven++;
+	else
+		sym->stats.files_unreadable++;
 }
 
 /* Count a refused debug file; the first one's path is kept for the warning. */
@@ -1381,6 +1421,68 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	return rf->name ? 0 : -ENOMEM;
 }
 
+/* ---- stored frames: the spool's symbol records -------------------------- */
+
+/* Does a stored frame stand, given the options?  (struct sp_symbolizer_opts.stored_symbols) */
+static bool stored_usable(const struct sp_symbolizer *sym, const struct sp_resolved_frame *c,
+			  size_t n)
+{
+	/* Markers are never stored: a file claiming one is not believed. */
+	for (size_t i = 0; i < n; i++)
+		if (c[i].kind == SP_KIND_TRUNCATED || (c[i].flags & SP_RFRAME_TRUNCATED))
+			return false;
+	const struct sp_resolved_frame *last = &c[n - 1];
+	switch (last->origin) {
+	case SP_ORIGIN_ADDRESS_ONLY:
+		return sym->opts.stored_symbols == SP_STORED_ALL;
+	case SP_ORIGIN_KERNEL_SYMBOLS:
+		return !sym->opts.no_kernel_symbols;
+	case SP_ORIGIN_PERF_MAP:
+		return sym->opts.perf_map_policy == SP_PERF_MAPS_ALL;
+	default:
+		return true;
+	}
+}
+
+/*
+ * Take frame_id's chain from the spool's symbol records, opening no file:
+ * *done true when it was used, counted in the stats as a live one would be.
+ */
+static int resolve_stored(struct sp_symbolizer *sym, uint32_t frame_id,
+			  struct sp_resolved_frame *rf, bool *done)
+{
+	*done = false;
+	size_t n = sp_symstore_get(sym->spool, sym->stored, frame_id, NULL, 0);
+	if (!n)
+		return 0;
+	struct sp_resolved_frame *c = chain_alloc(sym, n);
+	if (!c)
+		return -ENOMEM;
+	sp_symstore_get(sym->spool, sym->stored, frame_id, c, n);
+	if (!stored_usable(sym, c, n)) {
+		sym->frame_src[frame_id] = SP_FRAME_SRC_RESOLVED_AGAIN;
+		return 0;
+	}
+	*rf = c[n - 1];
+	if (n > 1 && !sym->opts.no_inline) {
+		sym->chain[frame_id] = c;
+		sym->chain_len[frame_id] = (uint32_t)n;
+		sym->stats.inline_frames += n - 1;
+	}
+	if (rf->file && rf->line)
+		sym->stats.frames_with_lines++;
+	if (rf->kind == SP_KIND_KERNEL && rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
+		sym->stats.kernel_frames_named++;
+	else if (rf->kind == SP_KIND_KERNEL)
+		sym->stats.kernel_frames_unnamed++;
+	if (rf->origin == SP_ORIGIN_PERF_MAP)
+		sym->stats.perf_map_frames_named++;
+	sym->stats.frames_stored++;
+	sym->frame_src[frame_id] = SP_FRAME_SRC_STORED;
+	*done = true;
+	return 0;
+}
+
 /* Resolve frame_id into sym->frames (and sym->chain), once. */
 static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 {
@@ -1395,18 +1497,21 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 		.pc = fr->abs_ip,
 	};
 	int err = 0;
-	switch (fr->mode) {
-	case SP_FRAME_TRUNCATED:
+	bool stored = false;
+	if (fr->mode != SP_FRAME_TRUNCATED && sym->stored) {
+		err = resolve_stored(sym, frame_id, rf, &stored);
+		if (err)
+			return err;
+	}
+	if (!sym->frame_src[frame_id])
+		sym->frame_src[frame_id] = SP_FRAME_SRC_LIVE;
+	if (fr->mode == SP_FRAME_TRUNCATED) {
 		rf->name = "[truncated]";
 		rf->kind = SP_KIND_TRUNCATED;
 		rf->flags = SP_RFRAME_TRUNCATED;
-		break;
-	case SP_FRAME_KERNEL:
-		err = resolve_kernel(sym, fr, rf);
-		break;
-	default:
-		err = resolve_user(sym, frame_id, fr, rf);
-		break;
+	} else if (!stored) {
+		err = fr->mode == SP_FRAME_KERNEL ? resolve_kernel(sym, fr, rf)
+						  : resolve_user(sym, frame_id, fr, rf);
 	}
 	if (!err && rf->kind == SP_KIND_NATIVE)
 		err = flag_python_runtime(sym, frame_id, fr);
@@ -1575,4 +1680,147 @@ struct sp_stack_cache **sp_symbolizer_stack_cache(struct sp_symbolizer *sym)
 const struct sp_spool *sp_symbolizer_spool(const struct sp_symbolizer *sym)
 {
 	return sym->spool;
+}
+
+/* ---- what `symbolize` and the recorder ask of a symbolizer ------------- */
+
+unsigned sp_symbolizer_frame_src(const struct sp_symbolizer *sym, uint32_t frame_id)
+{
+	return frame_id < sym->nframes ? sym->frame_src[frame_id] : SP_FRAME_SRC_NONE;
+}
+
+int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+			       struct sp_frame_source *out)
+{
+	*out = (struct sp_frame_source){0};
+	if (frame_id >= sym->nframes || !sym->resolved[frame_id] ||
+	    sym->frame_src[frame_id] == SP_FRAME_SRC_STORED)
+		return 0;
+	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
+	const struct sp_resolved_frame *rf = &sym->frames[frame_id];
+	if (rf->origin == SP_ORIGIN_KERNEL_SYMBOLS && sym->ksyms) {
+		const struct sp_ksym *ks = sp_kallsyms_find(sym->ksyms, fr->abs_ip);
+		if (!ks)
+			return 0;
+		*out = (struct sp_frame_source){
+			.origin = SP_ORIGIN_KERNEL_SYMBOLS,
+			.start = ks->addr,
+			.size = ks->end == UINT64_MAX ? 0 : ks->end - ks->addr,
+			.name = ks->name,
+			.module = ks->module,
+		};
+		return 1;
+	}
+	if (rf->origin != SP_ORIGIN_PERF_MAP)
+		return 0;
+	const struct sp_module *m = fr->module_id == SP_NO_MODULE
+					    ? NULL : sp_spool_module(sym->spool, fr->module_id);
+	int32_t pid = m ? m->pid : sym->frame_pid ? sym->frame_pid[frame_id] : PID_NONE;
+	uint32_t idx;
+	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx) ||
+	    sym->maps[idx].state != SOURCE_LOADED)
+		return 0;
+	const struct sp_perf_map *pm = &sym->maps[idx].map;
+	const struct sp_perf_map_range *r = sp_perf_map_find(pm, fr->abs_ip);
+	if (!r)
+		return 0;
+	*out = (struct sp_frame_source){
+		.origin = SP_ORIGIN_PERF_MAP,
+		.pid = pid,
+		.start = r->sym_start,
+		.size = r->sym_size,
+		.name = sp_perf_map_name(pm, r),
+	};
+	return 1;
+}
+
+int sp_symbolizer_use_file(struct sp_symbolizer *sym, uint32_t module_id, int fd)
+{
+	if (module_id >= sym->nmodules || sym->module_file[module_id] == NO_FILE)
+		return -SP_E_BAD_ARG;
+	struct file_entry *f = &sym->files[sym->module_file[module_id]];
+	if (f->state != FILE_UNOPENED)
+		return -SP_E_BAD_ARG;
+	int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (own < 0)
+		return -errno;
+	if (f->given_fd)
+		close(f->given_fd - 1);
+	f->given_fd = own + 1;
+	return 0;
+}
+
+static int push_place(struct sp_lookup_places *p, char *place)
+{
+	if (!place)
+		return -ENOMEM;
+	char **v = realloc(p->places, (p->nplaces + 1) * sizeof(*v));
+	if (!v) {
+		free(place);
+		return -ENOMEM;
+	}
+	p->places = v;
+	p->places[p->nplaces++] = place;
+	return 0;
+}
+
+int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
+				struct sp_lookup_places *out)
+{
+	*out = (struct sp_lookup_places){.file = NO_FILE};
+	if (module_id >= sym->nmodules || sym->module_file[module_id] == NO_FILE)
+		return 0;
+	out->file = sym->module_file[module_id];
+	struct file_entry *f = &sym->files[out->file];
+	switch (f->state) {
+	case FILE_PROVEN:
+		out->why = "no symbol covers these addresses (stripped, no debug file found)";
+		break;
+	case FILE_UNPROVEN:
+		out->why = "the file there is not the recorded one (build-id, or inode, size "
+			   "and mtime, differ)";
+		break;
+	case FILE_UNREADABLE:
+		out->why = "missing, unreadable or not ELF";
+		break;
+	default:
+		out->why = "not looked up";
+		break;
+	}
+	int err = push_place(out, strdup(f->open_path));
+	if (!err && f->map_files)
+		err = push_place(out, strdup(f->map_files));
+	/* The debug file candidates: by the build-id recorded, and by the debug link when read. */
+	struct sp_debug_query q = {
+		.path = f->open_path,
+		.build_id = f->rep->build_id,
+		.build_id_len = f->rep->build_id_len,
+		.debuglink = f->debuglink,
+		.debuglink_crc = f->debuglink_crc,
+		.dirs = sym->debug_dirs,
+	};
+	char **paths = NULL;
+	size_t n = 0;
+	if (!err)
+		err = sp_debug_file_candidates(&q, &paths, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (!err)
+			err = push_place(out, paths[i]);
+		else
+			free(paths[i]);
+	}
+	free(paths);
+	if (!err && sym->debuginfod && q.build_id_len)
+		err = push_place(out, strdup("debuginfod servers of DEBUGINFOD_URLS"));
+	if (err)
+		sp_lookup_places_release(out);
+	return err;
+}
+
+void sp_lookup_places_release(struct sp_lookup_places *p)
+{
+	for (size_t i = 0; i < p->nplaces; i++)
+		free(p->places[i]);
+	free(p->places);
+	*p = (struct sp_lookup_places){.file = NO_FILE};
 }

@@ -173,6 +173,89 @@ static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
 	return m->names + r->name;
 }
 
+/* ---- symbol records in spools (lib/symstore.c) --------------------------- */
+
+/*
+ * Encodes resolved frames as the spool's symbol records (stackpulse-spool(5),
+ * types 11 to 14), to be appended after the records of s.  Strings are
+ * interned, reusing those s already stores.  s must outlive the encoder.
+ */
+struct sp_symenc;
+
+int sp_symenc_new(const struct sp_spool *s, struct sp_symenc **out);
+void sp_symenc_free(struct sp_symenc *e);
+/* One SYM_FRAME record: the n >= 1 frames of frame_id's chain, innermost first. */
+int sp_symenc_add_frame(struct sp_symenc *e, uint32_t frame_id,
+			const struct sp_resolved_frame *chain, size_t n);
+/* A kallsyms symbol a frame was named from (size 0: unknown; module NULL: vmlinux). */
+int sp_symenc_add_kernel_symbol(struct sp_symenc *e, uint64_t addr, uint64_t size,
+				const char *name, const char *module);
+/* A perf map line a frame was named from, as the map wrote it. */
+int sp_symenc_add_perf_map_line(struct sp_symenc *e, int32_t pid, uint64_t start,
+				uint64_t size, const char *name);
+uint64_t sp_symenc_frames(const struct sp_symenc *e);
+/* Append every record to out: the strings first, then the rest.  0 or -ENOMEM. */
+int sp_symenc_finish(struct sp_symenc *e, struct sp_buf *out);
+
+/*
+ * Index of the stored chains of s by frame id (*by_frame malloc'd, NULL
+ * when s stores none; the latest record of a frame wins).  0 or -ENOMEM.
+ */
+int sp_symstore_index(const struct sp_spool *s, uint32_t **by_frame);
+/*
+ * The stored chain of frame_id into out[0..min(n, max)), innermost first;
+ * returns n, the chain's length (0: nothing stored).  Strings are the spool's.
+ */
+size_t sp_symstore_get(const struct sp_spool *s, const uint32_t *by_frame, uint32_t frame_id,
+		       struct sp_resolved_frame *out, size_t max);
+
+/* ---- what `symbolize` and the recorder ask of a symbolizer (lib/symbolizer.c) ---- */
+
+/* Where a resolved frame came from. */
+enum sp_frame_src {
+	SP_FRAME_SRC_NONE = 0,          /* not resolved yet */
+	SP_FRAME_SRC_LIVE,              /* from the files, kallsyms, perf maps */
+	SP_FRAME_SRC_STORED,            /* from the spool's symbol records */
+	SP_FRAME_SRC_RESOLVED_AGAIN,    /* stored, but the options excluded it: from the files */
+};
+
+unsigned sp_symbolizer_frame_src(const struct sp_symbolizer *sym, uint32_t frame_id);
+
+/* The kallsyms symbol or perf map line a frame resolved from the sources was named from. */
+struct sp_frame_source {
+	uint8_t origin;       /* SP_ORIGIN_KERNEL_SYMBOLS or SP_ORIGIN_PERF_MAP */
+	int32_t pid;          /* perf map: its process */
+	uint64_t start, size; /* size 0: unknown */
+	const char *name;     /* as the file wrote it; borrowed from the symbolizer */
+	const char *module;   /* kallsyms module, NULL for vmlinux */
+};
+
+/* 1 and *out for a frame named from kallsyms or a perf map now, else 0. */
+int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+			       struct sp_frame_source *out);
+
+/*
+ * Symbolize module_id's file from the image open on fd (duplicated; the
+ * caller keeps fd) instead of its path: the recorder's handle on a file
+ * deleted or replaced since.  The image must still prove to be the recorded
+ * file.  Call before the module's first frame is resolved.  0, -errno,
+ * -SP_E_BAD_ARG (no such module file, or already opened).
+ */
+int sp_symbolizer_use_file(struct sp_symbolizer *sym, uint32_t module_id, int fd);
+
+/* Where the symbolizer looked for a module's symbols, for a user who wants to add them. */
+struct sp_lookup_places {
+	uint32_t file;   /* the module file's index (modules sharing a file share it); UINT32_MAX: none */
+	const char *why; /* static text: why it had no names */
+	char **places;   /* owned: the module file, map_files, debug file candidates, debuginfod */
+	size_t nplaces;
+};
+
+/* Fill out for module_id (after its frames were resolved).  0 or -ENOMEM. */
+int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
+				struct sp_lookup_places *out);
+void sp_lookup_places_release(struct sp_lookup_places *p);
+
 /* Text-field helpers shared by the kallsyms and perf-map parsers. */
 static inline bool sp_text_is_blank(char c)
 {

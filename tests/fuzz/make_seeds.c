@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "spool_format.h"
+#include "symbols_internal.h"
 
 /*
  * Usage: make_seeds DIR  (DIR is tests/fuzz/corpus; `make fuzz-seeds` runs it).
@@ -191,6 +192,53 @@ static void write_marker_inside(const char *path)
 	sp_spool_writer_free(w);
 }
 
+/*
+ * The rich spool plus symbol records (what `stackpulse symbolize` appends): an
+ * inline chain, plain, kernel and perf-map frames, with their sources.  With
+ * damaged set, a frame record naming an undefined string sits in the middle.
+ */
+static void write_symbolized(const char *sub, const char *name, const uint8_t *b, size_t n,
+			     bool damaged)
+{
+	struct sp_spool *s;
+	struct sp_symenc *e;
+	check(sp_spool_open_buffer(b, n, &s), "read back");
+	check(sp_symenc_new(s, &e), "symenc");
+	const struct sp_resolved_frame chain[] = {
+		{.name = "inner", .module = "a", .file = "/src/a.h", .line = 3,
+		 .flags = SP_RFRAME_INLINE},
+		{.name = "outer", .module = "a", .file = "/src/a.c", .line = 9, .symbol_offset = 4},
+	};
+	const struct sp_resolved_frame kernel = {.name = "do_syscall_64", .module = "[kernel.kallsyms]",
+						 .kind = SP_KIND_KERNEL,
+						 .origin = SP_ORIGIN_KERNEL_SYMBOLS};
+	const struct sp_resolved_frame jit = {.name = "f", .module = "f.py", .file = "/f.py",
+					      .kind = SP_KIND_PYTHON, .origin = SP_ORIGIN_PERF_MAP};
+	check(sp_symenc_add_frame(e, 0, chain, 2), "sym frame");
+	check(sp_symenc_add_frame(e, 1, &chain[1], 1), "sym frame");
+	check(sp_symenc_add_frame(e, 4, &jit, 1), "sym frame");
+	check(sp_symenc_add_frame(e, (uint32_t)s->nframes - 3, &kernel, 1), "sym frame");
+	check(sp_symenc_add_kernel_symbol(e, 0xffffffff81a00000, 0x80, "do_syscall_64", NULL),
+	      "sym kernel");
+	check(sp_symenc_add_perf_map_line(e, 100, 0x7f0000100000, 0x40, "py::f:/f.py"),
+	      "sym perf map");
+	struct sp_buf out;
+	sp_buf_init(&out);
+	check(sp_buf_append(&out, b, n), "append");
+	check(sp_symenc_finish(e, &out), "symenc finish");
+	if (damaged) {
+		/* Frame 2, one entry naming string 200, then a valid record again. */
+		static const uint8_t bad[] = {SP_REC_SYM_FRAME, 10, 2, 1, 0, 0, 0, 200, 1, 0, 0, 0};
+		static const uint8_t good[] = {SP_REC_SYM_FRAME, 10, 3, 1, 0, 0, 0, 0, 1, 0, 0, 0};
+		check(sp_buf_append(&out, bad, sizeof(bad)), "append");
+		check(sp_buf_append(&out, good, sizeof(good)), "append");
+	}
+	write_file(sub, name, out.data, out.len);
+	sp_buf_release(&out);
+	sp_symenc_free(e);
+	sp_spool_free(s);
+}
+
 /* The same bytes with damage: each variant reaches another of the reader's refusals. */
 static void write_spools(const char *sub)
 {
@@ -201,6 +249,8 @@ static void write_spools(const char *sub)
 	uint8_t *b = read_file(tmp, &n);
 	remove(tmp);
 	write_file(sub, "rich.spool", b, n);
+	write_symbolized(sub, "symbols.spool", b, n, false);
+	write_symbolized(sub, "symbols-damaged.spool", b, n, true);
 	write_file(sub, "cut-mid-record.spool", b, n - 7);
 	write_file(sub, "header-only.spool", b, SP_SPOOL_HEADER_LEN);
 	write_file(sub, "short-header.spool", b, SP_SPOOL_HEADER_LEN - 3);

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/* The symbol options report and symbolize share, and the warnings about symbol sources. */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+enum {
+	OPT_KALLSYMS = 0x200,
+	OPT_NO_KERNEL_SYMBOLS,
+	OPT_PERF_MAP_DIR,
+	OPT_PERF_MAPS,
+	OPT_NO_STORED_SYMBOLS,
+};
+
+static const struct argp_option options[] = {
+	{"kallsyms", OPT_KALLSYMS, "FILE", 0,
+	 "name kernel frames from FILE, a copy of /proc/kallsyms saved while recording "
+	 "(default: /proc/kallsyms, when the running kernel is the recorded release)", 3},
+	{"no-kernel-symbols", OPT_NO_KERNEL_SYMBOLS, NULL, 0,
+	 "show kernel frames as [kernel]+0xADDRESS", 3},
+	{"perf-map-dir", OPT_PERF_MAP_DIR, "DIR", 0,
+	 "read perf-PID.map files from DIR instead of /tmp", 3},
+	{"perf-maps", OPT_PERF_MAPS, "WHICH", 0,
+	 "whose perf maps name anonymous code: all (default), python (processes "
+	 "recorded as Python runtimes), none", 3},
+	{"no-stored-symbols", OPT_NO_STORED_SYMBOLS, NULL, 0,
+	 "ignore the symbols 'stackpulse symbolize' stored in the spool: resolve every "
+	 "frame from the module files, kallsyms and perf maps", 3},
+	{NULL, 0, NULL, 0, NULL, 0},
+};
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct sp_symbolizer_opts *o = state->input;
+	switch (key) {
+	case OPT_KALLSYMS:
+		o->kallsyms_path = arg;
+		break;
+	case OPT_NO_KERNEL_SYMBOLS:
+		o->no_kernel_symbols = true;
+		break;
+	case OPT_PERF_MAP_DIR:
+		o->perf_map_dir = arg;
+		break;
+	case OPT_NO_STORED_SYMBOLS:
+		o->stored_symbols = SP_STORED_NONE;
+		break;
+	case OPT_PERF_MAPS:
+		if (!strcmp(arg, "all"))
+			o->perf_map_policy = SP_PERF_MAPS_ALL;
+		else if (!strcmp(arg, "python"))
+			o->perf_map_policy = SP_PERF_MAPS_PYTHON;
+		else if (!strcmp(arg, "none"))
+			o->perf_map_policy = SP_PERF_MAPS_NONE;
+		else
+			argp_error(state, "unknown perf map choice '%s': expected all, python or none",
+				   arg);
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+const struct argp sp_cli_symbol_argp = {options, parse_opt, NULL, NULL, NULL, NULL, NULL};
+
+void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
+				const struct sp_symbolizer_opts *o)
+{
+	const char *ks = o->kallsyms_path ? o->kallsyms_path : "/proc/kallsyms";
+	if (st->kallsyms_other_kernel)
+		sp_cli_warn("kernel frames shown as addresses: the recording ran another kernel "
+			    "release than this one (give its kallsyms with --kallsyms FILE)");
+	else if (st->kallsyms_error)
+		sp_cli_warn("kernel frames shown as addresses: cannot read '%s': %s", ks,
+			    sp_strerror(st->kallsyms_error));
+	else if (st->kallsyms_restricted)
+		sp_cli_warn("kernel frames shown as addresses: '%s' shows every address as 0 "
+			    "(kernel.kptr_restrict; read it as root)", ks);
+	if (st->kallsyms_malformed)
+		sp_cli_warn("%" PRIu64 " malformed line%s of '%s' skipped", st->kallsyms_malformed,
+			    st->kallsyms_malformed == 1 ? "" : "s", ks);
+	const char *dir = o->perf_map_dir ? o->perf_map_dir : "/tmp";
+	if (st->perf_maps_stale)
+		sp_cli_warn("%" PRIu64 " perf map%s in '%s' ignored: older than the recorded "
+			    "process (left by an earlier process with the same pid)",
+			    st->perf_maps_stale, st->perf_maps_stale == 1 ? "" : "s", dir);
+	if (st->perf_maps_insecure)
+		sp_cli_warn("%" PRIu64 " perf map%s in '%s' ignored: a symlink, not a regular "
+			    "file, or writable by group or others", st->perf_maps_insecure,
+			    st->perf_maps_insecure == 1 ? "" : "s", dir);
+	if (st->perf_maps_limited)
+		sp_cli_warn("%" PRIu64 " perf map%s in '%s' read only in part (size limit)",
+			    st->perf_maps_limited, st->perf_maps_limited == 1 ? "" : "s", dir);
+	if (st->perf_map_lines_malformed)
+		sp_cli_warn("%" PRIu64 " malformed perf map line%s skipped",
+			    st->perf_map_lines_malformed, st->perf_map_lines_malformed == 1 ? "" : "s");
+	if (st->debug_files_mismatched)
+		sp_cli_warn("%" PRIu64 " debug file%s refused: not built with the module file "
+			    "(build-id or CRC differs), first '%s'", st->debug_files_mismatched,
+			    st->debug_files_mismatched == 1 ? "" : "s",
+			    st->debug_file_mismatched ? st->debug_file_mismatched : "?");
+}

@@ -422,6 +422,10 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 	size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
 	mw = mw > module_max ? module_max : mw;
 	size_t room = width - left - 2 - mw;
+	if (room < FUNCTION_MIN) { /* -n: the module column gives way */
+		mw -= FUNCTION_MIN - room;
+		room = FUNCTION_MIN;
+	}
 	fw = fw > room ? room : fw;
 	fw = fw < FUNCTION_MIN ? FUNCTION_MIN : fw;
 
@@ -546,12 +550,16 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 			grp->count, grp->count == 1 ? "" : "s");
 		for (uint32_t j = 0; j < grp->len; j++) {
 			const struct sp_agg_func *f = &a->funcs[g.ids[grp->off + j]];
-			/* "    function [marks] (module)", cut to the width, the module kept. */
-			size_t m = strlen(f->module) + 3, fw = func_width(f);
-			size_t room = width > 4 + m + 12 ? width - 4 - m : 12;
+			/* "    function [marks] (module)", both cut to the width. */
+			size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
+			size_t mw = strlen(f->module), fw = func_width(f);
+			mw = mw < module_max ? mw : module_max;
+			size_t room = width - 4 - mw - 3;
 			fputs("    ", out);
 			put_func(out, f, fw < room ? fw : room, false);
-			fprintf(out, " (%s)\n", f->module);
+			fputs(" (", out);
+			put_cell(out, f->module, mw, false);
+			fputs(")\n", out);
 		}
 	}
 out:

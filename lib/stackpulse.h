@@ -596,7 +596,9 @@ struct sp_report_opts {
  * Aggregate the spool and write one report in the chosen format to out (the
  * layouts are described in stackpulse-report(1)).  sym may be NULL: a default
  * symbolizer is then made for this call.  SP_REPORT_PPROF writes binary
- * (gzip) data.  The same spool and options always give the same bytes.
+ * (gzip) data.  opts->filter chooses the samples every format counts; the
+ * text views (tree, inverted, group_by, sort, ...) apply to SP_REPORT_TEXT.
+ * The same spool and options always give the same bytes.
  * Returns 0, -SP_E_BAD_ARG for an unknown format, -ENOMEM, or -errno (-EIO)
  * when writing to out failed.
  */

@@ -183,7 +183,8 @@ static int print(struct tree *t, double limit, bool inverted, const struct sp_re
 				goto out;
 			kids[nk++] = c;
 		}
-		qsort_r(kids, nk, sizeof(*kids), by_weight, t);
+		if (nk > 1)
+			qsort_r(kids, nk, sizeof(*kids), by_weight, t);
 		if ((err = grow((void **)&stack, &cap, sp + nk, sizeof(*stack))))
 			goto out;
 		for (size_t i = nk; i > 0; i--)
@@ -196,8 +197,10 @@ static int print(struct tree *t, double limit, bool inverted, const struct sp_re
 		put_node(t, &t->nodes[parent], d, inverted, opts, out);
 		printed++;
 	}
-	if (!printed)
+	if (!printed && limit > 0)
 		fprintf(out, "  (no stack over %.2g%% of the samples)\n", limit);
+	else if (!printed)
+		fprintf(out, "  (no stacks)\n");
 out:
 	free(stack);
 	free(kids);

@@ -976,3 +976,21 @@ Test(report, diff_is_sorted_by_change)
 	free(text);
 	sp_spool_free(base);
 }
+
+Test(report, trees_of_samples_without_stacks)
+{
+	samples(NULL, 0, 2);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 2}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	for (int v = 0; v < 2; v++) {
+		struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .tree = !v, .inverted = v,
+					    .group_by = SP_GROUP_THREAD};
+		char *text = report_with(&ro, NULL);
+		cr_expect(has_line(text, "  (no stacks)"), "%s", text);
+		cr_expect(has_line(text, "== Thread 10/10 ([unknown]): 100.0% (2 samples)"), "%s",
+			  text);
+		free(text);
+	}
+}

@@ -139,8 +139,10 @@ static void put_node(const struct tree *t, const struct node *nd, size_t depth, 
 		}
 	}
 	fputc(' ', out);
-	/* Deep stacks: the indentation stops at half the line; a depth mark says how deep. */
-	size_t indent = depth * INDENT, cap = (width - left) / 2;
+	/* Deep stacks: the indentation stops at 2/5 of the line; a depth mark says how deep. */
+	size_t indent = depth * INDENT, cap = (width - left) * 2 / 5;
+	size_t keep = NAME_MIN + 3 + 8 + 7; /* a name, a cut module, a mark "[12345] " */
+	cap = cap + keep > width - left ? width - left - keep : cap;
 	if (indent > cap) {
 		int n = fprintf(out, "%*s[%zu] ", (int)cap, "", depth);
 		indent = n > 0 ? (size_t)n : cap;
@@ -153,8 +155,11 @@ static void put_node(const struct tree *t, const struct node *nd, size_t depth, 
 	}
 	const struct sp_agg_func *f = &a->funcs[nd->func];
 	size_t mw = strlen(f->module) < MODULE_MAX ? strlen(f->module) : MODULE_MAX;
+	size_t avail = width - left - indent; /* at least 3/5 of the line less a depth mark */
+	if (avail < NAME_MIN + 3 + mw) /* the module gives way first */
+		mw = avail > NAME_MIN + 3 + 8 ? avail - NAME_MIN - 3 : 8;
 	size_t m = mw + 3; /* " (module)" */
-	size_t room = width > left + indent + m + NAME_MIN ? width - left - indent - m : NAME_MIN;
+	size_t room = avail > m + NAME_MIN ? avail - m : NAME_MIN;
 	sp_text_put_func(out, f, room, false);
 	fputs(" (", out);
 	sp_text_put_cell(out, f->module, mw, false);

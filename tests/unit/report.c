@@ -685,6 +685,11 @@ Test(report, views_fit_the_width_and_widen)
 	cr_assert_eq(sp_spool_writer_add_module(writer, &m, &mid), 0);
 	uint32_t f[3] = {frame(mid, &m, 0x1234), frame(mid, &m, 0x1334), frame(mid, &m, 0x1434)};
 	samples(f, 3, 2);
+	/* A deep recursion: the tree's indentation must stop somewhere. */
+	uint32_t deep[60];
+	for (size_t i = 0; i < SP_ARRAY_SIZE(deep); i++)
+		deep[i] = f[i % 3];
+	samples(deep, SP_ARRAY_SIZE(deep), 1);
 	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);
 	sp_spool_writer_free(writer);
 	writer = NULL;

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -15,14 +16,32 @@ enum {
 	OPT_NO_DEMANGLE,
 	OPT_NO_INLINE,
 	OPT_LINES,
+	OPT_SORT,
+	OPT_TREE,
+	OPT_INVERTED,
+	OPT_PERCENT_LIMIT,
+	OPT_GROUP_BY,
+	OPT_WIDTH,
+	OPT_PID,
+	OPT_TID,
+	OPT_COMM,
+	OPT_MODULE,
+	OPT_FOCUS,
+	OPT_EXCLUDE,
+	OPT_TIME,
+	OPT_DIFF,
 	OPT_SHOW_RUNTIME,
 };
+
+#define MAX_IDS 1024 /* --pid and --tid values, all lists together */
 
 struct report_args {
 	const char *spool_path;
 	const char *output;
+	const char *diff_path;
 	struct sp_report_opts report;
 	struct sp_symbolizer_opts sym;
+	int32_t pids[MAX_IDS], tids[MAX_IDS];
 };
 
 static const struct argp_option options[] = {
@@ -33,10 +52,47 @@ static const struct argp_option options[] = {
 	 "folded: one 'root;...;leaf COUNT' line per stack, for flamegraph.pl; "
 	 "pprof: gzip'd profile.proto for go tool pprof (binary: use -o); "
 	 "speedscope: speedscope's JSON, one profile per thread; "
-	 "perf-script: the text of 'perf script'", 1},
+	 "perf-script: the text of 'perf script'; "
+	 "json: a summary for scripts (counters, filters, top functions, heaviest stacks)", 1},
 	{NULL, 0, NULL, 0, "Text report:", 2},
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
 	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5)", 2},
+	{"show-nr-samples", 'n', NULL, 0, "show sample counts beside the shares", 2},
+	{"sort", OPT_SORT, "KEY", 0,
+	 "order the table by self (default: self share, then total), total (total share, "
+	 "then self) or name; ties always by name", 2},
+	{"tree", OPT_TREE, NULL, 0,
+	 "a top-down call tree instead of the table: callees indented under callers, "
+	 "with total and self share", 2},
+	{"inverted", OPT_INVERTED, NULL, 0,
+	 "a bottom-up tree instead of the table: each leaf function with its self share, "
+	 "its callers indented under it", 2},
+	{"percent-limit", OPT_PERCENT_LIMIT, "PCT", 0,
+	 "hide table rows and tree entries under PCT percent of the samples (default: 0 for "
+	 "the table, 0.5 for trees)", 2},
+	{"group-by", OPT_GROUP_BY, "WHAT", 0,
+	 "none (default), process or thread: a section per process or thread, busiest "
+	 "first, each with its own table or tree and stacks", 2},
+	{"width", OPT_WIDTH, "N", 0,
+	 "lay text out in N columns (default 80, at least 80): long names are cut less", 2},
+	{"diff", OPT_DIFF, "BASE", 0,
+	 "compare with the spool BASE: each function's self and total share in both and the "
+	 "change, largest change first", 2},
+	{NULL, 0, NULL, 0, "Filters (every view and format; a sample must pass all):", 4},
+	{"pid", OPT_PID, "PID[,PID...]", 0, "only samples of these processes", 4},
+	{"tid", OPT_TID, "TID[,TID...]", 0, "only samples of these threads", 4},
+	{"comm", OPT_COMM, "NAME", 0, "only samples of threads named NAME (exactly)", 4},
+	{"module", OPT_MODULE, "NAME", 0,
+	 "only stacks with a frame in module NAME (its file's basename, as the Module "
+	 "column shows it)", 4},
+	{"focus", OPT_FOCUS, "FUNC", 0,
+	 "only stacks through a function named FUNC exactly, or matching it as a shell "
+	 "pattern (fnmatch: * ? [...])", 4},
+	{"exclude", OPT_EXCLUDE, "FUNC", 0,
+	 "drop stacks through a function named FUNC (matched as --focus)", 4},
+	{"time", OPT_TIME, "START,END", 0,
+	 "only samples from START to END seconds after the recording started; either may "
+	 "be empty (e.g. 2,4 or 5, or ,1.5)", 4},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
 	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0,
 	 "show C++ names as they are in the symbol table (ignores stored symbols, "
@@ -63,6 +119,59 @@ static uint32_t parse_count(const char *arg, const char *what, struct argp_state
 	return (uint32_t)v;
 }
 
+/* A comma-separated list of positive ids appended to ids[*n...]. */
+static void parse_ids(const char *arg, const char *what, int32_t *ids, size_t *n,
+		      struct argp_state *state)
+{
+	const char *p = arg;
+	for (;;) {
+		char *end;
+		errno = 0;
+		long v = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
+		if (v <= 0 || errno || v > INT32_MAX || (*end && *end != ','))
+			argp_error(state, "invalid %s list '%s': expected positive numbers "
+				   "separated by commas", what, arg);
+		if (*n == MAX_IDS)
+			argp_error(state, "too many %ss in '%s': at most %d in all", what, arg,
+				   MAX_IDS);
+		ids[(*n)++] = (int32_t)v;
+		if (!*end)
+			return;
+		p = end + 1;
+	}
+}
+
+/* Seconds as a decimal number from 0 to a year; the result in ns. */
+static bool parse_seconds(const char *s, size_t len, uint64_t *ns)
+{
+	char buf[64], *end;
+	if (!len || len >= sizeof(buf) || (!(*s >= '0' && *s <= '9') && *s != '.'))
+		return false;
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	double v = strtod(buf, &end);
+	if (errno || *end || !isfinite(v) || v < 0 || v > 366.0 * 86400)
+		return false;
+	*ns = (uint64_t)(v * 1e9 + 0.5);
+	return true;
+}
+
+static void parse_time(const char *arg, struct sp_report_filter *f, struct argp_state *state)
+{
+	const char *comma = strchr(arg, ',');
+	size_t n1 = comma ? (size_t)(comma - arg) : 0, n2 = comma ? strlen(comma + 1) : 0;
+	f->has_start = n1 > 0;
+	f->has_end = n2 > 0;
+	if (!comma || (!n1 && !n2) || (n1 && !parse_seconds(arg, n1, &f->start_ns)) ||
+	    (n2 && !parse_seconds(comma + 1, n2, &f->end_ns)))
+		argp_error(state, "invalid time window '%s': expected START,END in seconds after "
+			   "the recording started, one side may be empty (e.g. 2,4 or 5, or ,1.5)",
+			   arg);
+	if (n1 && n2 && f->end_ns <= f->start_ns)
+		argp_error(state, "invalid time window '%s': END must be after START", arg);
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct report_args *a = state->input;
@@ -81,9 +190,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.format = SP_REPORT_SPEEDSCOPE;
 		else if (!strcmp(arg, "perf-script"))
 			a->report.format = SP_REPORT_PERF_SCRIPT;
+		else if (!strcmp(arg, "json"))
+			a->report.format = SP_REPORT_JSON;
 		else
 			argp_error(state, "unknown format '%s': expected text, folded, pprof, "
-				   "speedscope or perf-script", arg);
+				   "speedscope, perf-script or json", arg);
 		break;
 	case OPT_ROWS:
 		a->report.max_rows = parse_count(arg, "row count", state);
@@ -106,7 +217,86 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_INIT:
 		state->child_inputs[0] = &a->sym;
 		break;
+	case 'n':
+		a->report.show_counts = true;
+		break;
+	case OPT_SORT:
+		if (!strcmp(arg, "self"))
+			a->report.sort = SP_SORT_SELF;
+		else if (!strcmp(arg, "total"))
+			a->report.sort = SP_SORT_TOTAL;
+		else if (!strcmp(arg, "name"))
+			a->report.sort = SP_SORT_NAME;
+		else
+			argp_error(state, "unknown sort key '%s': expected self, total or name", arg);
+		break;
+	case OPT_TREE:
+		a->report.tree = true;
+		break;
+	case OPT_INVERTED:
+		a->report.inverted = true;
+		break;
+	case OPT_PERCENT_LIMIT: {
+		char *end;
+		errno = 0;
+		double v = strtod(arg, &end);
+		if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > 100)
+			argp_error(state, "invalid percent limit '%s': expected a number from 0 "
+				   "to 100", arg);
+		a->report.percent_limit = v;
+		break;
+	}
+	case OPT_GROUP_BY:
+		if (!strcmp(arg, "none"))
+			a->report.group_by = SP_GROUP_NONE;
+		else if (!strcmp(arg, "process"))
+			a->report.group_by = SP_GROUP_PROCESS;
+		else if (!strcmp(arg, "thread"))
+			a->report.group_by = SP_GROUP_THREAD;
+		else
+			argp_error(state, "unknown grouping '%s': expected process, thread or none",
+				   arg);
+		break;
+	case OPT_WIDTH:
+		a->report.width = parse_count(arg, "width", state);
+		if (a->report.width < 80 || a->report.width > 1000)
+			argp_error(state, "invalid width '%s': expected a number from 80 to 1000",
+				   arg);
+		break;
+	case OPT_PID:
+		parse_ids(arg, "pid", a->pids, &a->report.filter.npids, state);
+		break;
+	case OPT_TID:
+		parse_ids(arg, "tid", a->tids, &a->report.filter.ntids, state);
+		break;
+	case OPT_COMM:
+		a->report.filter.comm = arg;
+		break;
+	case OPT_MODULE:
+		a->report.filter.module = arg;
+		break;
+	case OPT_FOCUS:
+		a->report.filter.focus = arg;
+		break;
+	case OPT_EXCLUDE:
+		a->report.filter.exclude = arg;
+		break;
+	case OPT_TIME:
+		parse_time(arg, &a->report.filter, state);
+		break;
+	case OPT_DIFF:
+		a->diff_path = arg;
+		break;
 	case ARGP_KEY_END:
+		if (a->report.format != SP_REPORT_TEXT &&
+		    (a->report.tree || a->report.inverted || a->report.group_by || a->diff_path))
+			argp_error(state, "--tree, --inverted, --group-by and --diff are text views: "
+				   "use them without --format, or with --format=text");
+		if (a->report.tree && a->report.inverted)
+			argp_error(state, "--tree and --inverted are two views: give one");
+		if (a->diff_path && (a->report.tree || a->report.inverted || a->report.group_by))
+			argp_error(state, "--diff compares function tables: not with --tree, "
+				   "--inverted or --group-by");
 		/* gzip data on a terminal helps nobody (gzip(1) refuses the same way). */
 		if (a->report.format == SP_REPORT_PPROF &&
 		    (!a->output || !strcmp(a->output, "-")) && isatty(STDOUT_FILENO))
@@ -131,8 +321,9 @@ static const struct argp_child children[] = {
 
 static const struct argp argp = {
 	options, parse_opt, "[SPOOL]",
-	"Print where CPU time went in a spool (default profile.spool), or export it "
-	"for other tools: folded stacks, pprof, speedscope, perf script.  Frames take "
+	"Print where CPU time went in a spool (default profile.spool) as a function "
+	"table, a call tree or a comparison with another spool, or export it for other "
+	"tools: folded stacks, pprof, speedscope, perf script, a JSON summary.  Frames take "
 	"the symbols 'stackpulse symbolize' stored in the spool; the others are "
 	"symbolized on the fly from the recorded module files, each proven to be the "
 	"file that was recorded."
@@ -147,37 +338,78 @@ static void warn_symbols(const struct sp_symbolizer *sym, const struct sp_symbol
 	sp_cli_warn_symbol_sources(&st, o);
 }
 
+/* Open a spool and its symbolizer, warning when it was cut short.  0 or SP_EXIT_FAILURE. */
+static int open_spool(const char *path, const struct sp_symbolizer_opts *so,
+		      struct sp_spool **spool, struct sp_symbolizer **sym)
+{
+	int err = sp_spool_open(path, spool);
+	if (err)
+		return sp_cli_error("cannot open spool '%s': %s", path, sp_strerror(err));
+	if (sp_spool_truncated(*spool) || !sp_spool_summary(*spool))
+		sp_cli_warn("spool '%s' is truncated (the recording was cut short); "
+			    "reporting its intact prefix", path);
+	err = sp_symbolizer_new(*spool, so, sym);
+	if (err)
+		return sp_cli_error("cannot set up symbolization of '%s': %s", path,
+				    sp_strerror(err));
+	return 0;
+}
+
+/* report --diff BASE: both spools opened and symbolized alike, then one table. */
+static int report_diff(struct report_args *a)
+{
+	struct sp_spool *spool[2] = {NULL, NULL};
+	struct sp_symbolizer *sym[2] = {NULL, NULL};
+	FILE *out = NULL;
+	int rc = open_spool(a->diff_path, &a->sym, &spool[0], &sym[0]);
+	if (!rc)
+		rc = open_spool(a->spool_path, &a->sym, &spool[1], &sym[1]);
+	if (!rc && !(out = sp_cli_open_output(a->output)))
+		rc = SP_EXIT_FAILURE;
+	if (!rc) {
+		int err = sp_report_diff(spool[0], sym[0], a->diff_path, spool[1], sym[1],
+					 &a->report, out);
+		rc = sp_cli_close_output(out, a->output);
+		if (err)
+			rc = sp_cli_error("cannot write report: %s", sp_strerror(err));
+		else
+			warn_symbols(sym[1], &a->sym);
+	}
+	for (int i = 0; i < 2; i++) {
+		sp_symbolizer_free(sym[i]);
+		sp_spool_free(spool[i]);
+	}
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a = {
 		.spool_path = "profile.spool",
 		.output = NULL,
-		.report = {.format = SP_REPORT_TEXT, .max_rows = 25, .max_stacks = 5},
+		.report = {.format = SP_REPORT_TEXT, .max_rows = 25, .max_stacks = 5,
+			   .percent_limit = -1},
 		.sym = {.no_demangle = false, .perf_map_policy = SP_PERF_MAPS_ALL},
 	};
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	a.report.spool_path = a.spool_path;
+	a.report.filter.pids = a.pids;
+	a.report.filter.tids = a.tids;
+	if (a.diff_path)
+		return report_diff(&a);
 
 	struct sp_spool *spool = NULL;
 	struct sp_symbolizer *sym = NULL;
 	FILE *out = NULL;
-	int rc = SP_EXIT_FAILURE;
-	int err = sp_spool_open(a.spool_path, &spool);
-	if (err)
-		return sp_cli_error("cannot open spool '%s': %s", a.spool_path, sp_strerror(err));
-	if (sp_spool_truncated(spool) || !sp_spool_summary(spool))
-		sp_cli_warn("spool '%s' is truncated (the recording was cut short); "
-			    "reporting its intact prefix", a.spool_path);
-	err = sp_symbolizer_new(spool, &a.sym, &sym);
-	if (err) {
-		sp_cli_error("cannot set up symbolization: %s", sp_strerror(err));
+	int rc = open_spool(a.spool_path, &a.sym, &spool, &sym);
+	if (rc)
 		goto out;
-	}
+	rc = SP_EXIT_FAILURE;
 	/* Opened last, so a spool that fails to load leaves no empty report behind. */
 	out = sp_cli_open_output(a.output);
 	if (!out)
 		goto out;
-	err = sp_report_write(spool, sym, &a.report, out);
+	int err = sp_report_write(spool, sym, &a.report, out);
 	rc = sp_cli_close_output(out, a.output);
 	if (err)
 		rc = sp_cli_error("cannot write report: %s", sp_strerror(err));

@@ -220,6 +220,74 @@ static int attribute_stack(struct sp_agg *a, uint32_t sid, uint64_t count)
 int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
 		 const struct sp_report_opts *opts)
 {
+	return sp_agg_build_scoped(a, s, sym, opts, NULL);
+}
+
+static bool in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t)
+{
+	if (!scope || scope->kind == SP_GROUP_NONE)
+		return true;
+	if (scope->kind == SP_GROUP_THREAD)
+		return thread == scope->thread;
+	return t && t->pid == scope->pid;
+}
+
+/*
+ * The keep decision of every sample: its thread and time first (pass 1
+ * counts only those), then, once per distinct stack, the stack filters,
+ * which need the frames resolved.
+ */
+static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
+			  const struct sp_agg_scope *scope)
+{
+	const struct sp_spool *s = a->spool;
+	size_t nsamples = sp_spool_sample_count(s), nthreads = sp_spool_thread_count(s);
+	uint8_t *thread_ok = malloc(nthreads ? nthreads : 1);
+	a->keep = calloc(nsamples / 64 + 1, sizeof(*a->keep));
+	if (!thread_ok || !a->keep) {
+		free(thread_ok);
+		return -ENOMEM;
+	}
+	for (uint32_t t = 0; t < nthreads; t++) {
+		const struct sp_thread *th = sp_spool_thread(s, t);
+		thread_ok[t] = in_scope(scope, t, th) && (!f || sp_filter_thread(f, th));
+	}
+	uint64_t origin = sp_filter_origin_ns(s);
+	for (size_t i = 0; i < nsamples; i++) {
+		const struct sp_sample *smp = sp_spool_sample(s, i);
+		if (smp->thread >= nthreads || !thread_ok[smp->thread] ||
+		    (f && !sp_filter_time(f, smp->timestamp_ns, origin)))
+			continue;
+		a->keep[i / 64] |= 1ULL << (i % 64);
+		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0]++;
+	}
+	free(thread_ok);
+	if (!f || (!f->module && !f->focus && !f->exclude))
+		return 0;
+	bool dropped = false;
+	for (size_t sid = 0; sid < a->nstacks; sid++) {
+		bool pass;
+		if (!a->stack_count[sid])
+			continue;
+		int err = sp_filter_stack(a, (uint32_t)sid, &pass);
+		if (err)
+			return err;
+		if (!pass) {
+			a->stack_count[sid] = 0;
+			dropped = true;
+		}
+	}
+	for (size_t i = 0; dropped && i < nsamples; i++) {
+		const struct sp_sample *smp = sp_spool_sample(s, i);
+		if (!a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0])
+			a->keep[i / 64] &= ~(1ULL << (i % 64));
+	}
+	return 0;
+}
+
+int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
+			const struct sp_report_opts *opts, const struct sp_agg_scope *scope)
+{
 	memset(a, 0, sizeof(*a));
 	a->spool = s;
 	a->sym = sym;
@@ -245,16 +313,29 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 
 	/* Pass 1: per-sample work is one increment; nothing is resolved yet. */
 	size_t nsamples = sp_spool_sample_count(s);
+	const struct sp_report_filter *f = opts && sp_filter_active(&opts->filter) ? &opts->filter
+										  : NULL;
+	a->all_samples = nsamples;
+	a->filter = f;
+	if (f || (scope && scope->kind != SP_GROUP_NONE)) {
+		int err = filter_samples(a, f, scope);
+		if (err)
+			return err;
+	}
 	for (size_t i = 0; i < nsamples; i++) {
 		const struct sp_sample *smp = sp_spool_sample(s, i);
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
-		a->stack_count[sid]++;
+		if (!sp_agg_kept(a, i))
+			continue;
+		if (!a->keep)
+			a->stack_count[sid]++;
 		if (!a->samples || smp->timestamp_ns < a->first_ns)
 			a->first_ns = smp->timestamp_ns;
 		if (!a->samples || smp->timestamp_ns > a->last_ns)
 			a->last_ns = smp->timestamp_ns;
 		a->samples++;
 	}
+	a->whole = a->samples;
 	a->empty_samples = a->nstacks ? a->stack_count[0] : 0;
 
 	/* Pass 2: once per distinct stack, each frame resolved the first time it is met. */
@@ -280,6 +361,7 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->funcs);
 	free(a->names);
 	free(a->path);
+	free(a->keep);
 	sp_map_release(&a->func_index);
 	sp_map_release(&a->name_index);
 	memset(a, 0, sizeof(*a));

@@ -79,6 +79,8 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 		return err;
 	size_t n = sp_spool_sample_count(s);
 	for (size_t i = 0; !err && i < n; i++) {
+		if (!sp_agg_kept(a, order[i]))
+			continue; /* filtered out */
 		const struct sp_sample *smp = sp_spool_sample(s, order[i]);
 		const struct sp_thread *t = sp_spool_thread(s, smp->thread);
 		/* perf's "COMM PID/TID SECONDS.MICROS: PERIOD EVENT:", in CLOCK_MONOTONIC time. */

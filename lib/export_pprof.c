@@ -239,6 +239,8 @@ static int group_samples(struct pprof *p)
 {
 	size_t n = sp_spool_sample_count(p->s);
 	for (size_t i = 0; i < n; i++) {
+		if (!sp_agg_kept(p->a, i))
+			continue; /* filtered out */
 		const struct sp_sample *smp = sp_spool_sample(p->s, i);
 		uint32_t key[2] = {smp->thread, smp->stack_id < p->a->nstacks ? smp->stack_id : 0};
 		uint32_t g;

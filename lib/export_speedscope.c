@@ -217,10 +217,13 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	if ((err = sp_export_time_order(s, &order)))
 		goto out;
 	for (size_t i = 0; i < nsamples; i++)
-		first[sp_spool_sample(s, i)->thread + 1]++;
+		if (sp_agg_kept(a, i)) /* filtered out samples are in no profile */
+			first[sp_spool_sample(s, i)->thread + 1]++;
 	for (size_t t = 0; t < nthreads; t++)
 		first[t + 1] += first[t];
 	for (size_t i = 0; i < nsamples; i++) {
+		if (!sp_agg_kept(a, order[i]))
+			continue;
 		uint32_t t = sp_spool_sample(s, order[i])->thread;
 		by_thread[first[t]++] = order[i];
 	}

@@ -166,6 +166,10 @@ struct sp_agg {
 	uint64_t empty_samples;     /* stack id 0 */
 	uint64_t truncated_samples; /* root-end frame is a truncation marker */
 	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */
+	uint64_t all_samples;       /* samples in the spool, before filters and scope */
+	uint64_t whole;             /* the denominator of shares: samples, or the report's */
+	uint64_t *keep;             /* by sample index: bit set when kept; NULL keeps all */
+	const struct sp_report_filter *filter; /* the filters applied, NULL when none */
 	size_t nstacks, nframes;
 	uint64_t *stack_count;      /* by stack id */
 	uint8_t *stack_truncated;   /* by stack id, valid where stack_count > 0 */
@@ -217,6 +221,28 @@ static inline size_t sp_agg_frame_funcs(const struct sp_agg *a, uint32_t frame_i
  */
 int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
 		 const struct sp_report_opts *opts);
+
+/* A part of the samples: one process or one thread (the sections of --group-by). */
+struct sp_agg_scope {
+	uint32_t kind;  /* enum sp_report_group; SP_GROUP_NONE: every sample */
+	int32_t pid;    /* with SP_GROUP_PROCESS */
+	uint32_t thread; /* with SP_GROUP_THREAD: index in the spool's thread table */
+};
+
+/*
+ * sp_agg_build counting only the samples that pass opts->filter (opts may be
+ * NULL) and lie in scope (may be NULL).  Every count, stack_count included,
+ * is of kept samples; views and exports that walk samples themselves skip
+ * those sp_agg_kept refuses.
+ */
+int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
+			const struct sp_report_opts *opts, const struct sp_agg_scope *scope);
+
+/* Whether the sample at index i of the spool counts in a. */
+static inline bool sp_agg_kept(const struct sp_agg *a, size_t i)
+{
+	return !a->keep || (a->keep[i / 64] >> (i % 64) & 1);
+}
 void sp_agg_release(struct sp_agg *a);
 /*
  * Frame ids of stack_id, leaf first, into a->path; returns the depth.  The
@@ -244,10 +270,59 @@ void sp_seq_groups_release(struct sp_seq_groups *g);
 /* Add count to the group of ids[0..n); 0 or -ENOMEM. */
 int sp_seq_groups_add(struct sp_seq_groups *g, const uint32_t *ids, uint32_t n, uint64_t count);
 
+/* ---- sample filters (lib/report_filter.c) ------------------------------- */
+
+/* Whether any filter is set. */
+bool sp_filter_active(const struct sp_report_filter *f);
+/* Whether samples of thread t may pass (pid, tid, comm). */
+bool sp_filter_thread(const struct sp_report_filter *f, const struct sp_thread *t);
+/* Whether a timestamp lies in the time window; origin_ns is the recording's start. */
+bool sp_filter_time(const struct sp_report_filter *f, uint64_t ts_ns, uint64_t origin_ns);
+/*
+ * Whether the stack stack_id passes module, focus and exclude, its frames
+ * resolved through a->sym.  0 with *pass set, or a resolve error.
+ */
+int sp_filter_stack(struct sp_agg *a, uint32_t stack_id, bool *pass);
+/* The recording's start for time windows: the header's monotonic start, else the first sample. */
+uint64_t sp_filter_origin_ns(const struct sp_spool *s);
+
 /* ---- views (lib/report_text.c, lib/report_folded.c) --------------------- */
 
 int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 int sp_report_folded(struct sp_agg *a, FILE *out);
+
+/* Shared by the text views (lib/report_text.c). */
+#define SP_TEXT_COLUMNS 80
+#define SP_TEXT_MIN_COLUMNS 80
+/* 100 * part / whole, 0 when whole is 0. */
+double sp_text_pct(uint64_t part, uint64_t whole);
+/* The order of the flat table (opts->sort), ties by name. */
+int sp_text_func_cmp(const struct sp_agg *a, uint32_t x, uint32_t y, uint32_t sort);
+/*
+ * The functions of the flat table in order (opts->sort, ties by name), those
+ * under opts->percent_limit left out: a malloc'd array of *shown ids.
+ */
+int sp_text_func_order(const struct sp_agg *a, const struct sp_report_opts *opts,
+		       uint32_t **order, size_t *shown);
+/* By name, module, inline, file and line: the identity of a function across spools. */
+int sp_text_name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y);
+/* A function (name and marks) in a column of width w, cut with "..." when longer. */
+void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad);
+void sp_text_put_cell(FILE *out, const char *s, size_t w, bool pad);
+/* The header: spool, counters, filters. */
+void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+/* Print the filters set and how many samples they kept; nothing when none is. */
+void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+
+/* Call trees (lib/report_tree.c): top-down, or bottom-up with opts->inverted. */
+int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+/* JSON summary (lib/report_json.c). */
+int sp_report_json(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+/*
+ * The complete stacks of a merged by function sequence (leaf first), into g,
+ * and their order, heaviest first, ties by names (malloc'd *order).  0 or -ENOMEM.
+ */
+int sp_agg_heaviest(struct sp_agg *a, struct sp_seq_groups *g, uint32_t **order);
 
 /* ---- exports (lib/export.c, lib/export_*.c) ----------------------------- */
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The text report: header, flat function table by self share, heaviest complete stacks. */
+/* The text report: header, flat function table (or a call tree), heaviest complete stacks. */
 #include "report_internal.h"
 
 #include <errno.h>
@@ -10,15 +10,18 @@
 
 #define DEFAULT_ROWS 25
 #define DEFAULT_STACKS 5
-#define LINE_COLUMNS 80
+#define LINE_COLUMNS SP_TEXT_COLUMNS /* the header's width */
 #define LEFT_COLUMNS 27 /* "  Self%  Total%   Samples  " */
+#define COUNT_COLUMNS 10 /* -n: "    Total " */
 #define MODULE_MAX 20
 #define FUNCTION_MIN 24
 
-static double pct(uint64_t part, uint64_t whole)
+double sp_text_pct(uint64_t part, uint64_t whole)
 {
 	return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
+
+#define pct sp_text_pct
 
 #define HEADER_INDENT 12 /* "Counters:   " */
 #define ROW_INDENT 14
@@ -175,7 +178,50 @@ static void write_error_stats(const struct sp_summary *sum, FILE *out)
 	}
 }
 
-static void write_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+/* A list of ids as "1,2,3" into buf (cut when long). */
+static void put_ids(char *buf, size_t cap, const int32_t *ids, size_t n)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len + 1 < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId32, i ? "," : "", ids[i]);
+}
+
+void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	const struct sp_report_filter *f = &opts->filter;
+	if (!sp_filter_active(f))
+		return;
+	struct item_list l = {.out = out, .col = HEADER_INDENT};
+	char ids[64];
+	fputs("Filters:    ", out);
+	if (f->npids) {
+		put_ids(ids, sizeof(ids), f->pids, f->npids);
+		put_item(&l, "pid %s", ids);
+	}
+	if (f->ntids) {
+		put_ids(ids, sizeof(ids), f->tids, f->ntids);
+		put_item(&l, "tid %s", ids);
+	}
+	if (f->comm)
+		put_item(&l, "comm '%.60s'", f->comm);
+	if (f->module)
+		put_item(&l, "module '%.60s'", f->module);
+	if (f->focus)
+		put_item(&l, "focus '%.60s'", f->focus);
+	if (f->exclude)
+		put_item(&l, "exclude '%.60s'", f->exclude);
+	if (f->has_start && f->has_end)
+		put_item(&l, "time %g-%g s", (double)f->start_ns / 1e9, (double)f->end_ns / 1e9);
+	else if (f->has_start)
+		put_item(&l, "time from %g s", (double)f->start_ns / 1e9);
+	else if (f->has_end)
+		put_item(&l, "time until %g s", (double)f->end_ns / 1e9);
+	fprintf(out, "\nKept:       %" PRIu64 " of %" PRIu64 " samples (%.1f%%)\n", a->samples,
+		a->all_samples, pct(a->samples, a->all_samples));
+}
+
+void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	const struct sp_spool *s = a->spool;
 	const struct sp_spool_meta *meta = sp_spool_meta(s);
@@ -195,6 +241,7 @@ static void write_header(const struct sp_agg *a, const struct sp_report_opts *op
 	fprintf(out, "Duration:   %.3f s\n", secs);
 	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->samples,
 		sp_spool_lost_total(s));
+	sp_text_filters(a, opts, out);
 	fprintf(out, "Empty:      %.1f%% of samples had no stack (%" PRIu64 ")\n",
 		pct(a->empty_samples, a->samples), a->empty_samples);
 	fprintf(out, "Truncated:  %.1f%% of samples had a truncated stack (%" PRIu64 ")\n",
@@ -221,7 +268,7 @@ static void write_header(const struct sp_agg *a, const struct sp_report_opts *op
 			     " is shown\n");
 }
 
-static int name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y)
+int sp_text_name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y)
 {
 	int c = strcmp(x->name, y->name);
 	if (!c)
@@ -234,6 +281,8 @@ static int name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y)
 		c = x->line < y->line ? -1 : 1;
 	return c;
 }
+
+#define name_cmp sp_text_name_cmp
 
 static const char *base_name(const char *p)
 {
@@ -259,20 +308,35 @@ static size_t func_width(const struct sp_agg_func *f)
 	return strlen(f->name) + func_suffix(f, suffix, sizeof(suffix));
 }
 
-static int by_self(const void *pa, const void *pb, void *ctx)
+int sp_text_func_cmp(const struct sp_agg *a, uint32_t x_id, uint32_t y_id, uint32_t sort)
 {
-	const struct sp_agg *a = ctx;
-	const struct sp_agg_func *x = &a->funcs[*(const uint32_t *)pa];
-	const struct sp_agg_func *y = &a->funcs[*(const uint32_t *)pb];
-	if (x->self != y->self)
-		return x->self < y->self ? 1 : -1;
-	if (x->total != y->total)
-		return x->total < y->total ? 1 : -1;
+	const struct sp_agg_func *x = &a->funcs[x_id], *y = &a->funcs[y_id];
+	uint64_t x1 = x->self, y1 = y->self, x2 = x->total, y2 = y->total;
+	if (sort == SP_SORT_TOTAL) {
+		x1 = x->total, y1 = y->total, x2 = x->self, y2 = y->self;
+	} else if (sort == SP_SORT_NAME) {
+		x1 = y1 = x2 = y2 = 0;
+	}
+	if (x1 != y1)
+		return x1 < y1 ? 1 : -1;
+	if (x2 != y2)
+		return x2 < y2 ? 1 : -1;
 	return name_cmp(x, y);
 }
 
+struct func_sort {
+	const struct sp_agg *agg;
+	uint32_t sort;
+};
+
+static int by_key(const void *pa, const void *pb, void *ctx)
+{
+	const struct func_sort *c = ctx;
+	return sp_text_func_cmp(c->agg, *(const uint32_t *)pa, *(const uint32_t *)pb, c->sort);
+}
+
 /* Print s in a column of width w, cutting long text with "..." so lines stay in bounds. */
-static void put_cell(FILE *out, const char *s, size_t w, bool pad)
+void sp_text_put_cell(FILE *out, const char *s, size_t w, bool pad)
 {
 	size_t n = strlen(s);
 	if (n > w && w > 3)
@@ -283,8 +347,10 @@ static void put_cell(FILE *out, const char *s, size_t w, bool pad)
 		fputs(s, out);
 }
 
+#define put_cell sp_text_put_cell
+
 /* A function in a column of width w: a long name is cut before its suffix, which stays. */
-static void put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad)
+void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad)
 {
 	char suffix[SUFFIX_MAX];
 	size_t k = func_suffix(f, suffix, sizeof(suffix)), n = strlen(f->name);
@@ -297,15 +363,53 @@ static void put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad)
 	fprintf(out, "%.*s...%s", (int)(w - k - 3), f->name, suffix);
 }
 
-static int write_table(const struct sp_agg *a, uint32_t max_rows, FILE *out)
+#define put_func sp_text_put_func
+
+static double table_limit(const struct sp_report_opts *opts)
+{
+	return opts->percent_limit > 0 ? opts->percent_limit : 0;
+}
+
+static size_t text_width(const struct sp_report_opts *opts)
+{
+	return opts->width >= SP_TEXT_MIN_COLUMNS ? opts->width : SP_TEXT_COLUMNS;
+}
+
+int sp_text_func_order(const struct sp_agg *a, const struct sp_report_opts *opts,
+		       uint32_t **order_out, size_t *shown_out)
 {
 	uint32_t *order = malloc((a->nfuncs ? a->nfuncs : 1) * sizeof(*order));
 	if (!order)
 		return -ENOMEM;
 	for (size_t i = 0; i < a->nfuncs; i++)
 		order[i] = (uint32_t)i;
-	qsort_r(order, a->nfuncs, sizeof(*order), by_self, (void *)a);
-	size_t rows = a->nfuncs < max_rows ? a->nfuncs : max_rows;
+	struct func_sort ctx = {.agg = a, .sort = opts->sort};
+	qsort_r(order, a->nfuncs, sizeof(*order), by_key, &ctx);
+	/* --percent-limit: the share the table is sorted by (total when by name). */
+	size_t shown = 0;
+	double limit = table_limit(opts);
+	for (size_t i = 0; i < a->nfuncs; i++) {
+		const struct sp_agg_func *f = &a->funcs[order[i]];
+		uint64_t key = opts->sort == SP_SORT_SELF ? f->self : f->total;
+		if (!f->total || pct(key, a->whole) < limit)
+			continue;
+		order[shown++] = order[i];
+	}
+	*order_out = order;
+	*shown_out = shown;
+	return 0;
+}
+
+static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	uint32_t max_rows = opts->max_rows ? opts->max_rows : DEFAULT_ROWS;
+	uint32_t *order;
+	size_t shown;
+	int err = sp_text_func_order(a, opts, &order, &shown);
+	if (err)
+		return err;
+	double limit = table_limit(opts);
+	size_t rows = shown < max_rows ? shown : max_rows;
 
 	size_t fw = strlen("Function"), mw = strlen("Module");
 	for (size_t i = 0; i < rows; i++) {
@@ -314,23 +418,38 @@ static int write_table(const struct sp_agg *a, uint32_t max_rows, FILE *out)
 		fw = n > fw ? n : fw;
 		mw = m > mw ? m : mw;
 	}
-	mw = mw > MODULE_MAX ? MODULE_MAX : mw;
-	size_t room = LINE_COLUMNS - LEFT_COLUMNS - 2 - mw;
+	size_t width = text_width(opts), left = LEFT_COLUMNS + (opts->show_counts ? COUNT_COLUMNS : 0);
+	size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
+	mw = mw > module_max ? module_max : mw;
+	size_t room = width - left - 2 - mw;
+	if (room < FUNCTION_MIN) { /* -n: the module column gives way */
+		mw -= FUNCTION_MIN - room;
+		room = FUNCTION_MIN;
+	}
 	fw = fw > room ? room : fw;
 	fw = fw < FUNCTION_MIN ? FUNCTION_MIN : fw;
 
-	fprintf(out, "\n  Self%%  Total%%   Samples  %-*s  Module\n", (int)fw, "Function");
+	if (opts->show_counts)
+		fprintf(out, "\n  Self%%  Total%%      Self     Total  %-*s  Module\n", (int)fw,
+			"Function");
+	else
+		fprintf(out, "\n  Self%%  Total%%   Samples  %-*s  Module\n", (int)fw, "Function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct sp_agg_func *f = &a->funcs[order[i]];
-		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 "  ", pct(f->self, a->samples),
-			pct(f->total, a->samples), f->self);
+		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 " ", pct(f->self, a->whole),
+			pct(f->total, a->whole), f->self);
+		if (opts->show_counts)
+			fprintf(out, "%9" PRIu64 " ", f->total);
+		fputc(' ', out);
 		put_func(out, f, fw, true);
 		fputs("  ", out);
 		put_cell(out, f->module, mw, false);
 		fputc('\n', out);
 	}
-	if (a->nfuncs > rows)
-		fprintf(out, "(%zu more functions not shown)\n", a->nfuncs - rows);
+	if (shown > rows)
+		fprintf(out, "(%zu more functions not shown)\n", shown - rows);
+	if (a->nfuncs > shown && limit > 0)
+		fprintf(out, "(%zu functions under %.2g%% not shown)\n", a->nfuncs - shown, limit);
 	free(order);
 	return 0;
 }
@@ -357,13 +476,11 @@ static int by_count(const void *pa, const void *pb, void *ctx)
 }
 
 /* Complete stacks merged by their function sequence: ids differ when addresses do. */
-static int write_stacks(struct sp_agg *a, uint32_t max_stacks, FILE *out)
+int sp_agg_heaviest(struct sp_agg *a, struct sp_seq_groups *g, uint32_t **order_out)
 {
-	struct sp_seq_groups g;
 	uint32_t *seq = NULL, *order = NULL;
 	size_t seq_cap = 0;
 	int err = 0;
-	sp_seq_groups_init(&g);
 	for (size_t sid = 1; sid < a->nstacks; sid++) {
 		if (!a->stack_count[sid] || a->stack_truncated[sid])
 			continue;
@@ -395,48 +512,164 @@ static int write_stacks(struct sp_agg *a, uint32_t max_stacks, FILE *out)
 				memcpy(seq + len, funcs, k * sizeof(*seq));
 			len += (uint32_t)k;
 		}
-		if (len && (err = sp_seq_groups_add(&g, seq, len, a->stack_count[sid])))
+		if (len && (err = sp_seq_groups_add(g, seq, len, a->stack_count[sid])))
 			goto out;
 	}
-	if (!(order = malloc((g.ngroups ? g.ngroups : 1) * sizeof(*order)))) {
+	if (!(order = malloc((g->ngroups ? g->ngroups : 1) * sizeof(*order)))) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < g.ngroups; i++)
+	for (size_t i = 0; i < g->ngroups; i++)
 		order[i] = (uint32_t)i;
-	struct stack_sort ctx = {.agg = a, .groups = &g};
-	qsort_r(order, g.ngroups, sizeof(*order), by_count, &ctx);
+	struct stack_sort ctx = {.agg = a, .groups = g};
+	qsort_r(order, g->ngroups, sizeof(*order), by_count, &ctx);
+	*order_out = order;
+	order = NULL;
+out:
+	free(seq);
+	free(order);
+	return err;
+}
 
+static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	uint32_t max_stacks = opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS;
+	struct sp_seq_groups g;
+	uint32_t *order = NULL;
+	sp_seq_groups_init(&g);
+	int err = sp_agg_heaviest(a, &g, &order);
+	if (err)
+		goto out;
 	fprintf(out, "\nHeaviest stacks (complete stacks, leaf first)\n");
 	if (!g.ngroups)
 		fprintf(out, "  (no complete stacks)\n");
+	size_t width = text_width(opts);
 	for (size_t i = 0; i < g.ngroups && i < max_stacks; i++) {
 		const struct sp_seq_group *grp = &g.groups[order[i]];
-		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(grp->count, a->samples),
+		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(grp->count, a->whole),
 			grp->count, grp->count == 1 ? "" : "s");
 		for (uint32_t j = 0; j < grp->len; j++) {
 			const struct sp_agg_func *f = &a->funcs[g.ids[grp->off + j]];
-			char suffix[SUFFIX_MAX];
-			func_suffix(f, suffix, sizeof(suffix));
-			fprintf(out, "    %s%s (%s)\n", f->name, suffix, f->module);
+			/* "    function [marks] (module)", both cut to the width. */
+			size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
+			size_t mw = strlen(f->module), fw = func_width(f);
+			mw = mw < module_max ? mw : module_max;
+			size_t room = width - 4 - mw - 3;
+			fputs("    ", out);
+			put_func(out, f, fw < room ? fw : room, false);
+			fputs(" (", out);
+			put_cell(out, f->module, mw, false);
+			fputs(")\n", out);
 		}
 	}
 out:
-	free(seq);
 	free(order);
 	sp_seq_groups_release(&g);
 	return err;
 }
 
-int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+/* The flat table (or tree) and the heaviest stacks of one aggregation. */
+static int write_views(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
-	write_header(a, opts, out);
 	if (!a->samples) {
 		fprintf(out, "\nNo samples.\n");
 		return 0;
 	}
-	int err = write_table(a, opts->max_rows ? opts->max_rows : DEFAULT_ROWS, out);
+	int err = opts->tree || opts->inverted ? sp_report_tree(a, opts, out)
+						: write_table(a, opts, out);
 	if (!err)
-		err = write_stacks(a, opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS, out);
+		err = write_stacks(a, opts, out);
 	return err;
+}
+
+/* A section of --group-by: a process or a thread and its kept samples. */
+struct section {
+	struct sp_agg_scope scope;
+	uint64_t samples;
+	int32_t pid, tid;
+	const char *name;
+};
+
+static int by_section(const void *pa, const void *pb)
+{
+	const struct section *x = pa, *y = pb;
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? 1 : -1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * One section per process (named by its first thread with a name: the main
+ * thread's comm, usually) or per thread, busiest first, each with its own
+ * views; shares stay of all the report's samples, so sections add up.
+ */
+static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	const struct sp_spool *s = a->spool;
+	size_t nthreads = sp_spool_thread_count(s), nsamples = sp_spool_sample_count(s), n = 0;
+	struct section *sec = calloc(nthreads ? nthreads : 1, sizeof(*sec));
+	uint32_t *of_thread = malloc((nthreads ? nthreads : 1) * sizeof(*of_thread));
+	int err = -ENOMEM;
+	if (!sec || !of_thread)
+		goto out;
+	for (uint32_t t = 0; t < nthreads; t++) {
+		const struct sp_thread *th = sp_spool_thread(s, t);
+		size_t j = n;
+		if (opts->group_by == SP_GROUP_PROCESS)
+			for (j = 0; j < n && sec[j].pid != th->pid; j++)
+				;
+		if (j == n) {
+			sec[n++] = (struct section){
+				.scope = {.kind = opts->group_by, .pid = th->pid, .thread = t},
+				.pid = th->pid,
+				.tid = opts->group_by == SP_GROUP_PROCESS ? th->pid : th->tid,
+				.name = th->name,
+			};
+		} else if (!sec[j].name[0] || th->tid == th->pid) {
+			sec[j].name = th->name; /* the main thread names its process */
+		}
+		of_thread[t] = (uint32_t)j;
+	}
+	for (size_t i = 0; i < nsamples; i++) {
+		uint32_t t = sp_spool_sample(s, i)->thread;
+		if (sp_agg_kept(a, i) && t < nthreads)
+			sec[of_thread[t]].samples++;
+	}
+	qsort(sec, n, sizeof(*sec), by_section);
+	err = 0;
+	for (size_t i = 0; !err && i < n && sec[i].samples; i++) {
+		struct sp_agg part;
+		if (opts->group_by == SP_GROUP_PROCESS)
+			fprintf(out, "\n== Process %" PRId32 " (%s): %.1f%% (%" PRIu64 " sample%s)\n",
+				sec[i].pid, sec[i].name[0] ? sec[i].name : "[unknown]",
+				pct(sec[i].samples, a->whole), sec[i].samples,
+				sec[i].samples == 1 ? "" : "s");
+		else
+			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (%s): %.1f%% (%" PRIu64
+				     " sample%s)\n", sec[i].pid, sec[i].tid,
+				sec[i].name[0] ? sec[i].name : "[unknown]", pct(sec[i].samples, a->whole),
+				sec[i].samples, sec[i].samples == 1 ? "" : "s");
+		err = sp_agg_build_scoped(&part, s, a->sym, opts, &sec[i].scope);
+		if (!err) {
+			part.whole = a->whole;
+			err = write_views(&part, opts, out);
+		}
+		sp_agg_release(&part);
+	}
+out:
+	free(sec);
+	free(of_thread);
+	return err;
+}
+
+int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	sp_text_header(a, opts, out);
+	if (a->samples && opts->group_by != SP_GROUP_NONE)
+		return write_sections(a, opts, out);
+	return write_views(a, opts, out);
 }

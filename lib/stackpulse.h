@@ -827,6 +827,51 @@ enum sp_report_format {
 	SP_REPORT_PPROF = 2,       /* gzip'd profile.proto (go tool pprof, Pyroscope, Parca) */
 	SP_REPORT_SPEEDSCOPE = 3,  /* speedscope's JSON file format, one profile per thread */
 	SP_REPORT_PERF_SCRIPT = 4, /* the text of `perf script` (Firefox Profiler, speedscope) */
+	/* 5 is the flame graph's */
+	SP_REPORT_JSON = 6,        /* a JSON summary for scripts: counters, functions, stacks */
+};
+
+/* Text views: what the flat table is sorted by (ties by name, always). */
+enum sp_report_sort {
+	SP_SORT_SELF = 0,  /* self share, then total share */
+	SP_SORT_TOTAL = 1, /* total share, then self share */
+	SP_SORT_NAME = 2,  /* function name, then module */
+};
+
+/* Text views: one section per process or per thread, each with its own views. */
+enum sp_report_group {
+	SP_GROUP_NONE = 0,
+	SP_GROUP_PROCESS = 1,
+	SP_GROUP_THREAD = 2,
+};
+
+/*
+ * Which samples a report counts; zero-initialised keeps every sample.  A
+ * sample is kept when it passes every filter that is set.  Strings and
+ * arrays are borrowed for the duration of the report call.
+ */
+struct sp_report_filter {
+	const int32_t *pids; /* keep samples of these processes (npids > 0) */
+	size_t npids;
+	const int32_t *tids; /* keep samples of these threads (ntids > 0) */
+	size_t ntids;
+	const char *comm;    /* keep samples of threads with exactly this name */
+	/* keep stacks with a frame in this module: its basename as reports show it */
+	const char *module;
+	/*
+	 * Function names: a stack passes focus when one of its functions
+	 * (inlined ones included) is named exactly focus or matches it as an
+	 * fnmatch(3) pattern; a stack through exclude the same way is dropped.
+	 */
+	const char *focus;
+	const char *exclude;
+	/*
+	 * Time window [start, end) in ns from the recording's start (the spool
+	 * header's monotonic start time, else the first sample), each bound
+	 * used when its has_ flag is set.
+	 */
+	bool has_start, has_end;
+	uint64_t start_ns, end_ns;
 };
 
 struct sp_report_opts {
@@ -840,6 +885,19 @@ struct sp_report_opts {
 	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
 	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
 	const char *spool_path; /* for the header, may be NULL */
+	/* Text views (the flat table, trees and diff; json uses max_rows and max_stacks). */
+	uint32_t sort;        /* enum sp_report_sort */
+	uint32_t group_by;    /* enum sp_report_group */
+	bool show_counts;     /* sample counts beside the shares (perf's -n) */
+	bool tree;            /* top-down call tree instead of the flat table */
+	bool inverted;        /* bottom-up tree: the callers of each leaf function */
+	/*
+	 * Hide rows and tree nodes under this share, in percent; negative: the
+	 * default, 0 for the flat table and 0.5 for trees.
+	 */
+	double percent_limit;
+	uint32_t width;       /* text columns, 0 or under 80 = the default, 80 */
+	struct sp_report_filter filter;
 	/*
 	 * Show frames flagged SP_RFRAME_HIDDEN_DEFAULT (the Python runtime's
 	 * native frames) in every view and export; by default they are left
@@ -853,12 +911,26 @@ struct sp_report_opts {
  * Aggregate the spool and write one report in the chosen format to out (the
  * layouts are described in stackpulse-report(1)).  sym may be NULL: a default
  * symbolizer is then made for this call.  SP_REPORT_PPROF writes binary
- * (gzip) data.  The same spool and options always give the same bytes.
+ * (gzip) data.  opts->filter chooses the samples every format counts; the
+ * text views (tree, inverted, group_by, sort, ...) apply to SP_REPORT_TEXT.
+ * The same spool and options always give the same bytes.
  * Returns 0, -SP_E_BAD_ARG for an unknown format, -ENOMEM, or -errno (-EIO)
  * when writing to out failed.
  */
 int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		    const struct sp_report_opts *opts, FILE *out);
+
+/*
+ * Write the text table of how each function's self and total shares changed
+ * from the spool base to the spool s, largest absolute change first (by
+ * opts->sort: self or total change), both shares shown, the filters applied
+ * to both spools; layout in stackpulse-report(1).  base_path names the base
+ * in the header (may be NULL).  Symbolizers may be NULL as in
+ * sp_report_write.  Returns 0, -SP_E_BAD_ARG, -ENOMEM or -errno from out.
+ */
+int sp_report_diff(const struct sp_spool *base, struct sp_symbolizer *base_sym,
+		   const char *base_path, const struct sp_spool *s, struct sp_symbolizer *sym,
+		   const struct sp_report_opts *opts, FILE *out);
 
 /* ---------------------------------------------------------------------- */
 /* Recorder                                                               */

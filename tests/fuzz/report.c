@@ -182,6 +182,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Every format the library knows: a new one is fuzzed as soon as it exists. */
 	for (ropts.format = 0; ropts.format < 16; ropts.format++)
 		sp_report_write(s, sym, &ropts, devnull);
+	/* The text views, sections and filters, two ways each, and a diff with itself. */
+	static const int32_t pids[] = {1, 4242};
+	for (int v = 0; v < 2; v++) {
+		ropts.format = SP_REPORT_TEXT;
+		ropts.tree = v == 0;
+		ropts.inverted = v == 1;
+		ropts.group_by = v ? SP_GROUP_PROCESS : SP_GROUP_THREAD;
+		ropts.sort = (knobs >> 20) % 3;
+		ropts.show_counts = v;
+		ropts.percent_limit = v ? -1 : 0;
+		ropts.filter = (struct sp_report_filter){0};
+		if (v == 1 || (knobs & 0x400000u))
+			ropts.filter = (struct sp_report_filter){
+				.pids = pids, .npids = 2, .focus = v ? "*a*" : NULL,
+				.exclude = v ? NULL : "main", .module = v ? NULL : "libc.so.6",
+				.has_start = true, .start_ns = 1000, .has_end = v, .end_ns = 1000000000};
+		sp_report_write(s, sym, &ropts, devnull);
+		ropts.group_by = SP_GROUP_NONE;
+		sp_report_diff(s, sym, NULL, s, sym, &ropts, devnull);
+	}
 	/* Every frame, including the ones no sample reaches, and its inline chain. */
 	for (size_t i = 0; i < s->nframes; i++) {
 		const struct sp_resolved_frame *rf, *all;

@@ -540,3 +540,462 @@ Test(report, cut_short_recording_has_no_counters)
 	cr_expect_null(strstr(text, "Counters:"), "%s", text);
 	free(text);
 }
+
+/* ---- views: trees, sorting, counts, limits ----------------------------------- */
+
+/* text with "MOD" replaced by the module name of this test program. */
+static char *with_module(const char *text)
+{
+	const char *mod = basename_of_self();
+	size_t n = 0, k = strlen(mod);
+	for (const char *p = text; (p = strstr(p, "MOD")); p += 3)
+		n++;
+	char *out = malloc(strlen(text) + n * k + 1), *o = out;
+	cr_assert_not_null(out);
+	for (const char *p = text; *p;) {
+		if (!strncmp(p, "MOD", 3)) {
+			memcpy(o, mod, k);
+			o += k;
+			p += 3;
+		} else {
+			*o++ = *p++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+/* The part of text from the line starting with from up to (not including) until. */
+static char *section(const char *text, const char *from, const char *until)
+{
+	const char *p = strstr(text, from);
+	cr_assert_not_null(p, "no '%s' in\n%s", from, text);
+	const char *e = until ? strstr(p, until) : NULL;
+	size_t n = e ? (size_t)(e - p) : strlen(p);
+	char *s = malloc(n + 1);
+	memcpy(s, p, n);
+	s[n] = '\0';
+	return s;
+}
+
+static void expect_section(const char *text, const char *from, const char *until,
+			   const char *want_template)
+{
+	char *got = section(text, from, until), *want = with_module(want_template);
+	cr_expect_str_eq(got, want, "got:\n%s\nwant:\n%s", got, want);
+	free(got);
+	free(want);
+}
+
+Test(report, top_down_tree_is_exact)
+{
+	known_profile(true);
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .tree = true, .percent_limit = 0};
+	char *text = report_with(&ro, NULL);
+	expect_section(text, "Call tree", "\nHeaviest",
+		       "Call tree (top-down: callees indented under callers)\n"
+		       " Total%   Self%  Function (module)\n"
+		       "  84.6%    0.0%  sp_test_root (MOD)\n"
+		       "  69.2%   23.1%    sp_test_known_beta (MOD)\n"
+		       "  46.2%   46.2%      sp_test_known_alpha (MOD)\n"
+		       "  15.4%    0.0%    sp_test_known_alpha (MOD)\n"
+		       "  15.4%   15.4%      sp_test_known_alpha (MOD)\n"
+		       "   7.7%    0.0%  [truncated]\n"
+		       "   7.7%    7.7%    sp_test_known_alpha (MOD)\n");
+	cr_expect_null(strstr(text, "  Self%  Total%"), "no flat table with --tree:\n%s", text);
+	free(text);
+
+	/* --percent-limit prunes a node and everything under it; -n adds counts. */
+	ro.percent_limit = 20;
+	ro.show_counts = true;
+	text = report_with(&ro, NULL);
+	expect_section(text, "Call tree", "\nHeaviest",
+		       "Call tree (top-down: callees indented under callers)\n"
+		       " Total%   Self%     Total      Self  Function (module)\n"
+		       "  84.6%    0.0%        11         0  sp_test_root (MOD)\n"
+		       "  69.2%   23.1%         9         3    sp_test_known_beta (MOD)\n"
+		       "  46.2%   46.2%         6         6      sp_test_known_alpha (MOD)\n"
+		       "(entries under 20% not shown)\n");
+	free(text);
+}
+
+Test(report, inverted_tree_is_exact)
+{
+	known_profile(true);
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .inverted = true,
+				    .percent_limit = -1};
+	char *text = report_with(&ro, NULL);
+	/* The default limit, 0.5%, hides nothing here but is said. */
+	expect_section(text, "Callers", "\nHeaviest",
+		       "Callers (bottom-up: each leaf function, then its callers)\n"
+		       "  Self%  Function (module)\n"
+		       "  69.2%  sp_test_known_alpha (MOD)\n"
+		       "  46.2%    sp_test_known_beta (MOD)\n"
+		       "  46.2%      sp_test_root (MOD)\n"
+		       "  15.4%    sp_test_known_alpha (MOD)\n"
+		       "  15.4%      sp_test_root (MOD)\n"
+		       "   7.7%    [truncated]\n"
+		       "  23.1%  sp_test_known_beta (MOD)\n"
+		       "  23.1%    sp_test_root (MOD)\n"
+		       "(entries under 0.5% not shown)\n");
+	free(text);
+}
+
+Test(report, flat_table_sort_counts_and_limit)
+{
+	known_profile(true);
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .sort = SP_SORT_TOTAL,
+				    .show_counts = true};
+	char *text = report_with(&ro, NULL);
+	expect_section(text, "  Self%", "\nHeaviest",
+		       "  Self%  Total%      Self     Total  Function                  Module\n"
+		       "   0.0%   84.6%         0        11  sp_test_root              MOD\n"
+		       "  69.2%   69.2%         9         9  sp_test_known_alpha       MOD\n"
+		       "  23.1%   69.2%         3         9  sp_test_known_beta        MOD\n");
+	free(text);
+
+	ro = (struct sp_report_opts){.format = SP_REPORT_TEXT, .sort = SP_SORT_NAME};
+	text = report_with(&ro, NULL);
+	expect_section(text, "  Self%", "\nHeaviest",
+		       "  Self%  Total%   Samples  Function                  Module\n"
+		       "  69.2%   69.2%         9  sp_test_known_alpha       MOD\n"
+		       "  23.1%   69.2%         3  sp_test_known_beta        MOD\n"
+		       "   0.0%   84.6%         0  sp_test_root              MOD\n");
+	free(text);
+
+	/* The limit applies to the sort key: self share by default. */
+	ro = (struct sp_report_opts){.format = SP_REPORT_TEXT, .percent_limit = 50};
+	text = report_with(&ro, NULL);
+	expect_section(text, "  Self%", "\nHeaviest",
+		       "  Self%  Total%   Samples  Function                  Module\n"
+		       "  69.2%   69.2%         9  sp_test_known_alpha       MOD\n"
+		       "(2 functions under 50% not shown)\n");
+	free(text);
+}
+
+Test(report, views_fit_the_width_and_widen)
+{
+	/* A function name longer than any line: cut with "..." in every view. */
+	char path[200];
+	memset(path, 'y', sizeof(path));
+	memcpy(path, "/nonexistent/", 13);
+	path[sizeof(path) - 1] = '\0';
+	struct sp_module m = {.start = 0x1000, .end = 0x2000, .path = path};
+	uint32_t mid;
+	cr_assert_eq(sp_spool_writer_add_module(writer, &m, &mid), 0);
+	uint32_t f[3] = {frame(mid, &m, 0x1234), frame(mid, &m, 0x1334), frame(mid, &m, 0x1434)};
+	samples(f, 3, 2);
+	/* A deep recursion: the tree's indentation must stop somewhere. */
+	uint32_t deep[60];
+	for (size_t i = 0; i < SP_ARRAY_SIZE(deep); i++)
+		deep[i] = f[i % 3];
+	samples(deep, SP_ARRAY_SIZE(deep), 1);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	for (int v = 0; v < 3; v++) {
+		for (uint32_t width = 80; width <= 120; width += 40) {
+			struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .tree = v == 1,
+						    .inverted = v == 2, .show_counts = true,
+						    .width = width == 80 ? 0 : width};
+			char *text = report_with(&ro, NULL);
+			size_t longest = 0;
+			for (const char *p = text; *p;) {
+				size_t n = strcspn(p, "\n");
+				longest = n > longest ? n : longest;
+				p += n + (p[n] != '\0');
+			}
+			cr_expect_leq(longest, width, "view %d: a line over %u columns:\n%s", v,
+				      width, text);
+			cr_expect_gt(longest, width - 10, "view %d: width %u unused:\n%s", v,
+				     width, text);
+			cr_expect_not_null(strstr(text, "..."), "%s", text);
+			free(text);
+		}
+	}
+}
+
+/* ---- filters and sections on a profile of three threads in two processes ---- */
+
+static uint32_t thread_of(int32_t pid, int32_t tid, const char *name)
+{
+	uint32_t t;
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, pid, tid, &t), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(writer, t, name), 0);
+	return t;
+}
+
+/*
+ * 9 samples 10 ms apart from the recording's start: alpha<-beta<-root x4 in
+ * 10/10 "main", beta<-root x2 in 10/11 "worker", alpha<-root x3 in 20/20
+ * "other".
+ */
+static void threads_profile(void)
+{
+	struct sp_module m;
+	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
+	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	uint32_t b = frame(mid, &m, fn(sp_test_known_beta) + 4);
+	uint32_t r = frame(mid, &m, fn(sp_test_root) + 4);
+	thread = thread_of(10, 10, "main");
+	samples((uint32_t[]){a, b, r}, 3, 4);
+	thread = thread_of(10, 11, "worker");
+	samples((uint32_t[]){b, r}, 2, 2);
+	thread = thread_of(20, 20, "other");
+	samples((uint32_t[]){a, r}, 2, 3);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 9}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+}
+
+static char *folded_with(const struct sp_report_filter *f)
+{
+	struct sp_report_opts ro = {.format = SP_REPORT_FOLDED, .filter = *f};
+	return report_with(&ro, NULL);
+}
+
+#define ABR "sp_test_root;sp_test_known_beta;sp_test_known_alpha"
+#define BR "sp_test_root;sp_test_known_beta"
+#define AR "sp_test_root;sp_test_known_alpha"
+
+Test(report, filters_keep_exactly_their_samples)
+{
+	threads_profile();
+	const char *self = basename_of_self();
+	static const int32_t pid10[] = {10}, tid11_20[] = {11, 20};
+	const struct {
+		struct sp_report_filter f;
+		const char *want;
+	} cases[] = {
+		{{0}, AR " 3\n" BR " 2\n" ABR " 4\n"},
+		{{.pids = pid10, .npids = 1}, BR " 2\n" ABR " 4\n"},
+		{{.tids = tid11_20, .ntids = 2}, AR " 3\n" BR " 2\n"},
+		{{.pids = pid10, .npids = 1, .tids = tid11_20, .ntids = 2}, BR " 2\n"},
+		{{.comm = "other"}, AR " 3\n"},
+		{{.comm = "othe"}, ""},
+		{{.focus = "sp_test_known_alpha"}, AR " 3\n" ABR " 4\n"},
+		{{.focus = "sp_test_known_*"}, AR " 3\n" BR " 2\n" ABR " 4\n"},
+		{{.focus = "sp_test_known"}, ""}, /* exact or a pattern, never a substring */
+		{{.exclude = "sp_test_known_beta"}, AR " 3\n"},
+		{{.focus = "sp_test_root", .exclude = "*alpha"}, BR " 2\n"},
+		{{.module = self}, AR " 3\n" BR " 2\n" ABR " 4\n"},
+		{{.module = "libc.so.6"}, ""},
+		/* Time from the recording's start: samples at 0, 10, ... 80 ms. */
+		{{.has_start = true, .start_ns = 15000000, .has_end = true, .end_ns = 55000000},
+		 BR " 2\n" ABR " 2\n"},
+		{{.has_end = true, .end_ns = 30000000}, ABR " 3\n"},
+		{{.has_start = true, .start_ns = 60000000}, AR " 3\n"},
+		{{.has_start = true, .start_ns = 60000000, .comm = "main"}, ""},
+	};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(cases); i++) {
+		char *text = folded_with(&cases[i].f);
+		cr_expect_str_eq(text, cases[i].want, "case %zu: got\n%s", i, text);
+		free(text);
+	}
+}
+
+Test(report, the_header_says_which_filters_kept_what)
+{
+	threads_profile();
+	static const int32_t pid10[] = {10};
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT,
+				    .filter = {.pids = pid10, .npids = 1, .focus = "sp_test_root",
+					       .has_end = true, .end_ns = 2500000000}};
+	char *text = report_with(&ro, NULL);
+	cr_expect(has_line(text, "Filters:    pid 10, focus 'sp_test_root', time until 2.5 s"),
+		  "%s", text);
+	cr_expect(has_line(text, "Kept:       6 of 9 samples (66.7%)"), "%s", text);
+	cr_expect(has_line(text, "Samples:    6 (lost 0)"), "%s", text);
+	/* Shares are of the kept samples. */
+	char want[128];
+	snprintf(want, sizeof(want), "  66.7%%   66.7%%         4  %-24s  %s",
+		 "sp_test_known_alpha", basename_of_self());
+	cr_expect(has_line(text, want), "missing '%s' in\n%s", want, text);
+	free(text);
+
+	ro.filter = (struct sp_report_filter){0};
+	text = report_with(&ro, NULL);
+	cr_expect_null(strstr(text, "Filters:"), "%s", text);
+	cr_expect_null(strstr(text, "Kept:"), "%s", text);
+	free(text);
+}
+
+static size_t count_of(const char *text, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = text; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+Test(report, exports_walking_samples_skip_filtered_ones)
+{
+	threads_profile();
+	static const int32_t pid10[] = {10};
+	struct sp_report_opts ro = {.format = SP_REPORT_PERF_SCRIPT,
+				    .filter = {.pids = pid10, .npids = 1,
+					       .exclude = "sp_test_known_alpha"}};
+	char *text = report_with(&ro, NULL);
+	cr_expect_eq(count_of(text, "cpu-clock:"), 2, "%s", text);
+	cr_expect_eq(count_of(text, "   10/11    "), 2, "%s", text);
+	cr_expect_null(strstr(text, "sp_test_known_alpha"), "%s", text);
+	free(text);
+
+	ro.format = SP_REPORT_SPEEDSCOPE;
+	text = report_with(&ro, NULL);
+	cr_expect_eq(count_of(text, "\"type\":\"sampled\""), 1, "one thread's profile:\n%s", text);
+	cr_expect_not_null(strstr(text, "worker (pid 10, tid 11)"), "%s", text);
+	free(text);
+}
+
+Test(report, group_by_thread_and_process)
+{
+	threads_profile();
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .group_by = SP_GROUP_THREAD,
+				    .max_rows = 1, .max_stacks = 1};
+	char *text = report_with(&ro, NULL);
+	const char *s1 = strstr(text, "\n== Thread 10/10 (main): 44.4% (4 samples)\n");
+	const char *s2 = strstr(text, "\n== Thread 20/20 (other): 33.3% (3 samples)\n");
+	const char *s3 = strstr(text, "\n== Thread 10/11 (worker): 22.2% (2 samples)\n");
+	cr_expect(s1 && s2 && s3 && s1 < s2 && s2 < s3, "sections busiest first:\n%s", text);
+	/* Each section has its own table; shares stay of all samples. */
+	cr_expect_eq(count_of(text, "  Self%  Total%"), 3, "%s", text);
+	char want[128];
+	snprintf(want, sizeof(want), "  22.2%%   22.2%%         2  %-24s  %s",
+		 "sp_test_known_beta", basename_of_self());
+	cr_expect(s3 && strstr(s3, want), "missing '%s' in\n%s", want, text);
+	free(text);
+
+	ro.group_by = SP_GROUP_PROCESS;
+	ro.tree = true;
+	text = report_with(&ro, NULL);
+	s1 = strstr(text, "\n== Process 10 (main): 66.7% (6 samples)\n");
+	s2 = strstr(text, "\n== Process 20 (other): 33.3% (3 samples)\n");
+	cr_expect(s1 && s2 && s1 < s2, "%s", text);
+	cr_expect_eq(count_of(text, "Call tree"), 2, "%s", text);
+	cr_expect_null(strstr(text, "== Thread"), "%s", text);
+	/* Same spool, same bytes. */
+	char *again = report_with(&ro, NULL);
+	cr_expect_str_eq(text, again);
+	free(again);
+	free(text);
+}
+
+Test(report, json_summary)
+{
+	threads_profile();
+	static const int32_t pid10[] = {10};
+	struct sp_report_opts ro = {.format = SP_REPORT_JSON, .max_rows = 2, .max_stacks = 1,
+				    .spool_path = "t\"s.spool",
+				    .filter = {.pids = pid10, .npids = 1}};
+	char *text = report_with(&ro, NULL);
+	char *want = with_module(
+		"\"functions\":[\n"
+		"{\"name\":\"sp_test_known_alpha\",\"module\":\"MOD\",\"inline\":false,"
+		"\"self\":4,\"total\":4,\"self_percent\":66.6667,\"total_percent\":66.6667},\n"
+		"{\"name\":\"sp_test_known_beta\",\"module\":\"MOD\",\"inline\":false,"
+		"\"self\":2,\"total\":6,\"self_percent\":33.3333,\"total_percent\":100.0000}],\n"
+		"\"functions_total\":3");
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(want);
+	cr_expect_not_null(strstr(text, "\"path\":\"t\\\"s.spool\""), "%s", text);
+	cr_expect_not_null(strstr(text, "\"pid\":[10],\"tid\":[],\"time_s\":[null,null],"
+				      "\"kept\":6}"), "%s", text);
+	cr_expect_not_null(strstr(text, "\"counters\":{\"samples\":9,\"lost\":0,"), "%s", text);
+	cr_expect_not_null(strstr(text, "\n\"samples\":6,\"empty\":0,\"truncated\":0"), "%s", text);
+	cr_expect_not_null(strstr(text, "\"stacks\":[\n{\"samples\":4,\"percent\":66.6667,"
+				      "\"frames\":[{\"name\":\"sp_test_known_alpha\""), "%s", text);
+	cr_expect_eq(count_of(text, "\n{\"samples\":"), 1, "one stack (--stacks 1):\n%s", text);
+	free(text);
+}
+
+/* Write a second spool (the base of a diff) with fill, keeping the test's own spool. */
+static struct sp_spool *other_spool(const char *path, void (*fill)(void))
+{
+	char saved[sizeof(spool_path)];
+	struct sp_spool *mine = spool;
+	strcpy(saved, spool_path);
+	snprintf(spool_path, sizeof(spool_path), "%s", path);
+	struct sp_spool_meta meta = {.frequency_hz = 999, .start_monotonic_ns = 1000000000};
+	now_ns = meta.start_monotonic_ns;
+	cr_assert_eq(sp_spool_writer_open(spool_path, &meta, &writer), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 10, &thread), 0);
+	fill();
+	struct sp_spool *other = spool;
+	unlink(spool_path);
+	strcpy(spool_path, saved);
+	spool = mine;
+	return other;
+}
+
+static void known_profile_finished(void)
+{
+	known_profile(true);
+}
+
+Test(report, diff_is_sorted_by_change)
+{
+	threads_profile();
+	struct sp_spool *base = other_spool("/tmp/sp-report-base.spool", known_profile_finished);
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .spool_path = "new.spool"};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_eq(sp_report_diff(base, NULL, "base.spool", spool, NULL, &ro, out), 0);
+	fclose(out);
+	expect_section(text, "Change", NULL,
+		       "Change in each function's share of the samples, from base to new\n"
+		       "Base:       base.spool: 13 samples\n"
+		       "New:        new.spool: 9 samples\n"
+		       "\n"
+		       "  Self% (base, new, change)  Total% (base, new, change)\n"
+		       "   Base     New  Change     Base     New  Change  Function (module)\n"
+		       "  69.2%   77.8%   +8.5%    69.2%   77.8%   +8.5%  sp_test_known_alpha (MOD)\n"
+		       "  23.1%   22.2%   -0.9%    69.2%   66.7%   -2.6%  sp_test_known_beta (MOD)\n"
+		       "   0.0%    0.0%   +0.0%    84.6%  100.0%  +15.4%  sp_test_root (MOD)\n");
+	free(text);
+
+	/* By total change; filters apply to both spools. */
+	ro.sort = SP_SORT_TOTAL;
+	ro.filter.exclude = "sp_test_known_beta";
+	text = NULL;
+	out = open_memstream(&text, &len);
+	cr_assert_eq(sp_report_diff(base, NULL, "base.spool", spool, NULL, &ro, out), 0);
+	fclose(out);
+	/* The base keeps its empty sample and those without beta: 4 of 13. */
+	char *want = with_module(
+		"Base:       base.spool: 4 of 13 samples kept\n"
+		"New:        new.spool: 3 of 9 samples kept\n"
+		"Filters:    exclude 'sp_test_known_beta'\n"
+		"Kept:       3 of 9 samples (33.3%)\n"
+		"\n"
+		"  Self% (base, new, change)  Total% (base, new, change)\n"
+		"   Base     New  Change     Base     New  Change  Function (module)\n"
+		"   0.0%    0.0%   +0.0%    50.0%  100.0%  +50.0%  sp_test_root (MOD)\n"
+		"  75.0%  100.0%  +25.0%    75.0%  100.0%  +25.0%  sp_test_known_alpha (MOD)\n");
+	cr_expect_not_null(strstr(text, want), "missing '%s' in\n%s", want, text);
+	free(want);
+	cr_expect_null(strstr(text, "sp_test_known_beta ("), "%s", text);
+	free(text);
+	sp_spool_free(base);
+}
+
+Test(report, trees_of_samples_without_stacks)
+{
+	samples(NULL, 0, 2);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 2}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	for (int v = 0; v < 2; v++) {
+		struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .tree = !v, .inverted = v,
+					    .group_by = SP_GROUP_THREAD};
+		char *text = report_with(&ro, NULL);
+		cr_expect(has_line(text, "  (no stacks)"), "%s", text);
+		cr_expect(has_line(text, "== Thread 10/10 ([unknown]): 100.0% (2 samples)"), "%s",
+			  text);
+		free(text);
+	}
+}

@@ -36,7 +36,8 @@ static const struct argp_option options[] = {
 	 "folded: one 'root;...;leaf COUNT' line per stack, for flamegraph.pl; "
 	 "pprof: gzip'd profile.proto for go tool pprof (binary: use -o); "
 	 "speedscope: speedscope's JSON, one profile per thread; "
-	 "perf-script: the text of 'perf script'", 1},
+	 "perf-script: the text of 'perf script'; "
+	 "flamegraph: an interactive flame graph, one self-contained SVG for a browser", 1},
 	{NULL, 0, NULL, 0, "Text report:", 2},
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
 	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5)", 2},
@@ -89,9 +90,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.format = SP_REPORT_SPEEDSCOPE;
 		else if (!strcmp(arg, "perf-script"))
 			a->report.format = SP_REPORT_PERF_SCRIPT;
+		else if (!strcmp(arg, "flamegraph"))
+			a->report.format = SP_REPORT_FLAMEGRAPH;
 		else
 			argp_error(state, "unknown format '%s': expected text, folded, pprof, "
-				   "speedscope or perf-script", arg);
+				   "speedscope, perf-script or flamegraph", arg);
 		break;
 	case OPT_ROWS:
 		a->report.max_rows = parse_count(arg, "row count", state);

@@ -9,7 +9,7 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 {
 	if (!s || !opts || !out)
 		return -SP_E_BAD_ARG;
-	if (opts->format > SP_REPORT_PERF_SCRIPT)
+	if (opts->format > SP_REPORT_FLAMEGRAPH)
 		return -SP_E_BAD_ARG;
 	/* A caller without a symbolizer gets a default one for this report. */
 	struct sp_symbolizer *own = NULL;
@@ -38,6 +38,9 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 			break;
 		case SP_REPORT_PERF_SCRIPT:
 			err = sp_export_perf_script(&agg, out);
+			break;
+		case SP_REPORT_FLAMEGRAPH:
+			err = sp_export_flamegraph(&agg, opts, out);
 			break;
 		}
 	}

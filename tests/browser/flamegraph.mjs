@@ -6,15 +6,9 @@
 // Usage: node flamegraph.mjs SVG ZOOM-FRAME SEARCH-TERM SCREENSHOT.png
 // ZOOM-FRAME names a frame narrower than the graph; '-' skips the zoom checks.
 // Prints the e2e result lines ("ok: ", "FAIL: ", "skip: "); exits 1 when a check failed.
-import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { delimiter, join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-
-let failed = 0;
-const ok = (m) => console.log(`ok: ${m}`);
-const fail = (m) => { console.log(`FAIL: ${m}`); failed++; };
-const check = (cond, good, bad) => (cond ? ok(good) : fail(bad));
+import { check, fail, failed, launch, ok, watch } from './chromium.mjs';
 
 const [svgPath, zoomName, term, shotPath] = process.argv.slice(2);
 if (!shotPath) {
@@ -22,56 +16,11 @@ if (!shotPath) {
 	process.exit(1);
 }
 
-function onPath(names) {
-	for (const dir of (process.env.PATH || '').split(delimiter)) {
-		for (const name of names) {
-			const p = join(dir || '.', name);
-			try {
-				accessSync(p, constants.X_OK);
-				return p;
-			} catch { /* not here */ }
-		}
-	}
-	return null;
-}
-
-const chromium = onPath(['chromium', 'chromium-browser']);
-if (!chromium) {
-	console.log("skip: chromium not found on PATH (Debian package chromium): the flame graph was not opened in a browser");
-	process.exit(0);
-}
-let playwright;
-try {
-	playwright = await import('playwright-core');
-} catch (e) {
-	console.log(`skip: playwright-core not installed (npm ci in tests/browser): ${e.code || e.message}`);
-	process.exit(0);
-}
-
-const profileDir = mkdtempSync(join(tmpdir(), 'stackpulse-chromium.'));
-let context;
-try {
-	// A persistent context is how playwright takes a user data dir: a fresh one per run.
-	context = await playwright.chromium.launchPersistentContext(profileDir, {
-		executablePath: chromium,
-		headless: true,
-		args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-			'--disable-background-networking', '--disable-component-update', '--disable-sync'],
-		viewport: { width: 1200, height: 900 },
-		timeout: 60000,
-	});
-} catch (e) {
-	rmSync(profileDir, { recursive: true, force: true });
-	console.log(`skip: chromium did not start under playwright-core: ${String(e.message).split('\n')[0]}`);
-	process.exit(0);
-}
+const { context, close } = await launch('the flame graph');
 
 try {
 	const page = context.pages()[0] || await context.newPage();
-	const errors = [], requests = [];
-	page.on('pageerror', (e) => errors.push(e.message));
-	page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
-	page.on('request', (r) => requests.push(r.url()));
+	const { errors, requests, outside } = watch(page);
 	const url = pathToFileURL(resolve(svgPath)).href;
 	await page.goto(url, { waitUntil: 'load' });
 
@@ -182,14 +131,12 @@ try {
 		ok(`zoomed screenshot saved: ${zoomed}`);
 	}
 
-	const outside = requests.filter((u) => !u.startsWith('file:') && !u.startsWith('data:'));
-	check(outside.length === 0, `no request left the file (${requests.length} request(s), all file:)`,
-		`the SVG requested ${outside.join(', ')}`);
+	check(outside().length === 0, `no request left the file (${requests.length} request(s), all file:)`,
+		`the SVG requested ${outside().join(', ')}`);
 	check(errors.length === 0, 'no script error in the page', `page errors: ${errors.join('; ').slice(0, 400)}`);
 } catch (e) {
 	fail(`browser test stopped: ${String(e.message).split('\n').slice(0, 3).join(' ')}`);
 } finally {
-	await context.close();
-	rmSync(profileDir, { recursive: true, force: true });
+	await close();
 }
-process.exit(failed ? 1 : 0);
+process.exit(failed() ? 1 : 0);

@@ -39,7 +39,7 @@ static const struct {
 	[FG_PYTHON] = {"python", "Python", {70, 130, 215}, {130, 190, 250}},
 	[FG_JIT] = {"jit", "JIT", {60, 180, 60}, {120, 225, 110}},
 	[FG_INLINE] = {"inline", "inline", {60, 195, 195}, {120, 230, 230}},
-	[FG_UNKNOWN] = {"unknown", "unnamed", {165, 150, 190}, {195, 180, 220}},
+	[FG_UNKNOWN] = {"unknown", "unknown", {165, 150, 190}, {195, 180, 220}},
 	[FG_TRUNCATED] = {"truncated", "truncated", {150, 150, 150}, {150, 150, 150}},
 	[FG_EMPTY] = {"empty", "no stack", {205, 205, 205}, {205, 205, 205}},
 	[FG_ROOT] = {"root", "all", {225, 225, 225}, {225, 225, 225}},
@@ -65,6 +65,7 @@ struct flamegraph {
 	uint32_t *nchildren;  /* by node */
 	uint32_t max_depth;
 	struct sp_buf text;   /* scratch */
+	struct sp_buf label;  /* scratch: a frame's label */
 };
 
 static int grow(void **p, size_t *cap, size_t need, size_t elem)
@@ -431,7 +432,18 @@ static int write_frame(struct flamegraph *fg, const struct geometry *g, uint32_t
 		FRAME_H - 1);
 	put_fill(l.kind, l.name, out);
 	fprintf(out, "\"/><text x=\"%.2f\" y=\"%u\">", x + 3, y + FRAME_H - 4);
-	if ((err = put_fitted(fg, l.name, w, out)))
+	/* With --lines the label is "function:line", as in folded stacks. */
+	const char *text = l.name;
+	if (l.file && l.line) {
+		fg->label.len = 0;
+		char num[16];
+		int n = snprintf(num, sizeof(num), ":%" PRIu32, l.line);
+		if ((err = sp_buf_append(&fg->label, l.name, strlen(l.name))) ||
+		    (err = sp_buf_append(&fg->label, num, (size_t)n + 1)))
+			return err;
+		text = (const char *)fg->label.data;
+	}
+	if ((err = put_fitted(fg, text, w, out)))
 		return err;
 	fputs("</text></g>\n", out);
 	return ferror(out) ? -EIO : 0;
@@ -497,13 +509,14 @@ static const char script[] =
 	"    s: +g.getAttribute('data-s'), c: +g.getAttribute('data-c'), d: +g.getAttribute('data-d'),\n"
 	"    n: g.getAttribute('data-n'), m: g.getAttribute('data-m') || '',\n"
 	"    l: g.getAttribute('data-l') || '', k: g.getAttribute('class').split(' ')[1]};\n"
+	"  f.label = f.l ? f.n + ':' + f.l.slice(f.l.lastIndexOf(':') + 1) : f.n;\n"
 	"  frames.push(f); byG.set(g, f);\n"
 	"});\n"
 	"var root = frames[0], zoomed = root;\n"
 	"function fit(f, w) {\n"
-	"  var room = Math.floor((w - 6) / CW), ch = Array.from(f.n);\n"
+	"  var room = Math.floor((w - 6) / CW), ch = Array.from(f.label);\n"
 	"  if (room < 3) return '';\n"
-	"  return ch.length > room ? ch.slice(0, room - 2).join('') + '..' : f.n;\n"
+	"  return ch.length > room ? ch.slice(0, room - 2).join('') + '..' : f.label;\n"
 	"}\n"
 	"function place(f, x, w) {\n"
 	"  f.rect.setAttribute('x', x.toFixed(2)); f.rect.setAttribute('width', w.toFixed(2));\n"
@@ -533,7 +546,7 @@ static const char script[] =
 	"  if (term) { try { re = new RegExp(term); } catch (e) { re = null; } }\n"
 	"  var hits = [];\n"
 	"  frames.forEach(function (f) {\n"
-	"    var hit = !!term && f !== root && (re ? re.test(f.n) : f.n.indexOf(term) >= 0);\n"
+	"    var hit = !!term && f !== root && (re ? re.test(f.label) : f.label.indexOf(term) >= 0);\n"
 	"    f.g.classList.toggle('hl', hit);\n"
 	"    if (hit) hits.push(f);\n"
 	"  });\n"
@@ -557,7 +570,7 @@ static const char script[] =
 	"function describe(f) {\n"
 	"  var share = plural(f.c) + ', ' + pct(f.c, TOTAL) + ' of all';\n"
 	"  if (zoomed !== root) share += ', ' + pct(f.c, zoomed.c) + ' of the zoomed frame';\n"
-	"  return [f.n, 'module: ' + (f.m || '-') + (f.l ? '  at ' + f.l : ''), 'kind: ' + f.k, share];\n"
+	"  return [f.label, 'module: ' + (f.m || '-') + (f.l ? '  at ' + f.l : ''), 'kind: ' + f.k, share];\n"
 	"}\n"
 	"function showTip(f, ev) {\n"
 	"  var lines = describe(f), w = 0;\n"
@@ -574,7 +587,7 @@ static const char script[] =
 	"  if (y + bh > vb.height) y = Math.max(0, p.y - bh - 8);\n"
 	"  tip.setAttribute('transform', 'translate(' + x.toFixed(0) + ',' + y.toFixed(0) + ')');\n"
 	"  tip.classList.remove('off');\n"
-	"  $('details').textContent = lines[0] + ' (' + (f.m || '-') + '): ' + lines[3];\n"
+	"  $('details').textContent = f.label + ' (' + (f.m || '-') + '): ' + lines[3];\n"
 	"}\n"
 	"function frameOf(ev) {\n"
 	"  var g = ev.target.closest ? ev.target.closest('g.f') : null;\n"
@@ -704,6 +717,7 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	fg.a = a;
 	sp_map_init(&fg.index);
 	sp_buf_init(&fg.text);
+	sp_buf_init(&fg.label);
 	int err = build_tree(&fg);
 	if (!err)
 		err = classify(&fg);
@@ -713,6 +727,7 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
 		err = write_svg(&fg, opts, out);
 	sp_map_release(&fg.index);
 	sp_buf_release(&fg.text);
+	sp_buf_release(&fg.label);
 	free(fg.nodes);
 	free(fg.func_kind);
 	free(fg.order);

@@ -114,7 +114,7 @@ try {
 	const g0 = await frame(term).evaluate((g) => ({ n: g.getAttribute('data-n'), m: g.getAttribute('data-m') || '-',
 		c: +g.getAttribute('data-c') }));
 	const tipShare = `${(100 * g0.c / info.total).toFixed(1)}%`;
-	check(!tip.off && tip.shown && tip.lines[0] === g0.n && tip.lines[1].includes(g0.m) &&
+	check(!tip.off && tip.shown && (tip.lines[0] === g0.n || tip.lines[0].startsWith(`${g0.n}:`)) && tip.lines[1].includes(g0.m) &&
 		tip.lines[2].startsWith('kind: ') && tip.lines[3].startsWith(`${g0.c} sample`) && tip.lines[3].includes(tipShare),
 		`hovering '${g0.n}' shows its tooltip: ${tip.lines.join(' | ')}`,
 		`tooltip wrong for '${g0.n}' (${g0.m}, ${g0.c}, ${tipShare}): ${JSON.stringify(tip)}`);

@@ -17,6 +17,8 @@ if (!shotPath) {
 }
 
 const { context, close } = await launch('the flame graph');
+// A share as the graph prints it: one decimal, two below 1%.
+const pct = (n, of) => { const p = of ? 100 * n / of : 0; return `${p.toFixed(p > 0 && p < 1 ? 2 : 1)}%`; };
 
 try {
 	const page = context.pages()[0] || await context.newPage();
@@ -95,25 +97,31 @@ try {
 			fill: hit.length ? getComputedStyle(hit[0].firstElementChild).fill : '',
 			matched: document.getElementById('matched').textContent };
 	}, term);
-	const share = (100 * found.samples / info.total).toFixed(1);
+	const share = pct(found.samples, info.total);
 	check(found.hit.length > 0 && found.hit.length === found.want && found.hit.every((n) => n.includes(term)) &&
 		found.fill === 'rgb(230, 0, 230)',
 		`search '${term}' highlights the ${found.hit.length} matching frames (${found.fill})`,
 		`search '${term}': highlighted ${JSON.stringify(found.hit)}, ${found.want} match, fill '${found.fill}'`);
-	check(found.matched.startsWith(`Matched: ${share}%`),
+	check(found.matched.startsWith(`Matched: ${share} (`),
 		`the matched share is shown: '${found.matched}'`,
-		`matched share shows '${found.matched}', expected ${share}% (${found.samples} of ${info.total})`);
+		`matched share shows '${found.matched}', expected ${share} (${found.samples} of ${info.total})`);
 
 	// --- tooltip ------------------------------------------------------------------------
-	await frame(term).locator('rect').hover();
+	// The widest match: the one a person would point at.
+	const widest = await page.evaluate(() => {
+		const w = Array.from(document.querySelectorAll('g.f.hl')).map((g) => +g.getAttribute('data-c'));
+		return w.indexOf(Math.max(...w));
+	});
+	const firstHit = page.locator('g.f.hl').nth(Math.max(widest, 0));
+	await firstHit.locator('rect').hover();
 	const tip = await page.evaluate(() => {
 		const t = document.getElementById('tip');
 		return { off: t.classList.contains('off'), shown: t.getBoundingClientRect().width > 20,
 			lines: Array.from(t.querySelectorAll('text')).map((e) => e.textContent) };
 	});
-	const g0 = await frame(term).evaluate((g) => ({ n: g.getAttribute('data-n'), m: g.getAttribute('data-m') || '-',
+	const g0 = await firstHit.evaluate((g) => ({ n: g.getAttribute('data-n'), m: g.getAttribute('data-m') || '-',
 		c: +g.getAttribute('data-c') }));
-	const tipShare = `${(100 * g0.c / info.total).toFixed(1)}%`;
+	const tipShare = pct(g0.c, info.total);
 	check(!tip.off && tip.shown && (tip.lines[0] === g0.n || tip.lines[0].startsWith(`${g0.n}:`)) && tip.lines[1].includes(g0.m) &&
 		tip.lines[2].startsWith('kind: ') && tip.lines[3].startsWith(`${g0.c} sample`) && tip.lines[3].includes(tipShare),
 		`hovering '${g0.n}' shows its tooltip: ${tip.lines.join(' | ')}`,

@@ -139,6 +139,14 @@ try {
 		ok(`zoomed screenshot saved: ${zoomed}`);
 	}
 
+	// A search given in the address, FILE.svg?s=TERM, is applied on load.
+	await page.goto(`${url}?s=${encodeURIComponent(term)}`, { waitUntil: 'load' });
+	const fromUrl = await page.evaluate(() => ({ matched: document.getElementById('matched').textContent,
+		hl: document.querySelectorAll('g.f.hl').length }));
+	check(fromUrl.matched === found.matched && fromUrl.hl === found.hit.length,
+		`?s=${term} in the address searches on load (${fromUrl.hl} frames highlighted)`,
+		`?s=${term}: '${fromUrl.matched}', ${fromUrl.hl} highlighted; the search box gave '${found.matched}'`);
+
 	check(outside().length === 0, `no request left the file (${requests.length} request(s), all file:)`,
 		`the SVG requested ${outside().join(', ')}`);
 	check(errors.length === 0, 'no script error in the page', `page errors: ${errors.join('; ').slice(0, 400)}`);

@@ -53,6 +53,7 @@ static const struct argp_option options[] = {
 	 "pprof: gzip'd profile.proto for go tool pprof (binary: use -o); "
 	 "speedscope: speedscope's JSON, one profile per thread; "
 	 "perf-script: the text of 'perf script'; "
+	 "flamegraph: an interactive flame graph, one self-contained SVG for a browser; "
 	 "json: a summary for scripts (counters, filters, top functions, heaviest stacks)", 1},
 	{NULL, 0, NULL, 0, "Text report:", 2},
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
@@ -190,11 +191,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.format = SP_REPORT_SPEEDSCOPE;
 		else if (!strcmp(arg, "perf-script"))
 			a->report.format = SP_REPORT_PERF_SCRIPT;
+		else if (!strcmp(arg, "flamegraph"))
+			a->report.format = SP_REPORT_FLAMEGRAPH;
 		else if (!strcmp(arg, "json"))
 			a->report.format = SP_REPORT_JSON;
 		else
 			argp_error(state, "unknown format '%s': expected text, folded, pprof, "
-				   "speedscope, perf-script or json", arg);
+				   "speedscope, perf-script, flamegraph or json", arg);
 		break;
 	case OPT_ROWS:
 		a->report.max_rows = parse_count(arg, "row count", state);

@@ -39,6 +39,9 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		case SP_REPORT_PERF_SCRIPT:
 			err = sp_export_perf_script(&agg, out);
 			break;
+		case SP_REPORT_FLAMEGRAPH:
+			err = sp_export_flamegraph(&agg, opts, out);
+			break;
 		case SP_REPORT_JSON:
 			err = sp_report_json(&agg, opts, out);
 			break;

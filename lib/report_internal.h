@@ -361,4 +361,13 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 int sp_export_perf_script(struct sp_agg *a, FILE *out);
 
+/*
+ * Append s as XML text (character data or an attribute value): non-UTF-8
+ * bytes and the control characters XML 1.0 forbids as U+FFFD, & < > " ' as
+ * entities.  0 or -ENOMEM.
+ */
+int sp_xml_put_text(struct sp_buf *b, const char *s);
+/* The interactive flame graph: one self-contained SVG, described in stackpulse-report(1). */
+int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+
 #endif

@@ -827,7 +827,7 @@ enum sp_report_format {
 	SP_REPORT_PPROF = 2,       /* gzip'd profile.proto (go tool pprof, Pyroscope, Parca) */
 	SP_REPORT_SPEEDSCOPE = 3,  /* speedscope's JSON file format, one profile per thread */
 	SP_REPORT_PERF_SCRIPT = 4, /* the text of `perf script` (Firefox Profiler, speedscope) */
-	/* 5 is the flame graph's */
+	SP_REPORT_FLAMEGRAPH = 5,  /* an interactive flame graph: one self-contained SVG */
 	SP_REPORT_JSON = 6,        /* a JSON summary for scripts: counters, functions, stacks */
 };
 

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: MIT
-# report --format=pprof|speedscope|perf-script: each read back by the tools (or the
-# parsing) that import it, on a recording of chain4, whose hot function is level4.
+# report --format=pprof|speedscope|perf-script: each read back by the tools that import
+# it (go tool pprof; ajv with speedscope's published schema; the speedscope app itself in
+# headless Chromium for the JSON and the perf-script text), on a recording of chain4,
+# whose hot function level4 must top each export.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
@@ -120,17 +122,16 @@ else
 	skip "python3 not found: speedscope JSON not parsed"
 fi
 
-# The real schema (from the speedscope package) checked by ajv, when npm can fetch them.
-if command -v npm >/dev/null 2>&1 && command -v node >/dev/null 2>&1; then
-	nodedir=$REPO/tests/e2e/out/node
-	schema=$nodedir/node_modules/speedscope/dist/release/file-format-schema.json
-	if [ ! -f "$schema" ] || [ ! -d "$nodedir/node_modules/ajv" ]; then
-		mkdir -p "$nodedir"
-		with_timeout 300 npm install --prefix "$nodedir" --no-audit --no-fund --ignore-scripts \
-			--loglevel=error ajv@8 speedscope@1.25.0 >npm.log 2>&1
-	fi
-	if [ -f "$schema" ] && [ -d "$nodedir/node_modules/ajv" ]; then
-		cat >validate.js <<'EOF'
+# The real schema, the file-format-schema.json the speedscope package ships, checked by
+# ajv; both pinned in tests/browser/package-lock.json and installed by scripts/install-deps.
+nodedir=$REPO/tests/browser/node_modules
+schema=$nodedir/speedscope/dist/release/file-format-schema.json
+if ! command -v node >/dev/null 2>&1; then
+	skip "node not found (Debian nodejs): speedscope JSON not checked against its schema"
+elif [ ! -f "$schema" ] || [ ! -d "$nodedir/ajv" ]; then
+	skip "ajv or speedscope not installed: run 'npm ci' in tests/browser (scripts/install-deps does)"
+else
+	cat >validate.js <<'EOF'
 const Ajv = require('ajv');
 const fs = require('fs');
 const schema = JSON.parse(fs.readFileSync(process.argv[2], 'utf8'));
@@ -143,14 +144,32 @@ if (ajv.validate(schema, data)) {
 	process.exit(1);
 }
 EOF
-		out=$(NODE_PATH=$nodedir/node_modules with_timeout 60 node validate.js "$schema" out.speedscope 2>&1)
-		[ "$out" = valid ] && ok "speedscope JSON validates against speedscope's file-format-schema.json (ajv)" ||
-			fail "speedscope schema validation: $out"
-	else
-		skip "npm could not install ajv and speedscope (offline?): $(tail -n 2 npm.log | tr '\n' ' ')"
-	fi
+	out=$(NODE_PATH=$nodedir with_timeout 60 node validate.js "$schema" out.speedscope 2>&1)
+	[ "$out" = valid ] && ok "speedscope JSON validates against speedscope's file-format-schema.json (ajv)" ||
+		fail "speedscope schema validation: $out"
+	# The check can fail: a profile without its required "unit" does not validate.
+	sed 's/"unit":"nanoseconds",//' out.speedscope >broken.speedscope
+	out=$(NODE_PATH=$nodedir with_timeout 60 node validate.js "$schema" broken.speedscope 2>&1)
+	[ "$out" != valid ] && ok "the schema check rejects a profile without its unit" ||
+		fail "the schema check accepts a speedscope file without units"
+fi
+
+# speedscope's own importer (the app the npm package ships, in headless Chromium) reads
+# both the JSON and the perf-script text, and its Sandwich view by self time puts level4 first.
+if ! command -v node >/dev/null 2>&1; then
+	skip "node not found (Debian nodejs): exports not imported into speedscope"
+elif [ ! -d "$nodedir/playwright-core" ] || [ ! -d "$nodedir/speedscope" ]; then
+	skip "playwright-core or speedscope not installed: run 'npm ci' in tests/browser (scripts/install-deps does)"
 else
-	skip "npm or node not found: speedscope JSON not checked against its schema"
+	shots=$REPO/tests/e2e/out/25-exports
+	mkdir -p "$shots"
+	for f in speedscope perf-script; do
+		(cd "$REPO/tests/browser" && with_timeout 180 node speedscope.mjs "$TMP/out.$f" level4 \
+			"$shots/speedscope-$f.png") >app.txt 2>&1
+		st=$?
+		sed "s/^\\(ok\\|FAIL\\|skip\\): /\\1: $f: /" app.txt
+		grep -q '^FAIL' app.txt || [ $st -eq 0 ] || fail "$f: the speedscope import test exited $st: $(tail -c 300 app.txt)"
+	done
 fi
 
 # --- perf-script ------------------------------------------------------------------------
@@ -200,6 +219,8 @@ grep -Eq ';main;level1;level2;level3;level4 [0-9]+$' ps.folded &&
 # The folded view and the perf-script export agree on every stack's count.  perf
 # script's text has no inline mark, so folded's "_[i]" annotations are set aside.
 with_timeout 60 "$SP" report --format=folded p.spool >folded.txt 2>/dev/null
+set -- $(folded_self folded.txt | head -n 1)
+[ "${3:-}" = level4 ] && ok "folded: level4 is the top leaf ($2%)" || fail "folded: top leaf is '${3:-}'"
 refold() {
 	awk '{ n = $NF; s = $0; sub(/ [0-9]+$/, "", s); c[s] += n } END { for (k in c) print k, c[k] }' | sort
 }

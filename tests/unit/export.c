@@ -821,12 +821,138 @@ Test(export, pprof_of_an_empty_spool)
 	free(text);
 }
 
+/* ---- flame graph ---------------------------------------------------------------- */
+
+struct xml_case {
+	char in[16], out[64];
+};
+
+static const struct xml_case xml_cases[] = {
+	{"plain", "plain"},
+	{"", ""},
+	{"a<b>&c", "a&lt;b&gt;&amp;c"},
+	{"\"q'", "&quot;q&apos;"},
+	{"std::map<K,V>", "std::map&lt;K,V&gt;"},
+	/* Control characters XML 1.0 forbids, even escaped: U+FFFD each. */
+	{"\x01\t\n\x1f\x7f", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+	{"\xc3\xa9\xe2\x82\xac", "\xc3\xa9\xe2\x82\xac"},
+	/* Bytes that are not UTF-8: U+FFFD each, then escaping goes on. */
+	{"\xff<\xc3", "\xef\xbf\xbd&lt;\xef\xbf\xbd"},
+};
+
+ParameterizedTestParameters(export, xml_is_escaped)
+{
+	return cr_make_param_array(struct xml_case, (void *)xml_cases, SP_ARRAY_SIZE(xml_cases));
+}
+
+ParameterizedTest(struct xml_case *c, export, xml_is_escaped)
+{
+	struct sp_buf b;
+	sp_buf_init(&b);
+	cr_assert_eq(sp_xml_put_text(&b, c->in), 0);
+	cr_expect(b.len == strlen(c->out) && (!b.len || !memcmp(b.data, c->out, b.len)),
+		  "xml of '%s': got '%.*s', want '%s'", c->in, (int)b.len, (char *)b.data, c->out);
+	sp_buf_release(&b);
+}
+
+/* The opening tag of a frame, up to its name: kind, start, samples, depth. */
+static void expect_frame(const char *svg, const char *kind, unsigned s, unsigned c, unsigned d,
+			 const char *name)
+{
+	char want[256];
+	snprintf(want, sizeof(want),
+		 "<g class=\"f %s\" data-s=\"%u\" data-c=\"%u\" data-d=\"%u\" data-n=\"%s\"", kind,
+		 s, c, d, name);
+	cr_expect_not_null(strstr(svg, want), "no frame '%s' in\n%s", want, svg);
+}
+
+/*
+ * The known profile merged: all(6) over [empty](1), [truncated](1) over
+ * exp_alpha(1), and exp_root(4) over exp_beta(4) over exp_alpha(2); siblings
+ * by name ('[' sorts before 'e'), each starting where its left sibling ends.
+ */
+Test(export, flamegraph_frames)
+{
+	known_profile();
+	char *svg = export(SP_REPORT_FLAMEGRAPH, NULL);
+	cr_assert_not_null(svg);
+	cr_expect_eq(strncmp(svg, "<?xml version=\"1.0\" encoding=\"UTF-8\"", 36), 0);
+	expect_frame(svg, "root", 0, 6, 0, "all");
+	expect_frame(svg, "empty", 0, 1, 1, "[empty]");
+	expect_frame(svg, "truncated", 1, 1, 1, "[truncated]");
+	expect_frame(svg, "native", 1, 1, 2, "exp_alpha");
+	expect_frame(svg, "native", 2, 4, 1, "exp_root");
+	expect_frame(svg, "native", 2, 4, 2, "exp_beta");
+	expect_frame(svg, "native", 2, 2, 3, "exp_alpha");
+	unsigned frames = 0;
+	for (const char *p = svg; (p = strstr(p, "<g class=\"f ")); p++)
+		frames++;
+	cr_expect_eq(frames, 7);
+	/* Depth first: a frame's children follow it, left to right. */
+	const char *root = strstr(svg, "data-n=\"exp_root\""), *beta = strstr(svg, "data-n=\"exp_beta\"");
+	const char *empty = strstr(svg, "data-n=\"[empty]\""), *trunc = strstr(svg, "data-n=\"[truncated]\"");
+	cr_expect(empty && trunc && root && beta && empty < trunc && trunc < root && root < beta);
+	/* Widths in proportion: 1180 px for 6 samples. */
+	cr_expect_not_null(strstr(svg, "data-n=\"exp_root\" data-m=\""));
+	cr_expect_not_null(strstr(svg, "<rect x=\"403.33\" y=\"128\" width=\"786.67\" height=\"15\""),
+			   "%s", svg);
+	/* The header: the command escaped, samples, lost, truncated share. */
+	cr_expect_not_null(strstr(svg, "Command: ./prog &quot;x&quot;   Spool: /x/known.spool</text>"),
+			   "%s", svg);
+	cr_expect_not_null(strstr(svg, "Samples: 6 (lost 0)   Truncated: 16.7% (1)   Empty: 16.7% (1)"),
+			   "%s", svg);
+	/* Self-contained, and nothing that would end the CDATA sections early. */
+	cr_expect_null(strstr(svg, "href="));
+	cr_expect_null(strstr(svg, "http://www.w3.org/1999/xlink"));
+	const char *cdata = strstr(svg, "<script type=\"text/ecmascript\"><![CDATA[");
+	cr_assert_not_null(cdata);
+	cr_expect_str_eq(strstr(cdata, "]]>"), "]]></script>\n</svg>\n");
+	free(svg);
+}
+
+__attribute__((noinline)) int exp_function_with_a_long_name(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < x; i++)
+		acc = acc * 5 + i;
+	return acc;
+}
+
+/* A name longer than its frame is cut to fit and ends in ".."; one that fits is whole. */
+Test(export, flamegraph_fits_names)
+{
+	self_id = sp_test_self_module(writer, &self, fn(exp_alpha));
+	uint32_t a = frame(fn(exp_alpha) + 4), l = frame(fn(exp_function_with_a_long_name) + 4);
+	uint32_t sa = stack(&a, 1), sl = stack(&l, 1);
+	/* 1 of 15 samples: 1180 / 15 = 78.67 px, room for (78.67 - 6) / 7.3 = 9 characters. */
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, sl, T0), 0);
+	for (unsigned i = 1; i < 15; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(writer, t0, sa, T0 + i * MS), 0);
+	finish();
+	char *svg = export(SP_REPORT_FLAMEGRAPH, NULL);
+	cr_expect_not_null(strstr(svg, "width=\"78.67\" height=\"15\" fill=\""), "%s", svg);
+	cr_expect_not_null(strstr(svg, ">exp_fun..</text>"), "%s", svg);
+	cr_expect_not_null(strstr(svg, ">exp_alpha</text>"), "%s", svg);
+	free(svg);
+}
+
+Test(export, flamegraph_of_an_empty_spool)
+{
+	finish();
+	char *svg = export(SP_REPORT_FLAMEGRAPH, NULL);
+	expect_frame(svg, "root", 0, 0, 0, "all");
+	cr_expect_not_null(strstr(svg, "Samples: 0 (lost 0)"), "%s", svg);
+	cr_expect_not_null(strstr(svg, "</svg>\n"));
+	free(svg);
+}
+
 /* ---- every format -------------------------------------------------------------- */
 
 Test(export, same_spool_same_bytes)
 {
 	known_profile();
-	uint32_t formats[] = {SP_REPORT_PPROF, SP_REPORT_SPEEDSCOPE, SP_REPORT_PERF_SCRIPT};
+	uint32_t formats[] = {SP_REPORT_PPROF, SP_REPORT_SPEEDSCOPE, SP_REPORT_PERF_SCRIPT,
+			      SP_REPORT_FLAMEGRAPH};
 	for (size_t i = 0; i < SP_ARRAY_SIZE(formats); i++) {
 		size_t n1, n2;
 		char *x = export(formats[i], &n1), *y = export(formats[i], &n2);
@@ -839,7 +965,8 @@ Test(export, same_spool_same_bytes)
 Test(export, write_errors_are_reported)
 {
 	known_profile();
-	uint32_t formats[] = {SP_REPORT_PPROF, SP_REPORT_SPEEDSCOPE, SP_REPORT_PERF_SCRIPT};
+	uint32_t formats[] = {SP_REPORT_PPROF, SP_REPORT_SPEEDSCOPE, SP_REPORT_PERF_SCRIPT,
+			      SP_REPORT_FLAMEGRAPH};
 	for (size_t i = 0; i < SP_ARRAY_SIZE(formats); i++) {
 		FILE *full = fopen("/dev/full", "w");
 		cr_assert_not_null(full);

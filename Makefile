@@ -98,6 +98,13 @@ install: stackpulse libstackpulse.a
 	for m in man/*.1; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man1/; done; true
 	for m in man/*.5; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man5/; done; true
 
+# scripts/bench-report's tools: a large realistic spool, and a command's time and peak memory.
+scripts/gen-spool: scripts/gen-spool.c libstackpulse.a lib/stackpulse.h lib/internal.h
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
+scripts/rusage-run: scripts/rusage-run.c
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
+bench-tools: scripts/gen-spool scripts/rusage-run
+
 # The README's embedding example, built against this tree's library.
 examples/embed: examples/embed.c libstackpulse.a lib/stackpulse.h
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
@@ -161,10 +168,11 @@ clean-build-dirs:
 	rm -rf build-fuzz build-sanitize
 
 clean:
-	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed
+	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed \
+	  scripts/gen-spool scripts/rusage-run
 
 # dependency check, demo
 .PHONY: demo all check check-unit check-e2e check-deps unit workloads install clean \
-	embed-example
+	embed-example bench-tools
 .PHONY: check-sanitize fuzz fuzz-replay fuzz-seeds clean-build-dirs
 .SECONDARY:

@@ -87,48 +87,112 @@ static int put_frame(struct sp_buf *b, struct sp_agg *a, uint32_t frame_id)
 	return err;
 }
 
+/* Stack texts are kept up to this many bytes; past it samples are built from frame texts. */
+#define STACK_CACHE_MAX (64u << 20)
+
 /*
- * Every frame's lines, formatted once when first used: a million samples
- * repeat the same few thousand frames, and copying their text is what makes
- * this format's cost the size of its output.
+ * Text formatted once and copied per sample: a million samples repeat the
+ * same few thousand frames, stacks and threads, and copying their text makes
+ * this format's cost the size of its output.  Offsets into text, SIZE_MAX
+ * until formatted.
  */
-struct frame_cache {
+struct text_cache {
 	struct sp_buf text;
-	size_t *start; /* per frame id: offset in text, SIZE_MAX until formatted */
-	size_t *len;
+	size_t *frame_at, *frame_len; /* per frame id: its lines */
+	size_t *stack_at, *stack_len; /* per stack id: every frame's lines, leaf first */
+	size_t *thread_at, *thread_len; /* per thread index: "COMM PID/TID" */
+	char tail[64];                /* ": PERIOD EVENT:\n" */
+	size_t tail_len;
 };
 
-static int frame_text(struct frame_cache *c, struct sp_agg *a, uint32_t frame_id,
-		      const uint8_t **p, size_t *n)
+static int frame_text(struct text_cache *c, struct sp_agg *a, uint32_t frame_id)
 {
-	if (c->start[frame_id] == SIZE_MAX) {
-		size_t at = c->text.len;
-		int err = put_frame(&c->text, a, frame_id);
-		if (err)
-			return err;
-		c->start[frame_id] = at;
-		c->len[frame_id] = c->text.len - at;
-	}
-	*p = c->text.data + c->start[frame_id];
-	*n = c->len[frame_id];
+	if (c->frame_at[frame_id] != SIZE_MAX)
+		return 0;
+	size_t at = c->text.len;
+	int err = put_frame(&c->text, a, frame_id);
+	if (err)
+		return err;
+	c->frame_at[frame_id] = at;
+	c->frame_len[frame_id] = c->text.len - at;
 	return 0;
 }
 
-/* perf's "COMM PID/TID SECONDS.MICROS: PERIOD EVENT:" line, in CLOCK_MONOTONIC time. */
-static int put_header(struct sp_buf *b, const struct sp_thread *t, uint64_t ns, uint64_t period,
-		      const char *event)
+/* Append a stack's frame lines to out, from the cache or else frame by frame. */
+static int put_stack(struct text_cache *c, struct sp_agg *a, uint32_t sid, struct sp_buf *out)
 {
+	if (c->stack_at[sid] == SIZE_MAX) {
+		const uint32_t *fr;
+		size_t depth = sp_agg_stack_frames(a, sid, &fr), total = 0;
+		for (size_t k = 0; k < depth; k++) {
+			int err = frame_text(c, a, fr[k]);
+			if (err)
+				return err;
+			total += c->frame_len[fr[k]];
+		}
+		/* A spool whose samples are all different stacks must not hold its output twice. */
+		bool keep = c->text.len + total <= STACK_CACHE_MAX;
+		struct sp_buf *dst = keep ? &c->text : out;
+		size_t at = dst->len;
+		int err = sp_buf_reserve(dst, total);
+		if (err)
+			return err;
+		/* Offsets, not pointers: the reserve may have moved c->text. */
+		for (size_t k = 0; k < depth; k++) {
+			memcpy(dst->data + dst->len, c->text.data + c->frame_at[fr[k]],
+			       c->frame_len[fr[k]]);
+			dst->len += c->frame_len[fr[k]];
+		}
+		if (!keep)
+			return 0;
+		c->stack_at[sid] = at;
+		c->stack_len[sid] = total;
+	}
+	return sp_buf_append(out, c->text.data + c->stack_at[sid], c->stack_len[sid]);
+}
+
+static int thread_text(struct text_cache *c, const struct sp_spool *s, uint32_t index)
+{
+	const struct sp_thread *t = sp_spool_thread(s, index);
+	size_t at = c->text.len;
 	int err;
 	if (t && t->name[0])
-		err = put_field(b, t->name, strlen(t->name), false);
+		err = put_field(&c->text, t->name, strlen(t->name), false);
 	else
-		err = put_fmt(b, ":%" PRId32, t ? t->tid : -1);
-	err = err ? err : put_fmt(b, " %5" PRId32 "/%-5" PRId32, t ? t->pid : -1, t ? t->tid : -1);
-	err = err ? err : put_fmt(b, " %5" PRIu64 ".%06" PRIu64 ": %10" PRIu64, ns / 1000000000u,
-				  ns % 1000000000u / 1000u, period);
-	err = err ? err : put_str(b, " ");
-	err = err ? err : put_str(b, event);
-	return err ? err : put_str(b, ":\n");
+		err = put_fmt(&c->text, ":%" PRId32, t ? t->tid : -1);
+	err = err ? err : put_fmt(&c->text, " %5" PRId32 "/%-5" PRId32, t ? t->pid : -1,
+				  t ? t->tid : -1);
+	c->thread_at[index] = at;
+	c->thread_len[index] = c->text.len - at;
+	return err;
+}
+
+/* " SECONDS.MICROS" with the seconds at least 5 wide, as perf prints it. */
+static int put_time(struct sp_buf *b, uint64_t ns)
+{
+	char tmp[32], *p = tmp + sizeof(tmp);
+	uint64_t us = ns % 1000000000u / 1000u, sec = ns / 1000000000u;
+	for (int i = 0; i < 6; i++, us /= 10)
+		*--p = (char)('0' + us % 10);
+	*--p = '.';
+	int digits = 0;
+	do {
+		*--p = (char)('0' + sec % 10);
+		sec /= 10;
+		digits++;
+	} while (sec);
+	while (digits++ < 5)
+		*--p = ' ';
+	*--p = ' ';
+	return sp_buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
+}
+
+static void *alloc_offsets(size_t n)
+{
+	size_t *v = malloc((n ? n : 1) * sizeof(*v));
+	for (size_t i = 0; v && i < n; i++)
+		v[i] = SIZE_MAX;
+	return v;
 }
 
 int sp_export_perf_script(struct sp_agg *a, FILE *out)
@@ -136,31 +200,35 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 	const struct sp_spool *s = a->spool;
 	const char *event =
 		sp_spool_meta(s)->event_source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock";
-	uint64_t period = sp_export_period_ns(s);
-	size_t nframes = sp_spool_frame_count(s);
-	struct frame_cache c = {.start = malloc((nframes + 1) * sizeof(size_t)),
-				.len = malloc((nframes + 1) * sizeof(size_t))};
+	size_t nframes = sp_spool_frame_count(s), nthreads = sp_spool_thread_count(s);
+	struct text_cache c = {
+		.frame_at = alloc_offsets(nframes), .frame_len = alloc_offsets(nframes),
+		.stack_at = alloc_offsets(a->nstacks), .stack_len = alloc_offsets(a->nstacks),
+		.thread_at = alloc_offsets(nthreads), .thread_len = alloc_offsets(nthreads),
+	};
+	/* perf's "COMM PID/TID SECONDS.MICROS: PERIOD EVENT:" line, in CLOCK_MONOTONIC time. */
+	c.tail_len = (size_t)snprintf(c.tail, sizeof(c.tail), ": %10" PRIu64 " %s:\n",
+				      sp_export_period_ns(s), event);
 	struct sp_buf b;
 	sp_buf_init(&c.text);
 	sp_buf_init(&b);
 	uint32_t *order = NULL;
-	int err = c.start && c.len ? sp_export_time_order(s, &order) : -ENOMEM;
-	for (size_t i = 0; !err && i < nframes; i++)
-		c.start[i] = SIZE_MAX;
+	int err = c.frame_at && c.frame_len && c.stack_at && c.stack_len && c.thread_at &&
+			  c.thread_len ? sp_export_time_order(s, &order) : -ENOMEM;
 	size_t n = err ? 0 : sp_spool_sample_count(s);
 	for (size_t i = 0; !err && i < n; i++) {
 		const struct sp_sample *smp = sp_spool_sample(s, order[i]);
-		err = put_header(&b, sp_spool_thread(s, smp->thread), smp->timestamp_ns, period,
-				 event);
-		const uint32_t *fr;
+		uint32_t t = smp->thread;
+		if (t < nthreads && c.thread_at[t] == SIZE_MAX)
+			err = thread_text(&c, s, t);
+		if (!err && t < nthreads)
+			err = sp_buf_append(&b, c.text.data + c.thread_at[t], c.thread_len[t]);
+		else if (!err)
+			err = put_fmt(&b, ":-1 %5d/%-5d", -1, -1);
+		err = err ? err : put_time(&b, smp->timestamp_ns);
+		err = err ? err : sp_buf_append(&b, c.tail, c.tail_len);
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
-		size_t depth = sp_agg_stack_frames(a, sid, &fr);
-		for (size_t k = 0; !err && k < depth; k++) {
-			const uint8_t *p;
-			size_t len;
-			err = frame_text(&c, a, fr[k], &p, &len);
-			err = err ? err : sp_buf_append(&b, p, len);
-		}
+		err = err ? err : put_stack(&c, a, sid, &b);
 		err = err ? err : put_str(&b, "\n");
 		/* Write in blocks of about 64 KiB. */
 		if (!err && (b.len >= 65536 || i + 1 == n)) {
@@ -170,8 +238,12 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 		}
 	}
 	free(order);
-	free(c.start);
-	free(c.len);
+	free(c.frame_at);
+	free(c.frame_len);
+	free(c.stack_at);
+	free(c.stack_len);
+	free(c.thread_at);
+	free(c.thread_len);
 	sp_buf_release(&c.text);
 	sp_buf_release(&b);
 	return err;

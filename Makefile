@@ -6,7 +6,9 @@ prefix ?= /usr/local
 bindir ?= $(prefix)/bin
 libdir ?= $(prefix)/lib
 includedir ?= $(prefix)/include
-mandir ?= $(prefix)/share/man
+datadir ?= $(prefix)/share
+mandir ?= $(datadir)/man
+bashcompdir ?= $(datadir)/bash-completion/completions
 DESTDIR ?=
 
 CC ?= cc
@@ -87,7 +89,8 @@ VERSION := $(shell sed -n 's/^\#define SP_VERSION "\(.*\)"/\1/p' lib/stackpulse.
 # stackpulse.pc names the installed paths (prefix, not DESTDIR: that is only a staging root).
 install: stackpulse libstackpulse.a
 	install -d $(DESTDIR)$(bindir) $(DESTDIR)$(libdir) $(DESTDIR)$(includedir) \
-	  $(DESTDIR)$(libdir)/pkgconfig $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5
+	  $(DESTDIR)$(libdir)/pkgconfig $(DESTDIR)$(mandir)/man1 $(DESTDIR)$(mandir)/man5 \
+	  $(DESTDIR)$(bashcompdir)
 	install -m 755 stackpulse $(DESTDIR)$(bindir)/stackpulse
 	install -m 644 libstackpulse.a $(DESTDIR)$(libdir)/libstackpulse.a
 	install -m 644 lib/stackpulse.h $(DESTDIR)$(includedir)/stackpulse.h
@@ -97,6 +100,14 @@ install: stackpulse libstackpulse.a
 	chmod 644 $(DESTDIR)$(libdir)/pkgconfig/stackpulse.pc
 	for m in man/*.1; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man1/; done; true
 	for m in man/*.5; do [ -f "$$m" ] && install -m 644 $$m $(DESTDIR)$(mandir)/man5/; done; true
+	install -m 644 completion/stackpulse.bash $(DESTDIR)$(bashcompdir)/stackpulse
+
+# scripts/bench-report's tools: a large realistic spool, and a command's time and peak memory.
+scripts/gen-spool: scripts/gen-spool.c libstackpulse.a lib/stackpulse.h lib/internal.h
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
+scripts/rusage-run: scripts/rusage-run.c
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
+bench-tools: scripts/gen-spool scripts/rusage-run
 
 # The README's embedding example, built against this tree's library.
 examples/embed: examples/embed.c libstackpulse.a lib/stackpulse.h
@@ -161,10 +172,11 @@ clean-build-dirs:
 	rm -rf build-fuzz build-sanitize
 
 clean:
-	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed
+	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed \
+	  scripts/gen-spool scripts/rusage-run
 
 # dependency check, demo
 .PHONY: demo all check check-unit check-e2e check-deps unit workloads install clean \
-	embed-example
+	embed-example bench-tools
 .PHONY: check-sanitize fuzz fuzz-replay fuzz-seeds clean-build-dirs
 .SECONDARY:

@@ -8,9 +8,14 @@
 struct dump_opts {
 	const char *spool;  /* SPOOL argument */
 	const char *output; /* -o FILE; NULL or "-" is standard output */
+	bool json;          /* --json: JSON Lines instead of text */
 };
 
+enum { OPT_JSON = 0x100 };
+
 static const struct argp_option options[] = {
+	{"json", OPT_JSON, NULL, 0,
+	 "print one JSON object per record (JSON Lines) instead of text, for scripts", 0},
 	{"output", 'o', "FILE", 0, "write the dump to FILE (default: standard output)", 0},
 	{0},
 };
@@ -21,6 +26,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'o':
 		o->output = arg;
+		return 0;
+	case OPT_JSON:
+		o->json = true;
 		return 0;
 	case ARGP_KEY_ARG:
 		if (state->arg_num > 0)
@@ -37,7 +45,8 @@ static const struct argp argp = {
 	.parser = parse_opt,
 	.args_doc = "[SPOOL]",
 	.doc = "Print every record of SPOOL (default: profile.spool) in file order, one line "
-	       "per record, in the stable text form of stackpulse-dump(1)."
+	       "per record, in the stable text form of stackpulse-dump(1), or as JSON Lines "
+	       "with --json."
 	       SP_CLI_EXIT_DOC,
 };
 
@@ -58,7 +67,7 @@ int cmd_dump(int argc, char **argv)
 	FILE *out = sp_cli_open_output(opts.output);
 	if (!out)
 		goto free_spool;
-	err = sp_spool_dump_text(s, out);
+	err = opts.json ? sp_spool_dump_json(s, out) : sp_spool_dump_text(s, out);
 	/*
 	 * A failed write leaves the stream's error flag set, and closing the
 	 * output (or the dispatcher, for stdout) reports it once.

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* The text dump of a spool: one stable line per record, in file order (stackpulse-dump(1)). */
+/* The dump of a spool: one stable line (text or JSON) per record, in file order (stackpulse-dump(1)). */
+#include "report_internal.h"
 #include "spool_format.h"
 
 #include <inttypes.h>
+#include <stdarg.h>
 
 /*
  * Print s in double quotes with C escapes.  Every byte outside printable
@@ -86,27 +88,28 @@ static void dump_meta(FILE *out, const struct sp_spool *s)
 	put_quoted(out, m->kernel_release);
 }
 
+static const struct module_flag_name {
+	uint32_t bit;
+	const char *name;
+} module_flag_names[] = {
+	{SP_MODULE_KERNEL, "kernel"},
+	{SP_MODULE_ANON, "anon"},
+	{SP_MODULE_DELETED, "deleted"},
+	{SP_MODULE_HAS_BIAS, "has-bias"},
+};
+
 static void dump_module_flags(FILE *out, uint32_t flags)
 {
-	static const struct {
-		uint32_t bit;
-		const char *name;
-	} names[] = {
-		{SP_MODULE_KERNEL, "kernel"},
-		{SP_MODULE_ANON, "anon"},
-		{SP_MODULE_DELETED, "deleted"},
-		{SP_MODULE_HAS_BIAS, "has-bias"},
-	};
 	if (!flags) {
 		fputc('0', out);
 		return;
 	}
 	const char *sep = "";
-	for (size_t i = 0; i < SP_ARRAY_SIZE(names); i++) {
-		if (flags & names[i].bit) {
-			fprintf(out, "%s%s", sep, names[i].name);
+	for (size_t i = 0; i < SP_ARRAY_SIZE(module_flag_names); i++) {
+		if (flags & module_flag_names[i].bit) {
+			fprintf(out, "%s%s", sep, module_flag_names[i].name);
 			sep = ",";
-			flags &= ~names[i].bit;
+			flags &= ~module_flag_names[i].bit;
 		}
 	}
 	/* Bits a later version defines still show, as a number. */
@@ -280,6 +283,271 @@ int sp_spool_dump_text(const struct sp_spool *s, FILE *out)
 		fprintf(out, "# truncated: the spool ends mid-record; %zu records kept\n", s->nlog);
 	else if (!s->nsummaries)
 		fprintf(out, "# cut short: no summary trailer (the recorder did not finish)\n");
+	if (fflush(out) || ferror(out))
+		return errno ? -errno : -EIO;
+	return 0;
+}
+
+/* ---- JSON Lines ------------------------------------------------------------ */
+
+/*
+ * One JSON object being built.  The first error sticks and later appends do
+ * nothing, so a record's writer reads as a list of fields.
+ */
+struct jline {
+	struct sp_buf b;
+	int err;
+};
+
+static void jfmt(struct jline *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void jfmt(struct jline *j, const char *fmt, ...)
+{
+	char tmp[128];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (!j->err)
+		j->err = sp_buf_append(&j->b, tmp, n < (int)sizeof(tmp) ? (size_t)n : sizeof(tmp) - 1);
+}
+
+static void jstr(struct jline *j, const char *key, const char *s)
+{
+	jfmt(j, ",\"%s\":", key);
+	if (!j->err)
+		j->err = sp_json_put_string(&j->b, s);
+}
+
+static void ju64(struct jline *j, const char *key, uint64_t v)
+{
+	jfmt(j, ",\"%s\":%" PRIu64, key, v);
+}
+
+static void ji64(struct jline *j, const char *key, int64_t v)
+{
+	jfmt(j, ",\"%s\":%" PRId64, key, v);
+}
+
+/* Addresses and other 64-bit bit patterns: "0x..." strings, exact in every JSON reader. */
+static void jhex(struct jline *j, const char *key, uint64_t v)
+{
+	jfmt(j, ",\"%s\":\"0x%" PRIx64 "\"", key, v);
+}
+
+/* Stack ids and module ids: null where the text dump shows "-". */
+static void jid_or_null(struct jline *j, const char *key, uint32_t v, bool present)
+{
+	if (present)
+		ju64(j, key, v);
+	else
+		jfmt(j, ",\"%s\":null", key);
+}
+
+static void json_meta(struct jline *j, const struct sp_spool *s)
+{
+	const struct sp_spool_meta *m = &s->meta;
+	ju64(j, "version", s->version);
+	ju64(j, "start_us", m->start_timestamp_us);
+	ju64(j, "interval_us", m->sample_interval_us);
+	ju64(j, "start_ns", m->start_monotonic_ns);
+	ju64(j, "frequency", m->frequency_hz);
+	ju64(j, "stack_size", m->stack_size);
+	const char *ev = event_name(m->event_source);
+	if (ev)
+		jstr(j, "event", ev);
+	else
+		ju64(j, "event", m->event_source);
+	jstr(j, "command", m->command);
+	jstr(j, "hostname", m->hostname);
+	jstr(j, "kernel", m->kernel_release);
+}
+
+static void json_module(struct jline *j, const struct sp_module *m)
+{
+	ju64(j, "id", m->id);
+	ji64(j, "pid", m->pid);
+	jhex(j, "start", m->start);
+	jhex(j, "end", m->end);
+	jhex(j, "offset", m->file_offset);
+	/* Identities compared exactly that can pass 2^53: decimal strings. */
+	jfmt(j, ",\"inode\":\"%" PRIu64 "\"", m->inode);
+	jfmt(j, ",\"dev\":\"%" PRIu32 ":%" PRIu32 "\"", m->dev_major, m->dev_minor);
+	jhex(j, "bias", m->load_bias);
+	ju64(j, "size", m->file_size);
+	jfmt(j, ",\"mtime_ns\":\"%" PRId64 "\"", m->mtime_ns);
+	jfmt(j, ",\"flags\":[");
+	uint32_t flags = m->flags;
+	const char *sep = "";
+	for (size_t i = 0; i < SP_ARRAY_SIZE(module_flag_names); i++) {
+		if (flags & module_flag_names[i].bit) {
+			jfmt(j, "%s\"%s\"", sep, module_flag_names[i].name);
+			sep = ",";
+			flags &= ~module_flag_names[i].bit;
+		}
+	}
+	if (flags)
+		jfmt(j, "%s\"0x%" PRIx32 "\"", sep, flags);
+	jfmt(j, "]");
+	if (m->build_id_len) {
+		jfmt(j, ",\"build_id\":\"");
+		for (unsigned i = 0; i < m->build_id_len; i++)
+			jfmt(j, "%02x", m->build_id[i]);
+		jfmt(j, "\"");
+	} else {
+		jfmt(j, ",\"build_id\":null");
+	}
+	jstr(j, "path", m->path);
+}
+
+static void json_frame(struct jline *j, uint32_t id, const struct sp_frame *f)
+{
+	ju64(j, "id", id);
+	jid_or_null(j, "module", f->module_id, f->module_id != SP_NO_MODULE);
+	jstr(j, "mode", mode_name(f->mode));
+	jhex(j, "abs", f->abs_ip);
+	jhex(j, "rel", f->rel_ip);
+	if (f->mode == SP_FRAME_TRUNCATED)
+		jstr(j, "stop", f->abs_ip < SP_STOP_COUNT_ ?
+					sp_stop_reason_name((unsigned)f->abs_ip) : "?");
+}
+
+static void json_summary(struct jline *j, const struct sp_summary *m)
+{
+	ju64(j, "sample_events", m->sample_events);
+	ju64(j, "samples", m->samples);
+	ju64(j, "lost_events", m->lost_events);
+	jfmt(j, ",\"kernel_enabled\":%s", m->kernel_enabled ? "true" : "false");
+	ju64(j, "missing_pid", m->missing_pid_samples);
+	ju64(j, "missing_tid", m->missing_tid_samples);
+	ju64(j, "idle_tid", m->idle_tid_samples);
+	ju64(j, "missing_timestamp", m->missing_timestamp_samples);
+	ju64(j, "empty_stack", m->empty_stack_samples);
+	ju64(j, "truncated_markers", m->truncated_frame_markers);
+	ju64(j, "ignored_callchain_frames", m->ignored_user_callchain_frames);
+	jfmt(j, ",\"stop\":{");
+	for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
+		jfmt(j, "%s\"%s\":%" PRIu64, i ? "," : "", sp_stop_reason_name(i),
+		     m->stop_reasons[i]);
+	jfmt(j, "},\"err\":{");
+	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
+		jfmt(j, "%s\"%s\":%" PRIu64, i ? "," : "", sp_error_kind_name(i),
+		     m->error_stats[i]);
+	jfmt(j, "}");
+	ju64(j, "spliced_stacks", m->spliced_stacks);
+}
+
+static const char *record_name(uint8_t type)
+{
+	switch (type) {
+	case SP_REC_META:
+		return "meta";
+	case SP_REC_MODULE:
+		return "module";
+	case SP_REC_FRAME:
+		return "frame";
+	case SP_REC_STACK:
+		return "stack";
+	case SP_REC_THREAD:
+		return "thread";
+	case SP_REC_THREAD_NAME:
+		return "thread-name";
+	case SP_REC_SAMPLE:
+		return "sample";
+	case SP_REC_EXEC:
+		return "exec";
+	case SP_REC_LOST:
+		return "lost";
+	case SP_REC_SUMMARY:
+		return "summary";
+	default:
+		return "unknown";
+	}
+}
+
+static void json_record(struct jline *j, const struct sp_spool *s, const struct sp_spool_log *r)
+{
+	uint32_t i = r->index;
+	jfmt(j, "{\"type\":\"%s\"", record_name(r->type));
+	switch (r->type) {
+	case SP_REC_META:
+		json_meta(j, s);
+		break;
+	case SP_REC_MODULE:
+		json_module(j, &s->modules[i]);
+		break;
+	case SP_REC_FRAME:
+		json_frame(j, i, &s->frames[i]);
+		break;
+	case SP_REC_STACK:
+		ju64(j, "id", i);
+		jid_or_null(j, "parent", s->stack_parent[i], s->stack_parent[i] != 0);
+		ju64(j, "frame", s->stack_frame[i]);
+		break;
+	case SP_REC_THREAD:
+		ju64(j, "index", i);
+		ji64(j, "pid", s->threads[i].pid);
+		ji64(j, "tid", s->threads[i].tid);
+		break;
+	case SP_REC_THREAD_NAME:
+		ju64(j, "index", s->names[i].thread);
+		jstr(j, "name", s->names[i].name);
+		break;
+	case SP_REC_SAMPLE:
+		ju64(j, "thread", s->samples[i].thread);
+		jid_or_null(j, "stack", s->samples[i].stack_id, s->samples[i].stack_id != 0);
+		ju64(j, "time_ns", s->samples[i].timestamp_ns);
+		break;
+	case SP_REC_EXEC:
+		ji64(j, "pid", s->execs[i].pid);
+		jfmt(j, ",\"python\":%s", s->execs[i].is_python_runtime ? "true" : "false");
+		ju64(j, "time_ns", s->execs[i].timestamp_ns);
+		break;
+	case SP_REC_LOST:
+		ju64(j, "count", s->losts[i].count);
+		ju64(j, "time_ns", s->losts[i].timestamp_ns);
+		break;
+	case SP_REC_SUMMARY:
+		json_summary(j, &s->summaries[i]);
+		break;
+	default:
+		ju64(j, "record_type", s->unknowns[i].type);
+		ju64(j, "length", s->unknowns[i].length);
+		break;
+	}
+	jfmt(j, "}\n");
+}
+
+/* Write the line built so far and empty the buffer for the next one. */
+static int jflush(struct jline *j, FILE *out)
+{
+	if (j->err)
+		return j->err;
+	if (j->b.len && fwrite(j->b.data, 1, j->b.len, out) != j->b.len)
+		return errno ? -errno : -EIO;
+	j->b.len = 0;
+	return 0;
+}
+
+int sp_spool_dump_json(const struct sp_spool *s, FILE *out)
+{
+	struct jline j = {.err = 0};
+	sp_buf_init(&j.b);
+	int err = 0;
+	for (size_t i = 0; i < s->nlog && !err; i++) {
+		json_record(&j, s, &s->log[i]);
+		err = jflush(&j, out);
+	}
+	if (!err) {
+		if (s->truncated)
+			jfmt(&j, "{\"type\":\"truncated\",\"records\":%zu}\n", s->nlog);
+		else if (!s->nsummaries)
+			jfmt(&j, "{\"type\":\"cut-short\"}\n");
+		err = jflush(&j, out);
+	}
+	sp_buf_release(&j.b);
+	if (err)
+		return err;
 	if (fflush(out) || ferror(out))
 		return errno ? -errno : -EIO;
 	return 0;

@@ -429,6 +429,22 @@ size_t sp_path_to_name(const char *path, char *buf, size_t size);
  */
 int sp_spool_dump_text(const struct sp_spool *s, FILE *out);
 
+/*
+ * Print every record in file order as JSON Lines (RFC 8259 objects, one per
+ * line, "\n"-terminated), for scripts; the form is documented in
+ * stackpulse-dump(1).  Each object has a "type" (the text dump's record kind:
+ * "meta", "module", "frame", ...) and the text dump's fields under the same
+ * names.  Counts, ids, pids, sizes and times are JSON numbers; addresses,
+ * offsets and load biases are "0x..." hex strings and inode and mtime_ns
+ * decimal strings, because they are compared exactly and may exceed 2^53,
+ * where readers that use doubles (JavaScript, jq 1.6) lose digits.  Absent
+ * ids are null.  Strings are JSON-escaped; bytes that are not UTF-8 become
+ * U+FFFD.  A truncated spool ends with {"type":"truncated","records":N}, one
+ * without a summary trailer with {"type":"cut-short"}.  Returns 0, -errno
+ * from out, or -ENOMEM.
+ */
+int sp_spool_dump_json(const struct sp_spool *s, FILE *out);
+
 /* ---------------------------------------------------------------------- */
 /* Symbolizer                                                             */
 

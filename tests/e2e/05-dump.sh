@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: MIT
-# dump: one line per record; record kinds, references between records, sample count.
+# dump: one line per record; record kinds, references between records, sample count;
+# dump --json read by python3's json module.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
@@ -80,6 +81,65 @@ back=$(awk '
 # Thread names from pthread_setname_np reach the spool.
 grep '^thread-name' dump.txt | grep -q 'worker-0' && grep '^thread-name' dump.txt | grep -q 'worker-1' &&
 	ok "thread-name lines carry worker-0 and worker-1" || fail "thread names worker-0/worker-1 missing: $(grep '^thread-name' dump.txt | head -n 3 | tr '\n' '|')"
+
+# dump --json: JSON Lines that a real JSON parser reads, one object per text line.
+with_timeout 60 "$SP" dump --json t.spool >dump.jsonl 2>json.err
+st=$?
+[ $st -eq 0 ] && ok "dump --json exits 0 ($(wc -l <dump.jsonl) lines)" || fail "dump --json exited $st: $(head -c 300 json.err)"
+if command -v python3 >/dev/null 2>&1; then
+	# Prints "parsed N", then one line per mismatch with the text dump.
+	python3 - dump.jsonl dump.txt >json.check 2>&1 <<'PY'
+import json, sys
+objs, bad = [], 0
+with open(sys.argv[1], encoding="utf-8") as f:
+    for no, line in enumerate(f, 1):
+        try:
+            o = json.loads(line)
+        except ValueError as e:
+            print("line %d does not parse: %s" % (no, e)); bad += 1; continue
+        if not isinstance(o, dict) or not isinstance(o.get("type"), str):
+            print("line %d is not an object with a type" % no); bad += 1; continue
+        objs.append(o)
+kinds = [l.split(" ", 1)[0] for l in open(sys.argv[2], encoding="utf-8", errors="replace")]
+print("parsed %d" % len(objs))
+if bad == 0 and [o["type"] for o in objs] != kinds:
+    print("record kinds differ from the text dump")
+samples = [o for o in objs if o["type"] == "sample"]
+stacks = {o["id"]: o for o in objs if o["type"] == "stack"}
+frames = {o["id"]: o for o in objs if o["type"] == "frame"}
+for o in samples:
+    if not isinstance(o["time_ns"], int) or (o["stack"] is not None and o["stack"] not in stacks):
+        print("sample with a bad time or stack: %r" % o); break
+for o in frames.values():
+    if not (o["abs"].startswith("0x") and int(o["abs"], 16) >= 0):
+        print("frame address is not a hex string: %r" % o); break
+summary = [o for o in objs if o["type"] == "summary"]
+if len(summary) != 1 or summary[0]["samples"] != len(samples):
+    print("summary samples differ from the sample objects")
+PY
+	parsed=$(sed -n 's/^parsed //p' json.check)
+	if [ -n "$parsed" ] && [ "$(grep -vc '^parsed ' json.check)" -eq 0 ]; then
+		ok "python3's json parses all $parsed lines; kinds, samples, stacks, addresses agree with the text dump"
+	else
+		fail "dump --json check: $(head -n 3 json.check | tr '\n' '|')"
+	fi
+else
+	skip "python3 not found in PATH (needed to parse dump --json)"
+fi
+grep -q '"type":"thread-name".*"name":"worker-0"' dump.jsonl && ok "JSON thread-name objects carry worker-0" ||
+	fail "no JSON thread-name object for worker-0"
+
+# A truncated spool: the intact prefix, then a final object that says so.
+size=$(wc -c <t.spool)
+head -c $((size - 5)) t.spool >cut.spool
+with_timeout 60 "$SP" dump --json cut.spool >cut.jsonl 2>cut.err
+st=$?
+last=$(tail -n 1 cut.jsonl)
+case $last in
+'{"type":"truncated","records":'*) [ $st -eq 0 ] && ok "truncated spool: exit 0, last object $last" || fail "dump --json of a truncated spool exited $st" ;;
+*) fail "dump --json of a truncated spool ends with: $last (exit $st)" ;;
+esac
+grep -q "ends mid-record" cut.err && ok "truncated spool: warning on stderr" || fail "no truncation warning: $(head -c 200 cut.err)"
 
 # dump of a missing spool: the usual error.
 with_timeout 30 "$SP" dump x.spool >/dev/null 2>err.txt

@@ -20,13 +20,17 @@ else
 	finish
 fi
 for f in bin/stackpulse lib/libstackpulse.a include/stackpulse.h lib/pkgconfig/stackpulse.pc \
-	share/man/man1/stackpulse-report.1 share/man/man5/stackpulse-spool.5; do
+	share/man/man1/stackpulse-report.1 share/man/man5/stackpulse-spool.5 \
+	share/bash-completion/completions/stackpulse; do
 	[ -f "$PREFIX/$f" ] || fail "make install did not install $f"
 done
-ok "make install installed the binary, library, header, stackpulse.pc and man pages"
+ok "make install installed the binary, library, header, stackpulse.pc, man pages and bash completion"
 
 with_timeout 300 make -s -C "$REPO" install prefix=/opt/sp DESTDIR="$TMP/stage" >stage.out 2>&1 ||
 	fail "make install DESTDIR=DIR failed: $(tail -n 5 stage.out)"
+[ -f "$TMP/stage/opt/sp/share/bash-completion/completions/stackpulse" ] &&
+	ok "a DESTDIR install stages the bash completion under DESTDIR/prefix/share" ||
+	fail "no bash completion under $TMP/stage/opt/sp/share/bash-completion/completions"
 pc=$TMP/stage/opt/sp/lib/pkgconfig/stackpulse.pc
 if grep -qx 'prefix=/opt/sp' "$pc" 2>/dev/null && ! grep -q "$TMP" "$pc"; then
 	ok "a DESTDIR install's stackpulse.pc names the prefix, not the staging directory"

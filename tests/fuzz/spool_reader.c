@@ -168,6 +168,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	walk_execs(s);
 	walk_summary(s);
 	CHECK(sp_spool_dump_text(s, devnull) == 0);
+	CHECK(sp_spool_dump_json(s, devnull) == 0);
 	sp_spool_free(s);
 	return 0;
 }

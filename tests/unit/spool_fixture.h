@@ -195,15 +195,28 @@ static inline uint8_t *small_bytes(size_t *len, struct small_ids *ids)
 }
 
 /* Dump a spool into a malloc'd string. */
-static inline char *dump_string(const struct sp_spool *s)
+static inline char *dump_string_with(const struct sp_spool *s,
+				     int (*dump)(const struct sp_spool *, FILE *))
 {
 	char *text = NULL;
 	size_t n = 0;
 	FILE *f = open_memstream(&text, &n);
 	cr_assert_not_null(f);
-	cr_assert_eq(sp_spool_dump_text(s, f), 0);
+	cr_assert_eq(dump(s, f), 0);
 	fclose(f);
 	return text;
+}
+
+/* The text dump (sp_spool_dump_text) in a malloc'd string. */
+static inline char *dump_string(const struct sp_spool *s)
+{
+	return dump_string_with(s, sp_spool_dump_text);
+}
+
+/* The JSON Lines dump (sp_spool_dump_json) in a malloc'd string. */
+static inline char *dump_json_string(const struct sp_spool *s)
+{
+	return dump_string_with(s, sp_spool_dump_json);
 }
 
 /*
@@ -242,6 +255,7 @@ static inline void check_consistent(const struct sp_spool *s)
 		cr_assert_eq(walked, depth);
 	}
 	free(dump_string(s));
+	free(dump_json_string(s));
 }
 
 /* Append one record (type, uvarint length, payload) to b. */

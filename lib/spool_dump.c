@@ -5,6 +5,7 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <string.h>
 
 /*
  * Print s in double quotes with C escapes.  Every byte outside printable
@@ -435,6 +436,56 @@ static void json_summary(struct jline *j, const struct sp_summary *m)
 		     m->error_stats[i]);
 	jfmt(j, "}");
 	ju64(j, "spliced_stacks", m->spliced_stacks);
+	ju64(j, "code_frames", m->code_frames);
+}
+
+/* A stored string by id: null for "none" (the text dump's "-"). */
+static void jstr_id(struct jline *j, const char *key, const struct sp_spool *s, uint32_t id)
+{
+	if (id == SP_SYM_NO_STRING)
+		jfmt(j, ",\"%s\":null", key);
+	else
+		jstr(j, key, s->sym_strings[id]);
+}
+
+/* Symbol records (stackpulse symbolize) with their strings, as the text dump shows them. */
+static void json_symbol_record(struct jline *j, const struct sp_spool *s,
+			       const struct sp_spool_log *r)
+{
+	uint32_t i = r->index;
+	if (r->type == SP_REC_SYM_STRINGS) {
+		size_t end = i + 1 < s->nstrrecs ? s->strrec_first[i + 1] : s->nsym_strings;
+		ju64(j, "first", s->strrec_first[i]);
+		ju64(j, "count", end - s->strrec_first[i]);
+	} else if (r->type == SP_REC_SYM_FRAME) {
+		const struct sp_spool_symframe *sf = &s->symframes[i];
+		ju64(j, "frame", sf->frame);
+		jfmt(j, ",\"chain\":[");
+		for (uint32_t k = 0; k < sf->n; k++) {
+			const struct sp_spool_sym *e = &s->syms[sf->first + k];
+			jfmt(j, "%s{\"kind\":%u,\"origin\":%u,\"flags\":%" PRIu32, k ? "," : "",
+			     e->kind, e->origin, e->flags);
+			jstr_id(j, "name", s, e->name);
+			jstr_id(j, "module", s, e->module);
+			jstr_id(j, "file", s, e->file);
+			ju64(j, "line", e->line);
+			jhex(j, "offset", e->symbol_offset);
+			jfmt(j, "}");
+		}
+		jfmt(j, "]");
+	} else if (r->type == SP_REC_SYM_KERNEL) {
+		const struct sp_spool_ksym *k = &s->ksyms[i];
+		jhex(j, "addr", k->addr);
+		jhex(j, "size", k->size);
+		jstr_id(j, "name", s, k->name);
+		jstr_id(j, "module", s, k->module);
+	} else {
+		const struct sp_spool_pmline *l = &s->pmlines[i];
+		ji64(j, "pid", l->pid);
+		jhex(j, "start", l->start);
+		jhex(j, "size", l->size);
+		jstr_id(j, "name", s, l->name);
+	}
 }
 
 static const char *record_name(uint8_t type)
@@ -460,6 +511,14 @@ static const char *record_name(uint8_t type)
 		return "lost";
 	case SP_REC_SUMMARY:
 		return "summary";
+	case SP_REC_SYM_STRINGS:
+		return "sym-strings";
+	case SP_REC_SYM_FRAME:
+		return "sym-frame";
+	case SP_REC_SYM_KERNEL:
+		return "sym-kernel";
+	case SP_REC_SYM_PERF_MAP:
+		return "sym-perf-map";
 	default:
 		return "unknown";
 	}
@@ -468,7 +527,10 @@ static const char *record_name(uint8_t type)
 static void json_record(struct jline *j, const struct sp_spool *s, const struct sp_spool_log *r)
 {
 	uint32_t i = r->index;
-	jfmt(j, "{\"type\":\"%s\"", record_name(r->type));
+	const char *name = record_name(r->type);
+	if (!strcmp(name, "unknown") && s->unknowns[i].damaged)
+		name = "damaged-symbols";
+	jfmt(j, "{\"type\":\"%s\"", name);
 	switch (r->type) {
 	case SP_REC_META:
 		json_meta(j, s);
@@ -509,6 +571,12 @@ static void json_record(struct jline *j, const struct sp_spool *s, const struct 
 		break;
 	case SP_REC_SUMMARY:
 		json_summary(j, &s->summaries[i]);
+		break;
+	case SP_REC_SYM_STRINGS:
+	case SP_REC_SYM_FRAME:
+	case SP_REC_SYM_KERNEL:
+	case SP_REC_SYM_PERF_MAP:
+		json_symbol_record(j, s, r);
 		break;
 	default:
 		ju64(j, "record_type", s->unknowns[i].type);

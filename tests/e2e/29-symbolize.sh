@@ -54,6 +54,20 @@ ls -a | grep -q '^\.ic\.spool\.' && fail "symbolize left its temporary file behi
 "$SP" dump ic.spool >ic.dump 2>/dev/null
 grep -q '^sym-frame .*name="mix_inner"' ic.dump && grep -q '^sym-strings ' ic.dump &&
 	ok "dump shows sym-strings and sym-frame records" || fail "dump shows no symbol records"
+if command -v python3 >/dev/null 2>&1; then
+	"$SP" dump --json ic.spool >ic.jsonl 2>/dev/null
+	python3 -c '
+import json, sys
+recs = [json.loads(line) for line in open(sys.argv[1])]
+chains = [r["chain"] for r in recs if r["type"] == "sym-frame"]
+assert any(c[0]["name"] == "mix_inner" and c[0]["flags"] & 8 for c in chains), "no mix_inner inline chain"
+assert len(chains) == sum(1 for line in open(sys.argv[2]) if line.startswith("sym-frame ")), "count differs"
+' ic.jsonl ic.dump 2>json.err &&
+		ok "dump --json shows the same sym-frame records, mix_inner's inline chain among them" ||
+		fail "dump --json of a symbolized spool: $(tail -n 1 json.err)"
+else
+	skip "python3 not found: dump --json of symbol records not parsed"
+fi
 
 mv bin moved
 reports after ic.spool || fail "report after moving the binary failed: $(head -c 300 after.err)"

@@ -17,21 +17,6 @@ static uint64_t fnv_str(uint64_t h, const char *s)
 
 #define FNV_BASIS 0xcbf29ce484222325ULL
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* Interning probes past hash collisions: the map holds hashes, the strings decide. */
 static int intern_name(struct sp_agg *a, const char *name, uint32_t *id)
 {
@@ -44,7 +29,7 @@ static int intern_name(struct sp_agg *a, const char *name, uint32_t *id)
 		}
 		h = sp_hash64(h + 1);
 	}
-	int err = grow((void **)&a->names, &a->names_cap, a->nnames + 1, sizeof(*a->names));
+	int err = sp_array_reserve((void **)&a->names, &a->names_cap, a->nnames + 1, sizeof(*a->names));
 	if (!err)
 		err = sp_map_put(&a->name_index, h, (uint32_t)a->nnames);
 	if (err)
@@ -82,7 +67,7 @@ static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *rf, uin
 	uint32_t name_id;
 	int err = intern_name(a, rf->name, &name_id);
 	if (!err)
-		err = grow((void **)&a->funcs, &a->funcs_cap, a->nfuncs + 1, sizeof(*a->funcs));
+		err = sp_array_reserve((void **)&a->funcs, &a->funcs_cap, a->nfuncs + 1, sizeof(*a->funcs));
 	if (!err)
 		err = sp_map_put(&a->func_index, h, (uint32_t)a->nfuncs);
 	if (err)
@@ -125,7 +110,7 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 		a->frame_hidden[frame_id] = SP_AGG_STAND_IN;
 	if (n > UINT32_MAX - a->nchain)
 		return -ENOMEM;
-	err = grow((void **)&a->chain, &a->chain_cap, a->nchain + n, sizeof(*a->chain));
+	err = sp_array_reserve((void **)&a->chain, &a->chain_cap, a->nchain + n, sizeof(*a->chain));
 	if (err)
 		return err;
 	uint32_t first = (uint32_t)a->nchain;
@@ -149,7 +134,7 @@ size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t *
 	for (uint32_t node = stack_id; node && n < a->nstacks;
 	     node = sp_spool_stack_parent(a->spool, node)) {
 		if (n == a->path_cap &&
-		    grow((void **)&a->path, &a->path_cap, n + 1, sizeof(*a->path)))
+		    sp_array_reserve((void **)&a->path, &a->path_cap, n + 1, sizeof(*a->path)))
 			break;
 		a->path[n++] = sp_spool_stack_frame(a->spool, node);
 	}
@@ -395,9 +380,9 @@ int sp_seq_groups_add(struct sp_seq_groups *g, const uint32_t *ids, uint32_t n, 
 		}
 		h = sp_hash64(h + 1);
 	}
-	int err = grow((void **)&g->ids, &g->ids_cap, g->nids + n, sizeof(*g->ids));
+	int err = sp_array_reserve((void **)&g->ids, &g->ids_cap, g->nids + n, sizeof(*g->ids));
 	if (!err)
-		err = grow((void **)&g->groups, &g->groups_cap, g->ngroups + 1, sizeof(*g->groups));
+		err = sp_array_reserve((void **)&g->groups, &g->groups_cap, g->ngroups + 1, sizeof(*g->groups));
 	if (!err)
 		err = sp_map_put(&g->index, h, (uint32_t)g->ngroups);
 	if (err)

@@ -102,3 +102,23 @@ int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t *v)
 	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
 	return 0;
 }
+
+int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return 0;
+	size_t n = *cap > 64 ? *cap : 64;
+	while (n < need) {
+		if (n > SIZE_MAX / 2)
+			return -ENOMEM;
+		n *= 2;
+	}
+	if (elem && n > SIZE_MAX / elem)
+		return -ENOMEM;
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	*p = q;
+	*cap = n;
+	return 0;
+}

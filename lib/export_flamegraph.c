@@ -68,21 +68,6 @@ struct flamegraph {
 	struct sp_buf label;  /* scratch: a frame's label */
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static uint64_t node_hash(uint32_t parent, uint32_t key)
 {
 	return sp_hash64(((uint64_t)parent << 32 | key) ^ 0x9e3779b97f4a7c15ULL);
@@ -101,7 +86,7 @@ static int child(struct flamegraph *fg, uint32_t parent, uint32_t key, uint64_t 
 	}
 	if (fg->n >= UINT32_MAX - 1)
 		return -ENOMEM;
-	int err = grow((void **)&fg->nodes, &fg->cap, fg->n + 1, sizeof(*fg->nodes));
+	int err = sp_array_reserve((void **)&fg->nodes, &fg->cap, fg->n + 1, sizeof(*fg->nodes));
 	if (!err)
 		err = sp_map_put(&fg->index, h, (uint32_t)fg->n);
 	if (err)
@@ -126,7 +111,7 @@ found:
 static int build_tree(struct flamegraph *fg)
 {
 	struct sp_agg *a = fg->a;
-	int err = grow((void **)&fg->nodes, &fg->cap, 1, sizeof(*fg->nodes));
+	int err = sp_array_reserve((void **)&fg->nodes, &fg->cap, 1, sizeof(*fg->nodes));
 	if (err)
 		return err;
 	fg->nodes[0] = (struct node){.parent = NO_NODE, .key = KEY_ROOT};

@@ -195,6 +195,14 @@ static void *alloc_offsets(size_t n)
 	return v;
 }
 
+static int write_block(struct sp_buf *b, FILE *out)
+{
+	if (fwrite(b->data, 1, b->len, out) != b->len)
+		return errno ? -errno : -EIO;
+	b->len = 0;
+	return 0;
+}
+
 int sp_export_perf_script(struct sp_agg *a, FILE *out)
 {
 	const struct sp_spool *s = a->spool;
@@ -233,12 +241,12 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 		err = err ? err : put_stack(&c, a, sid, &b);
 		err = err ? err : put_str(&b, "\n");
 		/* Write in blocks of about 64 KiB. */
-		if (!err && (b.len >= 65536 || i + 1 == n)) {
-			if (fwrite(b.data, 1, b.len, out) != b.len)
-				err = errno ? -errno : -EIO;
-			b.len = 0;
-		}
+		if (!err && b.len >= 65536)
+			err = write_block(&b, out);
 	}
+	/* The rest, also when the last samples were filtered out. */
+	if (!err && b.len)
+		err = write_block(&b, out);
 	free(order);
 	free(c.frame_at);
 	free(c.frame_len);

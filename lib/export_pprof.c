@@ -115,21 +115,6 @@ struct pprof {
 	struct sp_buf samples, mappings, locations_msg, functions_msg, tail, profile;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /* String table index of s, made valid UTF-8 (proto3 strings must be). */
 static int str_id(struct pprof *p, const char *s, uint64_t *id)
 {
@@ -166,7 +151,7 @@ static int location_of(struct pprof *p, uint32_t frame_id, uint32_t *index)
 	bool added;
 	int err = sp_intern(&p->locations, &key, sizeof(key), &v, &added);
 	if (!err && added)
-		err = grow((void **)&p->locs, &p->locs_cap, (size_t)v + 1, sizeof(*p->locs));
+		err = sp_array_reserve((void **)&p->locs, &p->locs_cap, (size_t)v + 1, sizeof(*p->locs));
 	if (err)
 		return err;
 	if (added) {
@@ -247,7 +232,7 @@ static int group_samples(struct pprof *p)
 		bool added;
 		int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
 		if (!err && added)
-			err = grow((void **)&p->group_count, &p->groups_cap, (size_t)g + 1,
+			err = sp_array_reserve((void **)&p->group_count, &p->groups_cap, (size_t)g + 1,
 				   sizeof(*p->group_count));
 		if (err)
 			return err;

@@ -23,21 +23,6 @@ struct speedscope {
 	size_t idx_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /*
  * Index of a frame in shared.frames, added on first use.  Frames are kept
  * apart by name, source file and module, so static functions of the same
@@ -96,7 +81,7 @@ static int render_stack(struct speedscope *ss, uint32_t sid)
 		if (f->mode != SP_FRAME_TRUNCATED &&
 		    (err = sp_symbolizer_resolve_all(ss->a->sym, fr[i], &lines, &nlines)))
 			break;
-		if ((err = grow((void **)&ss->idx, &ss->idx_cap, k + nlines, sizeof(*ss->idx))))
+		if ((err = sp_array_reserve((void **)&ss->idx, &ss->idx_cap, k + nlines, sizeof(*ss->idx))))
 			break;
 		for (size_t j = nlines; !err && j-- > 0;)
 			err = frame_index(ss, &lines[j], &ss->idx[k++]);

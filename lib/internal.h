@@ -29,6 +29,13 @@ int sp_buf_put_svarint(struct sp_buf *b, int64_t v);
 int sp_buf_put_str(struct sp_buf *b, const char *s);
 
 /*
+ * Make *p, an array of *cap elements of elem bytes, hold at least need:
+ * realloc'd to the next power-of-two capacity (64 at least), *cap updated.
+ * 0, or -ENOMEM (also when the size would overflow); *p is kept on failure.
+ */
+int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem);
+
+/*
  * Bounded readers over untrusted bytes.  Each returns 0 and advances *p, or
  * -SP_E_SPOOL_CORRUPT when the value runs past end or overflows 64 bits.
  */

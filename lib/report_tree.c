@@ -32,27 +32,12 @@ struct tree {
 	size_t seq_cap;
 };
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 256;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 static int child_of(struct tree *t, uint32_t parent, uint32_t func, uint32_t *id)
 {
 	uint64_t key = ((uint64_t)(parent == ROOT ? 0 : parent + 1) << 32) | func;
 	if (sp_map_get(&t->index, key, id))
 		return 0;
-	int err = grow((void **)&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes));
+	int err = sp_array_reserve((void **)&t->nodes, &t->cap, t->n + 1, sizeof(*t->nodes));
 	if (!err)
 		err = sp_map_put(&t->index, key, (uint32_t)t->n);
 	if (err)
@@ -72,7 +57,7 @@ static int stack_seq(struct tree *t, uint32_t sid, size_t *len)
 	for (size_t i = 0; i < n; i++) {
 		const uint32_t *funcs;
 		size_t m = sp_agg_frame_funcs(t->agg, fr[i], &funcs);
-		int err = grow((void **)&t->seq, &t->seq_cap, k + (m ? m : 1), sizeof(*t->seq));
+		int err = sp_array_reserve((void **)&t->seq, &t->seq_cap, k + (m ? m : 1), sizeof(*t->seq));
 		if (err)
 			return err;
 		if (!m)
@@ -184,13 +169,13 @@ static int print(struct tree *t, double limit, bool inverted, const struct sp_re
 		     c = t->nodes[c].next) {
 			if (sp_text_pct(t->nodes[c].total, t->agg->whole) < limit)
 				continue;
-			if ((err = grow((void **)&kids, &kids_cap, nk + 1, sizeof(*kids))))
+			if ((err = sp_array_reserve((void **)&kids, &kids_cap, nk + 1, sizeof(*kids))))
 				goto out;
 			kids[nk++] = c;
 		}
 		if (nk > 1)
 			qsort_r(kids, nk, sizeof(*kids), by_weight, t);
-		if ((err = grow((void **)&stack, &cap, sp + nk, sizeof(*stack))))
+		if ((err = sp_array_reserve((void **)&stack, &cap, sp + nk, sizeof(*stack))))
 			goto out;
 		for (size_t i = nk; i > 0; i--)
 			stack[sp++] = (struct todo){kids[i - 1], parent == ROOT ? 0 : d + 1};

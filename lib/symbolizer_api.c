@@ -38,21 +38,6 @@ void sp_stack_cache_add_stats(const struct sp_stack_cache *c, struct sp_symboliz
 	}
 }
 
-static int grow(void **p, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap * 2 : 64;
-	while (n < need)
-		n *= 2;
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
-
 /*
  * First walk of a pair: resolve every frame (so errors surface before
  * anything is kept) and keep the frame ids.  The entry's index in *entry.
@@ -68,7 +53,7 @@ static int walk_stack(struct sp_symbolizer *sym, struct sp_stack_cache *c, uint6
 	while (!err && sp_spool_stack_iter_next(&it, &fc)) {
 		const struct sp_resolved_frame *f;
 		size_t n;
-		err = grow((void **)&c->ids, &c->ids_cap, c->nids + 1, sizeof(*c->ids));
+		err = sp_array_reserve((void **)&c->ids, &c->ids_cap, c->nids + 1, sizeof(*c->ids));
 		if (!err)
 			err = sp_symbolizer_resolve_all(sym, fc.frame_id, &f, &n);
 		if (!err)
@@ -77,7 +62,7 @@ static int walk_stack(struct sp_symbolizer *sym, struct sp_stack_cache *c, uint6
 	if (!err && c->nids - start > UINT32_MAX)
 		err = -ENOMEM;
 	if (!err)
-		err = grow((void **)&c->entries, &c->entries_cap, c->nentries + 1,
+		err = sp_array_reserve((void **)&c->entries, &c->entries_cap, c->nentries + 1,
 			   sizeof(*c->entries));
 	if (!err)
 		err = sp_map_put(&c->index, key, (uint32_t)c->nentries);
@@ -162,8 +147,8 @@ int sp_spool_python_pids(const struct sp_spool *s, bool ever, int32_t **pids, si
 		uint32_t k;
 		if (!sp_map_get(&index, (uint64_t)(uint32_t)e->pid, &k)) {
 			k = (uint32_t)len;
-			if ((err = grow((void **)&list, &cap, len + 1, sizeof(*list))) ||
-			    (err = grow((void **)&python, &pcap, len + 1, sizeof(*python))) ||
+			if ((err = sp_array_reserve((void **)&list, &cap, len + 1, sizeof(*list))) ||
+			    (err = sp_array_reserve((void **)&python, &pcap, len + 1, sizeof(*python))) ||
 			    (err = sp_map_put(&index, (uint64_t)(uint32_t)e->pid, k)))
 				break;
 			list[len] = e->pid;

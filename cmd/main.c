@@ -45,6 +45,12 @@ FILE *sp_cli_open_output(const char *path)
 {
 	if (!path || !strcmp(path, "-"))
 		return stdout;
+	/* A report written over a recording would lose it: `report -o x.spool` is a slip. */
+	if (sp_file_is_spool(path)) {
+		sp_cli_error("refusing to overwrite spool '%s' with output: give -o another "
+			     "file (or remove the spool first)", path);
+		return NULL;
+	}
 	FILE *f = fopen(path, "w");
 	if (!f)
 		sp_cli_error("cannot create '%s': %s", path, strerror(errno));

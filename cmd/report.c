@@ -93,7 +93,7 @@ static const struct argp_option options[] = {
 	 "drop stacks through a function named FUNC (matched as --focus)", 4},
 	{"time", OPT_TIME, "START,END", 0,
 	 "only samples from START to END seconds after the recording started; either may "
-	 "be empty (e.g. 2,4 or 5, or ,1.5)", 4},
+	 "be empty (e.g. '2,4', '5,' or ',1.5')", 4},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
 	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0,
 	 "show C++ names as they are in the symbol table (ignores stored symbols, "
@@ -167,7 +167,7 @@ static void parse_time(const char *arg, struct sp_report_filter *f, struct argp_
 	if (!comma || (!n1 && !n2) || (n1 && !parse_seconds(arg, n1, &f->start_ns)) ||
 	    (n2 && !parse_seconds(comma + 1, n2, &f->end_ns)))
 		argp_error(state, "invalid time window '%s': expected START,END in seconds after "
-			   "the recording started, one side may be empty (e.g. 2,4 or 5, or ,1.5)",
+			   "the recording started, one side may be empty (e.g. '2,4', '5,' or ',1.5')",
 			   arg);
 	if (n1 && n2 && f->end_ns <= f->start_ns)
 		argp_error(state, "invalid time window '%s': END must be after START", arg);

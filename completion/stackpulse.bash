@@ -113,6 +113,10 @@ _stackpulse_complete_arg()
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -P "$prefix" -f -- "$cur"))
 		;;
+	BASE* | SPOOL*)
+		compopt -o filenames 2>/dev/null
+		COMPREPLY=($(compgen -P "$prefix" -f -X '!*.spool' -- "$cur"; compgen -P "$prefix" -d -- "$cur"))
+		;;
 	DIR*)
 		compopt -o filenames 2>/dev/null
 		COMPREPLY=($(compgen -P "$prefix" -d -- "$cur"))

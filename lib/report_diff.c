@@ -127,9 +127,19 @@ static void write_table(const struct diff *d, struct row *rows, size_t n,
 			r->self[1], r->self[1] - r->self[0], r->total[0], r->total[1],
 			r->total[1] - r->total[0]);
 		const struct sp_agg_func *f = row_func(d, r);
-		size_t mw = strlen(f->module) < MODULE_MAX ? strlen(f->module) : MODULE_MAX;
-		size_t room = width > LEFT_COLUMNS + mw + 3 + NAME_MIN ? width - LEFT_COLUMNS - mw - 3
-								     : NAME_MIN;
+		size_t avail = width > LEFT_COLUMNS + NAME_MIN ? width - LEFT_COLUMNS : NAME_MIN;
+		size_t ml = strlen(f->module);
+		/* "module+0xOFFSET" names its module already: the whole room is the name's. */
+		if (!ml || (!strncmp(f->name, f->module, ml) && f->name[ml] == '+')) {
+			sp_text_put_func(out, f, avail, false);
+			fputs("\n", out);
+			shown++;
+			continue;
+		}
+		size_t mw = ml < MODULE_MAX ? ml : MODULE_MAX;
+		if (avail < NAME_MIN + 3 + mw)
+			mw = avail >= NAME_MIN + 3 + 6 ? avail - NAME_MIN - 3 : 6;
+		size_t room = avail > mw + 3 + NAME_MIN ? avail - mw - 3 : NAME_MIN;
 		sp_text_put_func(out, f, room, false);
 		fputs(" (", out);
 		sp_text_put_cell(out, f->module, mw, false);
@@ -137,7 +147,8 @@ static void write_table(const struct diff *d, struct row *rows, size_t n,
 		shown++;
 	}
 	if (listed > shown)
-		fprintf(out, "(%zu more functions not shown)\n", listed - shown);
+		fprintf(out, "(%zu more function%s not shown)\n", listed - shown,
+			listed - shown == 1 ? "" : "s");
 	if (!n)
 		fprintf(out, "  (no functions in either spool)\n");
 }

@@ -447,7 +447,8 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 		fputc('\n', out);
 	}
 	if (shown > rows)
-		fprintf(out, "(%zu more functions not shown)\n", shown - rows);
+		fprintf(out, "(%zu more function%s not shown)\n", shown - rows,
+			shown - rows == 1 ? "" : "s");
 	if (a->nfuncs > shown && limit > 0)
 		fprintf(out, "(%zu functions under %.2g%% not shown)\n", a->nfuncs - shown, limit);
 	free(order);

@@ -781,3 +781,14 @@ uint64_t sp_spool_timestamp_us(const struct sp_spool *s, const struct sp_sample 
 		return 0;
 	return (sample->timestamp_ns - s->samples[0].timestamp_ns) / 1000;
 }
+
+bool sp_file_is_spool(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return false;
+	char magic[SP_SPOOL_MAGIC_LEN];
+	ssize_t n = pread(fd, magic, sizeof(magic), 0);
+	close(fd);
+	return n == (ssize_t)sizeof(magic) && !memcmp(magic, SP_SPOOL_MAGIC, sizeof(magic));
+}

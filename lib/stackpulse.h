@@ -289,6 +289,13 @@ struct sp_spool;
  */
 int sp_spool_open(const char *path, struct sp_spool **out);
 
+/*
+ * True when the file at path starts with the spool magic (stackpulse-spool(5)),
+ * whatever follows: the CLI refuses to write a report over a recording.
+ * False when it cannot be read.
+ */
+bool sp_file_is_spool(const char *path);
+
 /* Same as sp_spool_open over a caller's buffer (copied). */
 int sp_spool_open_buffer(const void *data, size_t len, struct sp_spool **out);
 
@@ -730,6 +737,8 @@ struct sp_symbolizer_stats {
 	uint64_t perf_map_lines_malformed; /* lines skipped (bad numbers or names, wrapping ranges) */
 	uint64_t perf_map_frames_named;    /* distinct frames named from a perf map */
 	uint64_t perf_map_frames_denied;   /* distinct frames of processes the policy excludes */
+	/* distinct frames in anonymous code of processes with no usable perf map (missing, stale, insecure) */
+	uint64_t perf_map_frames_unmapped;
 	/* Distinct native frames of a Python runtime flagged PYTHON_RUNTIME | HIDDEN_DEFAULT. */
 	uint64_t python_runtime_frames;
 	uint64_t native_backend_errors;    /* plug-in callbacks that failed (create, set_modules, symbolize_one) */

@@ -1274,6 +1274,8 @@ static int resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct
 	if (err || !pm) {
 		if (!err && !perf_map_allowed(sym, pid))
 			sym->stats.perf_map_frames_denied++;
+		else if (!err)
+			sym->stats.perf_map_frames_unmapped++;
 		return err;
 	}
 	const struct sp_perf_map_range *r = sp_perf_map_find(&pm->map, fr->abs_ip);

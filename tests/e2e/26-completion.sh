@@ -70,6 +70,9 @@ has "$out" x.spool && has "$out" d.dir && ! has "$out" y.txt && ok "'report ' of
 	fail "'report ' gave: $(echo $out)"
 out=$(comp dump --json x)
 [ "$out" = x.spool ] && ok "'dump --json x' completes to x.spool" || fail "'dump --json x' gave: $(echo $out)"
+out=$(comp report --diff "")
+has "$out" x.spool && ! has "$out" y.txt && ok "'report --diff ' offers spools (its BASE)" ||
+	fail "'report --diff ' gave: $(echo $out)"
 out=$(comp report -o "")
 has "$out" y.txt && has "$out" x.spool && ok "'report -o ' offers every file" || fail "'report -o ' gave: $(echo $out)"
 

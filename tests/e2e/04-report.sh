@@ -107,4 +107,12 @@ while [ $i -le 8 ]; do
 done
 [ $crashes -eq 0 ] && ok "report survives 8 spools with overwritten bytes" || fail "report crashed or hung on $crashes corrupted spools"
 
+# -o naming a spool (the input, or another recording) is refused: the recording stays.
+cp p.spool keep.spool
+with_timeout 60 "$SP" report -o keep.spool p.spool >/dev/null 2>over.err
+rc=$?
+[ $rc = 1 ] && cmp -s p.spool keep.spool && grep -q "refusing to overwrite spool 'keep.spool'" over.err &&
+	ok "report -o over a spool is refused (exit 1), the spool intact" ||
+	fail "report -o over a spool: exit $rc, $(head -c 200 over.err)"
+
 finish

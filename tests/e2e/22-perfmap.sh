@@ -52,6 +52,11 @@ with_timeout 60 "$SP" report --format=folded jit.spool >gone.folded 2>/dev/null
 grep -q jit_hot_loop gone.folded && fail "jit_hot_loop named with no perf map in /tmp" ||
 	ok "without /tmp/perf-$pid.map the code stays unnamed"
 with_timeout 60 "$SP" report --format=folded --perf-map-dir maps jit.spool >copy.folded 2>/dev/null
+mkdir nomaps
+with_timeout 60 "$SP" report --format=folded --perf-map-dir nomaps jit.spool >nomap.folded 2>nomap.err
+grep -q "in anonymous memory (JIT or Python code) shown as addresses: no perf-PID.map in 'nomaps'" nomap.err &&
+	ok "a directory without the perf map: one warning says why JIT frames are addresses" ||
+	fail "no warning for the missing perf map: $(head -c 200 nomap.err)"
 cmp -s copy.folded jit.folded && ok "--perf-map-dir maps reads the copy: the same folded stacks" ||
 	fail "--perf-map-dir copy differs: $(diff copy.folded jit.folded | head -n 4)"
 

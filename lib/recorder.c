@@ -44,6 +44,10 @@ struct sp_recorder {
 	size_t nroots;
 	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
 	struct sp_map root_index;  /* tid -> index into root_chains */
+	/* Thread names (comm) by (pid, tid), so a forked task inherits its parent's. */
+	struct sp_map comm_index;
+	struct task_comm *comms;
+	size_t ncomms, comms_cap;
 	struct root_chain *root_chains;
 	size_t nroot_chains, root_chains_cap;
 	/* per-sample scratch, reused */
@@ -55,6 +59,56 @@ struct sp_recorder {
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	bool finished;
 };
+
+/* A thread's name as the kernel gives it (TASK_COMM_LEN), and whether the spool has it. */
+struct task_comm {
+	char name[16];
+	bool written;
+};
+
+/* ---- thread names ------------------------------------------------------- */
+
+static uint64_t task_key(uint32_t pid, uint32_t tid)
+{
+	return (uint64_t)pid << 32 | tid;
+}
+
+static struct task_comm *find_comm(struct sp_recorder *r, uint32_t pid, uint32_t tid)
+{
+	uint32_t idx;
+	return sp_map_get(&r->comm_index, task_key(pid, tid), &idx) ? &r->comms[idx] : NULL;
+}
+
+/* Remember (pid, tid)'s name; written says the spool already has it. */
+static void remember_comm(struct sp_recorder *r, uint32_t pid, uint32_t tid, const char *name,
+			  bool written)
+{
+	struct task_comm *c = find_comm(r, pid, tid);
+	if (!c) {
+		if (sp_array_reserve((void **)&r->comms, &r->comms_cap, r->ncomms + 1,
+				     sizeof(*r->comms)) ||
+		    sp_map_put(&r->comm_index, task_key(pid, tid), (uint32_t)r->ncomms))
+			return; /* out of memory: the thread stays unnamed */
+		c = &r->comms[r->ncomms++];
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->written = written;
+}
+
+static void note_write(struct sp_recorder *r, int err);
+
+/*
+ * perf reports a name only at exec and prctl(PR_SET_NAME): a forked child
+ * or a new thread keeps its parent's, which it gets here at its first sample.
+ */
+static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, uint32_t thread)
+{
+	struct task_comm *c = r->ncomms ? find_comm(r, pid, tid) : NULL;
+	if (c && !c->written) {
+		c->written = true;
+		note_write(r, sp_spool_writer_set_thread_name(r->spool, thread, c->name));
+	}
+}
 
 /* ---- processes ----------------------------------------------------------- */
 
@@ -489,6 +543,8 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	uint32_t stack_id = 0, thread = 0;
 	int err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf, &stack_id);
 	err = err ? err : sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
+	if (!err)
+		name_new_thread(r, s.pid, s.tid, thread);
 	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, s.time);
 	note_write(r, err);
 	if (!err)
@@ -540,6 +596,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 	int err = sp_spool_writer_intern_thread(r->spool, (int32_t)c.pid, (int32_t)c.tid, &thread);
 	err = err ? err : sp_spool_writer_set_thread_name(r->spool, thread, c.comm);
 	note_write(r, err);
+	remember_comm(r, c.pid, c.tid, c.comm, true);
 }
 
 static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool fork)
@@ -548,6 +605,12 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 	if (sp_perf_parse_task(rec, len, &t)) {
 		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
 		return;
+	}
+	struct task_comm *parent_comm = fork ? find_comm(r, t.ppid, t.ptid) : NULL;
+	if (parent_comm && !find_comm(r, t.pid, t.tid)) {
+		char name[sizeof(parent_comm->name)];
+		memcpy(name, parent_comm->name, sizeof(name));
+		remember_comm(r, t.pid, t.tid, name, false);
 	}
 	if (fork && t.pid != t.ppid) {
 		/* A forked child starts with a copy of its parent's modules. */
@@ -679,8 +742,9 @@ static void name_threads(struct sp_recorder *r, pid_t pid)
 			fclose(f);
 		}
 		uint32_t idx;
-		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)m->keys[i], &idx))
-			sp_spool_writer_set_thread_name(r->spool, idx, name);
+		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)m->keys[i], &idx) &&
+		    !sp_spool_writer_set_thread_name(r->spool, idx, name))
+			remember_comm(r, (uint32_t)pid, (uint32_t)m->keys[i], name, true);
 	}
 }
 
@@ -787,6 +851,7 @@ static struct sp_recorder *recorder_new(void)
 	sp_map_init(&r->proc_index);
 	sp_map_init(&r->opened_tids);
 	sp_map_init(&r->root_index);
+	sp_map_init(&r->comm_index);
 	sp_modfile_cache_init(&r->files);
 	return r;
 }
@@ -1033,6 +1098,8 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_map_release(&r->proc_index);
 	sp_map_release(&r->opened_tids);
 	sp_map_release(&r->root_index);
+	sp_map_release(&r->comm_index);
+	free(r->comms);
 	free(r->root_chains);
 	free(r);
 }

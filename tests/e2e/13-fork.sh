@@ -46,6 +46,13 @@ done
 [ "$with" -ge $N ] && ok "samples from all $with forked children (>= $N distinct pids)" ||
 	fail "only $with of $N forked children have samples (not followed across fork?)"
 
+# Forked children inherit their parent's name (perf reports names only at exec).
+with_timeout 60 "$SP" report --group-by=process fork.spool >byproc.txt 2>/dev/null
+unnamed=$(grep -c '^== Process [0-9]* (\[unknown\])' byproc.txt)
+named=$(grep -c '^== Process [0-9]* (forker)' byproc.txt)
+[ "$unnamed" = 0 ] && [ "$named" -ge "$N" ] &&
+	ok "every process is named forker ($named sections), none [unknown]" ||
+	fail "process names: $named forker, $unnamed [unknown]: $(grep '^==' byproc.txt | head -3 | tr '\n' '|')"
 with_timeout 60 "$SP" report --format=folded fork.spool >fork.folded 2>report.err ||
 	fail "report --format=folded failed: $(head -c 300 report.err)"
 folded_top fork.folded 4 | sed 's/^/# top: /'

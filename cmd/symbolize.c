@@ -2,7 +2,10 @@
 /* `stackpulse symbolize`: options into struct sp_symbolizer_opts, then store the spool's symbols in it. */
 #include "cli.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <string.h>
+#include <unistd.h>
 
 struct symbolize_args {
 	const char *spool_path;
@@ -98,6 +101,9 @@ int cmd_symbolize(int argc, char **argv)
 	};
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	const char *out = a.output ? a.output : a.spool_path;
+	/* Say which side failed: the spool read, or the file written. */
+	if (access(a.spool_path, R_OK))
+		return sp_cli_error("cannot open spool '%s': %s", a.spool_path, strerror(errno));
 	struct sp_symbolize_result r;
 	int err = sp_spool_symbolize(a.spool_path, a.output, &a.sym, &r);
 	if (err) {

@@ -241,16 +241,21 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,
 		s->sample_events, s->lost_events, s->empty_stack_samples,
 		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
-	/* The recorder's own CPU (draining, unwinding, writing), not the target's. */
+	/*
+	 * The recorder's own CPU (draining, unwinding, writing) and peak resident
+	 * memory (ru_maxrss, KiB; the perf rings are locked kernel pages it does
+	 * not count), not the target's.
+	 */
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		double peak = (double)ru.ru_maxrss / 1024.0;
 		if (s->samples)
-			fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample)\n", cpu,
-				cpu * 1e6 / (double)s->samples);
+			fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample), %.1f MiB peak\n",
+				cpu, cpu * 1e6 / (double)s->samples, peak);
 		else
-			fprintf(stderr, "  recorder CPU %.3f s\n", cpu);
+			fprintf(stderr, "  recorder CPU %.3f s, %.1f MiB peak\n", cpu, peak);
 	}
 	/* The seeds' skip counters, named only when something was skipped. */
 	const struct {

@@ -386,6 +386,36 @@ static int output_error(const char *path)
 	return access(dir, W_OK) ? errno : 0;
 }
 
+/*
+ * The spool could not be written: say so with what is left and what to do.
+ * The writer stops at the first failure, so the file holds whole records up
+ * to it and perhaps part of one, a prefix report and dump read.
+ */
+static void spool_write_error(const char *path, int err)
+{
+	const char *hint = "check the file system";
+	if (err == -ENOSPC || err == -EDQUOT)
+		hint = "free space there or record to another file system with -o";
+	else if (err == -EFBIG)
+		hint = "record for a shorter time (-d) or to another file system with -o";
+	sp_cli_error("cannot write spool '%s': %s; recording stopped, the spool keeps the "
+		     "samples written before (report and dump read them); %s",
+		     path, sp_strerror(err), hint);
+}
+
+/* How a launched command ended, when it did not simply exit 0. */
+static void print_fate(const char *name, int status, int rc)
+{
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "stackpulse record: command '%s' killed by signal %d (%s)%s; "
+				"exit status %d\n",
+			name, WTERMSIG(status), strsignal(WTERMSIG(status)),
+			WCOREDUMP(status) ? ", core dumped" : "", rc);
+	else if (WIFEXITED(status) && WEXITSTATUS(status))
+		fprintf(stderr, "stackpulse record: command '%s' exited with status %d\n", name,
+			WEXITSTATUS(status));
+}
+
 static int exit_status_of(int status)
 {
 	if (WIFEXITED(status))
@@ -549,7 +579,7 @@ int cmd_record(int argc, char **argv)
 	double start = now_s();
 	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
 	int status = 0;
-	bool exited = false;
+	bool exited = false, write_failed = false;
 	/* One refreshed status line on a terminal; nothing in logs or with -q. */
 	bool status_line = !a.quiet && isatty(STDERR_FILENO);
 	double next_status = start + 1.0;
@@ -566,7 +596,8 @@ int cmd_record(int argc, char **argv)
 			break;
 		err = sp_recorder_consume_available(rec);
 		if (err) {
-			sp_cli_error("recording into '%s' failed: %s", a.output, sp_strerror(err));
+			spool_write_error(a.output, err);
+			write_failed = true;
 			break;
 		}
 		if (status_line && now_s() >= next_status) {
@@ -580,9 +611,9 @@ int cmd_record(int argc, char **argv)
 	int first_stop = stop_requested;
 	double elapsed = now_s() - start;
 	err = sp_recorder_finish(rec, &summary);
-	if (err)
-		sp_cli_error("cannot finish spool '%s': %s", a.output, sp_strerror(err));
-	else if (!a.quiet)
+	if (err && !write_failed)
+		spool_write_error(a.output, err);
+	else if (!err && !a.quiet)
 		print_summary(&a, &summary, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), elapsed);
 
@@ -594,8 +625,15 @@ int cmd_record(int argc, char **argv)
 		/* The command ended because -d asked for it: that is success. */
 		if (!err && ended_by_us)
 			rc = SP_EXIT_OK;
+		if (err && !exited)
+			fprintf(stderr, "stackpulse record: command '%s' was ended (SIGTERM) as "
+					"recording failed\n", a.command[0]);
+		else if (!ended_by_us)
+			print_fate(a.command[0], status, rc);
 	} else {
 		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
+		if (err)
+			fprintf(stderr, "stackpulse record: the recorded processes keep running\n");
 	}
 out:
 	sp_recorder_free(rec);

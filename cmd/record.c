@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ enum {
 	OPT_STACK_SIZE = 0x100,
 	OPT_DESCENDANTS,
 	OPT_NO_INHERIT,
+	OPT_REALTIME,
 };
 
 struct record_args {
@@ -25,6 +27,7 @@ struct record_args {
 	const char *output;
 	double duration_s; /* 0 = until the target exits */
 	bool quiet;
+	int realtime;      /* SCHED_FIFO priority for the recorder, 0 = none */
 	pid_t *pids;       /* -p PID,... in order, npids of them */
 	size_t npids;
 	bool descendants;
@@ -47,6 +50,10 @@ static const struct argp_option options[] = {
 	 "raise it when stacks come out truncated", 2},
 	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
 					"sent SIGTERM)", 2},
+	{"realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO (1-99; "
+					      "needs root or CAP_SYS_NICE): no samples lost to a "
+					      "recorder waiting for a CPU when the target keeps "
+					      "every CPU busy", 2},
 	{"kernel", 'k', NULL, 0, "add kernel frames from the kernel callchain (falls back to "
 				 "user-only, saying so, when kernel sampling is denied)", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
@@ -112,6 +119,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid stack size '%s' (a multiple of 8 from 8 to %u)",
 				   arg, SP_MAX_SAMPLE_USER_STACK);
 		return 0;
+	case OPT_REALTIME: {
+		uint32_t prio;
+		if (parse_u32(arg, 1, 99, &prio))
+			argp_error(state, "invalid real-time priority '%s' (1 to 99)", arg);
+		a->realtime = (int)prio;
+		return 0;
+	}
 	case 'd': {
 		char *end;
 		a->duration_s = strtod(arg, &end);
@@ -281,8 +295,9 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 					s->error_stats[i], sp_error_kind_text(i));
 	}
 	if (s->lost_events)
-		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size\n",
-			s->lost_events);
+		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size%s\n",
+			s->lost_events,
+			a->realtime ? "" : ", or drain faster with --realtime (as root)");
 	if (s->spliced_stacks)
 		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
 				"frame-pointer chain where both chains met\n",
@@ -531,6 +546,18 @@ int cmd_record(int argc, char **argv)
 	if (a.command && (err = command_error(a.command[0]))) {
 		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));
 		return err == ENOENT ? 127 : 126;
+	}
+
+	/*
+	 * Before anything starts, so a refusal changes nothing.  The command
+	 * and any other child start with the normal policy (reset on fork).
+	 */
+	if (a.realtime) {
+		struct sched_param sp = {.sched_priority = a.realtime};
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
+			return sp_cli_error("cannot use SCHED_FIFO priority %d (--realtime): %s; run "
+					    "as root or with CAP_SYS_NICE, or leave --realtime out",
+					    a.realtime, strerror(errno));
 	}
 
 	struct sigaction sa = {.sa_handler = on_stop_signal};

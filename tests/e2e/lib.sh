@@ -228,13 +228,13 @@ record_peak_mib() {
 # honest_counts NAME SPOOL ERRFILE: record's summary (samples written, lost), the
 # spool's summary trailer and the records in the spool agree; prints the figures.
 honest_counts() {
-	with_timeout 120 "$SP" dump "$2" >"$1.counts.dump" 2>/dev/null
+	with_timeout 120 "$SP" dump "$2" >"$2.counts.dump" 2>/dev/null
 	said_written=$(sed -n 's/.* \([0-9][0-9]*\) samples written.*/\1/p' "$3" | head -n 1)
 	said_lost=$(sed -n 's/.*sample events), \([0-9][0-9]*\) lost.*/\1/p' "$3" | head -n 1)
-	in_spool=$(grep -c '^sample ' "$1.counts.dump")
-	lost_records=$(awk '$1 == "lost" { sub(/^count=/, "", $2); n += $2 } END { print n + 0 }' "$1.counts.dump")
-	trailer_samples=$(dump_field summary samples "$1.counts.dump")
-	trailer_lost=$(dump_field summary lost_events "$1.counts.dump")
+	in_spool=$(grep -c '^sample ' "$2.counts.dump")
+	lost_records=$(awk '$1 == "lost" { sub(/^count=/, "", $2); n += $2 } END { print n + 0 }' "$2.counts.dump")
+	trailer_samples=$(dump_field summary samples "$2.counts.dump")
+	trailer_lost=$(dump_field summary lost_events "$2.counts.dump")
 	info "$1: record says ${said_written:-?} written, ${said_lost:-?} lost; the spool holds $in_spool samples and $lost_records lost in lost records; its trailer says ${trailer_samples:-?} and ${trailer_lost:-?}"
 	[ "$said_written" = "$in_spool" ] && [ "$trailer_samples" = "$in_spool" ] &&
 		ok "$1: samples written ($in_spool) = samples in the spool = the trailer's count" ||

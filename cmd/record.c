@@ -193,6 +193,25 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * The spool could not be written: say so with what is left and what to do.
+ * Once recording ran, the writer has stopped at the first failure, so the
+ * file holds whole records up to it and perhaps part of one, a prefix
+ * report and dump read.
+ */
+static int spool_write_error(const char *path, int err, bool started)
+{
+	const char *hint = "check the file system";
+	if (err == -ENOSPC || err == -EDQUOT)
+		hint = "free space there or record to another file system with -o";
+	else if (err == -EFBIG)
+		hint = "record for a shorter time (-d) or to another file system with -o";
+	return sp_cli_error("cannot write spool '%s': %s; %s%s", path, sp_strerror(err),
+			    started ? "recording stopped, the spool keeps the samples written "
+				      "before (report and dump read them); " : "",
+			    hint);
+}
+
 /* An attach failure with what to do about it. */
 static int attach_error(int err, const struct record_args *a, pid_t pid)
 {
@@ -227,6 +246,11 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 	case SP_E_NO_PROCESS:
 	case ESRCH:
 		return sp_cli_error("no process with pid %d", (int)pid);
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+	case EIO:
+		return spool_write_error(a->output, err, false);
 	case SP_E_NO_EVENT:
 		return sp_cli_error("no usable perf event (neither cycles nor cpu-clock) for "
 				    "pid %d", (int)pid);
@@ -399,23 +423,6 @@ static int output_error(const char *path)
 	if (!S_ISDIR(st.st_mode))
 		return ENOTDIR;
 	return access(dir, W_OK) ? errno : 0;
-}
-
-/*
- * The spool could not be written: say so with what is left and what to do.
- * The writer stops at the first failure, so the file holds whole records up
- * to it and perhaps part of one, a prefix report and dump read.
- */
-static void spool_write_error(const char *path, int err)
-{
-	const char *hint = "check the file system";
-	if (err == -ENOSPC || err == -EDQUOT)
-		hint = "free space there or record to another file system with -o";
-	else if (err == -EFBIG)
-		hint = "record for a shorter time (-d) or to another file system with -o";
-	sp_cli_error("cannot write spool '%s': %s; recording stopped, the spool keeps the "
-		     "samples written before (report and dump read them); %s",
-		     path, sp_strerror(err), hint);
 }
 
 /* How a launched command ended, when it did not simply exit 0. */
@@ -623,7 +630,7 @@ int cmd_record(int argc, char **argv)
 			break;
 		err = sp_recorder_consume_available(rec);
 		if (err) {
-			spool_write_error(a.output, err);
+			spool_write_error(a.output, err, true);
 			write_failed = true;
 			break;
 		}
@@ -639,7 +646,7 @@ int cmd_record(int argc, char **argv)
 	double elapsed = now_s() - start;
 	err = sp_recorder_finish(rec, &summary);
 	if (err && !write_failed)
-		spool_write_error(a.output, err);
+		spool_write_error(a.output, err, true);
 	else if (!err && !a.quiet)
 		print_summary(&a, &summary, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), elapsed);

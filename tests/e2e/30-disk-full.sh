@@ -93,4 +93,17 @@ R | S) ok "the -p target still runs (state $st)" ;;
 esac
 check_prefix "record -p" "$FULL/pid.spool"
 kill -KILL $target 2>/dev/null
+
+# --- a disk full before recording starts ---------------------------------------------
+dd if=/dev/zero of="$FULL/filler" bs=4096 count=64 2>/dev/null
+with_timeout 60 "$SP" record -F 999 -o "$FULL/none.spool" -- "$THREADS" -n 1 -t 60 -P >none.out 2>none.err
+rc=$?
+info "record into a full tmpfs: exit $rc: $(head -n 1 none.err)"
+[ $rc -eq 1 ] && grep -q "none.spool'" none.err && grep -q 'No space left on device' none.err &&
+	grep -q 'free space' none.err && ok "a disk full from the start: exit 1, the spool, ENOSPC and what to do named" ||
+	fail "a disk full from the start: exit $rc: $(head -c 300 none.err)"
+cmd=$(sed -n 's/^pid \([0-9]*\).*/\1/p' none.out | head -n 1)
+[ -n "$cmd" ] && kill -0 "$cmd" 2>/dev/null && { fail "the command $cmd runs on although recording failed"; kill -KILL "$cmd"; } ||
+	ok "no command is left running"
+rm -f "$FULL/filler"
 finish

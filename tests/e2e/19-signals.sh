@@ -125,14 +125,22 @@ else
 fi
 
 # --- SIGKILL mid-run: the intact prefix is readable -----------------------------------
-# The target has one busy thread: about FREQ samples per second of recording.
+# The target has one busy thread: about FREQ samples per second of the CPU time it
+# gets while recorded (read from /proc, so a loaded machine does not skew the bound).
 FREQ=999
+TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# cpu_s PID: user + system CPU seconds of a process (fields 14 and 15 of its stat).
+cpu_s() {
+	sed 's/.*) //' "/proc/$1/stat" | awk -v t="$TCK" '{ printf "%.2f", ($12 + $13) / t }'
+}
 "$SP" record -p $target -F $FREQ -o killed.spool >/dev/null 2>killed.err &
 rec=$!
 track_pid $rec
 t0=$(now_s)
+c0=$(cpu_s $target)
 sleep 3
 kill -KILL $rec
+c1=$(cpu_s $target)
 t1=$(now_s)
 wait $rec 2>/dev/null
 with_timeout 60 "$SP" report killed.spool >killed.txt 2>killed.rerr
@@ -144,8 +152,8 @@ grep -qi 'cut short' killed.txt killed.rerr && ok "report says the recording was
 	fail "report does not say the recording was cut short"
 with_timeout 60 "$SP" dump killed.spool >killed.dump 2>/dev/null
 n=$(grep -c '^sample ' killed.dump)
-expected=$(awk -v a="$t0" -v b="$t1" -v f=$FREQ 'BEGIN { printf "%d", (b - a) * f }')
-info "killed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s: $n samples recovered of about $expected expected ($(pct "$n" "$expected")%)"
+expected=$(awk -v a="$c0" -v b="$c1" -v f=$FREQ 'BEGIN { printf "%d", (b - a) * f }')
+info "killed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s ($(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') s of the target's CPU): $n samples recovered of about $expected expected ($(pct "$n" "$expected")%)"
 info "killed spool: $(wc -c <killed.spool) bytes; last dump line: $(tail -n 1 killed.dump | cut -c1-80)"
 # The writer flushes at least every 200 ms: a kill costs that and what the rings held.
 [ "$(num_ge "$(pct "$n" "$expected")" 80)" = 1 ] &&

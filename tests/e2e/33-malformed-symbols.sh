@@ -89,20 +89,13 @@ grep -q 'wraps\|huge_size' pm-wrapping.folded && fail "a wrapping range named a 
 grep -q 'with' pm-nul-bytes.folded && fail "a line with a NUL byte named a frame" ||
 	ok "a line with a NUL byte names nothing"
 
-# --- module files ---------------------------------------------------------------------
-BAD=0
-: >bad.txt
-cp "$CHAIN4" ./c4
-sp_record c4.spool -F 999 -- ./c4 -t 1 >/dev/null || { fail "record of a chain4 copy exited $?"; finish; }
-with_timeout 60 "$SP" report --format=folded c4.spool >good.folded 2>/dev/null
-CTOTAL=$(folded_total good.folded)
-tr ';' '\n' <good.folded | sed 's/ [0-9]*$//' | sort -u >good.names
-grep -q 'main;level1;level2;level3;level4' good.folded && ok "the intact copy is symbolized (main;level1..level4)" ||
-	fail "the intact copy is not symbolized: $(head -n 1 good.folded)"
-cp c4 c4.orig
-mkdir elf
-perl -e '
-	my ($src, $dir) = @ARGV;
+# damage_elf SRC DIR PER-SECTION: write damaged copies of the ELF file SRC into DIR:
+# truncations, corrupted ELF header fields, junk section headers and, with
+# PER-SECTION 1, each section header's offset, size, link or entry size broken.
+damage_elf() {
+	mkdir -p "$2"
+	perl -e '
+	my ($src, $dir, $per_section) = @ARGV;
 	open(my $in, "<:raw", $src) or die; local $/; my $d = <$in>; close $in;
 	my $n = length $d;
 	sub put { open(my $o, ">:raw", "$dir/$_[0]") or die; print $o $_[1]; close $o }
@@ -125,44 +118,65 @@ perl -e '
 	my ($shnum) = unpack("v", substr($d, 0x3c, 2));
 	{ my $c = $d; substr($c, $shoff, $shnum * 64) = "\xff" x ($shnum * 64); put("shdrs-ff", $c) }
 	{ srand(7); my $c = $d; substr($c, $shoff, $shnum * 64) = join("", map { chr(int(rand(256))) } 1 .. $shnum * 64); put("shdrs-random", $c) }
-	for my $i (1 .. $shnum - 1) {
+	for my $i (1 .. ($per_section ? $shnum - 1 : 0)) {
 		my $h = $shoff + $i * 64;
 		patch("sec$i-offset-huge", $h + 0x18, "Q<", 0xfffffffff000);
 		patch("sec$i-size-huge", $h + 0x20, "Q<", 0xfffffffff000);
 		patch("sec$i-link-bad", $h + 0x28, "V", 0xffff) if $i % 3 == 0;
 		patch("sec$i-entsize-0", $h + 0x38, "Q<", 0) if $i % 3 == 1;
 	}
-' c4 elf || { fail "perl could not write the damaged ELF files"; finish; }
-nvar=$(ls elf | wc -l)
-named=0
-fallback=0
-wrong=0
-for v in elf/*; do
-	name=$(basename "$v")
-	cp "$v" c4
-	with_timeout 60 "$SP" report --format=folded c4.spool >e.folded 2>e.err
-	rc=$?
-	check_report "ELF $name" e.folded e.err "$CTOTAL" || continue
-	# Every frame has its intact-copy name or the c4+0xOFFSET form; anything else is wrong.
-	odd=$(tr ';' '\n' <e.folded | sed 's/ [0-9]*$//' | sort -u | grep -Ev '^c4\+0x[0-9a-f]+$' |
-		grep -vxF -f good.names | head -n 3 | tr '\n' ' ')
-	if [ -n "$odd" ]; then
-		wrong=$((wrong + 1))
-		echo "ELF $name: unexpected frame names: $odd" >>bad.txt
-	elif grep -q 'c4+0x' e.folded; then
-		fallback=$((fallback + 1))
-	else
-		named=$((named + 1))
-	fi
-done
-cp c4.orig c4
-info "$nvar damaged copies of chain4 ($(wc -c <c4) bytes): $named still fully named, $fallback with module+offset frames, $wrong with unexpected names, $BAD broken runs"
-[ $BAD -eq 0 ] && ok "report survives every damaged module file: exit 0, all $CTOTAL samples" ||
-	{ fail "$BAD damaged module files broke report"; head -n 10 bad.txt | sed 's/^/# /'; }
-[ $wrong -eq 0 ] && ok "no damaged module file gives a frame a wrong name" ||
-	{ fail "$wrong damaged module files gave unexpected names"; grep unexpected bad.txt | head -n 5 | sed 's/^/# /'; }
-[ $fallback -gt 0 ] && ok "damaged module files fall back to c4+0xOFFSET ($fallback of $nvar)" ||
-	fail "no damaged module file fell back to module+offset: the damage tested nothing"
+' "$@"
+}
+
+# --- module files ---------------------------------------------------------------------
+BAD=0
+: >bad.txt
+cp "$CHAIN4" ./c4
+sp_record c4.spool -F 999 -- ./c4 -t 1 >/dev/null || { fail "record of a chain4 copy exited $?"; finish; }
+with_timeout 60 "$SP" report --format=folded c4.spool >good.folded 2>/dev/null
+CTOTAL=$(folded_total good.folded)
+tr ';' '\n' <good.folded | sed 's/ [0-9]*$//' | sort -u >good.names
+grep -q 'main;level1;level2;level3;level4' good.folded && ok "the intact copy is symbolized (main;level1..level4)" ||
+	fail "the intact copy is not symbolized: $(head -n 1 good.folded)"
+damage_elf c4 elf 1 || { fail "perl could not write the damaged ELF files"; finish; }
+# try_damaged WHAT DIR FILE SPOOL MODULE TOTAL: copy each damaged variant in DIR over
+# FILE, report SPOOL, and sort the outcome: still named, MODULE+0xOFFSET fallback,
+# or wrong names (anything not in good.names); then check it.
+try_damaged() {
+	nvar=$(ls "$2" | wc -l)
+	named=0
+	fallback=0
+	wrong=0
+	BAD=0
+	: >bad.txt
+	cp "$3" "$3.orig"
+	for v in "$2"/*; do
+		name=$(basename "$v")
+		cp "$v" "$3"
+		with_timeout 60 "$SP" report --format=folded "$4" >e.folded 2>e.err
+		rc=$?
+		check_report "$1 $name" e.folded e.err "$6" || continue
+		odd=$(tr ';' '\n' <e.folded | sed 's/ [0-9]*$//' | sort -u | grep -Ev "^$5\\+0x[0-9a-f]+\$" |
+			grep -vxF -f good.names | head -n 3 | tr '\n' ' ')
+		if [ -n "$odd" ]; then
+			wrong=$((wrong + 1))
+			echo "$1 $name: unexpected frame names: $odd" >>bad.txt
+		elif grep -q "$5+0x" e.folded; then
+			fallback=$((fallback + 1))
+		else
+			named=$((named + 1))
+		fi
+	done
+	cp "$3.orig" "$3"
+	info "$nvar damaged ${1}s ($(wc -c <"$3") bytes): $named still fully named, $fallback with $5+0xOFFSET frames, $wrong with unexpected names, $BAD broken runs"
+	[ $BAD -eq 0 ] && ok "report survives every damaged $1: exit 0, all $6 samples" ||
+		{ fail "$BAD damaged ${1}s broke report"; head -n 10 bad.txt | sed 's/^/# /'; }
+	[ $wrong -eq 0 ] && ok "no damaged $1 gives a frame a wrong name" ||
+		{ fail "$wrong damaged ${1}s gave unexpected names"; grep unexpected bad.txt | head -n 5 | sed 's/^/# /'; }
+	[ $fallback -gt 0 ] && ok "damaged ${1}s fall back to $5+0xOFFSET ($fallback of $nvar)" ||
+		fail "no damaged $1 fell back to $5+0xOFFSET: the damage tested nothing"
+}
+try_damaged "module file" elf c4 c4.spool c4 "$CTOTAL"
 # A truncated copy is unreadable: the report's header counts it.
 head -c 100 c4.orig >c4
 with_timeout 60 "$SP" report c4.spool >t.txt 2>&1
@@ -170,4 +184,22 @@ grep -E '^(Unreadable|Unproven):' t.txt | head -n 1 | sed 's/^/# /'
 grep -Eq '^(Unreadable|Unproven): +1 module file' t.txt && ok "the report header counts the unusable module file" ||
 	fail "the report header does not count the unusable module file"
 cp c4.orig c4
+
+# --- separate debug files ---------------------------------------------------------------
+# A stripped copy names its code only through its debug file (found by its debug link,
+# beside it); the debug file is then damaged the same ways.
+if ! command -v objcopy >/dev/null 2>&1 || ! command -v strip >/dev/null 2>&1; then
+	skip "damaged debug files: objcopy and strip not found in PATH"
+	finish
+fi
+cp "$CHAIN4" sp && objcopy --only-keep-debug sp sp.debug && strip -s sp &&
+	objcopy --add-gnu-debuglink=sp.debug sp || { fail "cannot split chain4 into sp and sp.debug"; finish; }
+sp_record sp.spool -F 999 -- ./sp -t 1 >/dev/null || { fail "record of the stripped copy exited $?"; finish; }
+with_timeout 60 "$SP" report --format=folded sp.spool >good.folded 2>/dev/null
+STOTAL=$(folded_total good.folded)
+tr ';' '\n' <good.folded | sed 's/ [0-9]*$//' | sort -u >good.names
+grep -q 'main;level1;level2;level3;level4' good.folded && ok "the stripped copy is named from its intact debug file" ||
+	fail "the stripped copy is not named from its debug file: $(head -n 1 good.folded)"
+damage_elf sp.debug dbg 0 || { fail "perl could not write the damaged debug files"; finish; }
+try_damaged "debug file" dbg sp.debug sp.spool sp "$STOTAL"
 finish

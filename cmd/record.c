@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,7 @@ enum {
 	OPT_STACK_SIZE = 0x100,
 	OPT_DESCENDANTS,
 	OPT_NO_INHERIT,
+	OPT_REALTIME,
 };
 
 struct record_args {
@@ -25,6 +27,7 @@ struct record_args {
 	const char *output;
 	double duration_s; /* 0 = until the target exits */
 	bool quiet;
+	int realtime;      /* SCHED_FIFO priority for the recorder, 0 = none */
 	pid_t *pids;       /* -p PID,... in order, npids of them */
 	size_t npids;
 	bool descendants;
@@ -47,6 +50,10 @@ static const struct argp_option options[] = {
 	 "raise it when stacks come out truncated", 2},
 	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
 					"sent SIGTERM)", 2},
+	{"realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO (1-99; "
+					      "needs root or CAP_SYS_NICE): no samples lost to a "
+					      "recorder waiting for a CPU when the target keeps "
+					      "every CPU busy", 2},
 	{"kernel", 'k', NULL, 0, "add kernel frames from the kernel callchain (falls back to "
 				 "user-only, saying so, when kernel sampling is denied)", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
@@ -112,6 +119,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "invalid stack size '%s' (a multiple of 8 from 8 to %u)",
 				   arg, SP_MAX_SAMPLE_USER_STACK);
 		return 0;
+	case OPT_REALTIME: {
+		uint32_t prio;
+		if (parse_u32(arg, 1, 99, &prio))
+			argp_error(state, "invalid real-time priority '%s' (1 to 99)", arg);
+		a->realtime = (int)prio;
+		return 0;
+	}
 	case 'd': {
 		char *end;
 		a->duration_s = strtod(arg, &end);
@@ -179,6 +193,25 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/*
+ * The spool could not be written: say so with what is left and what to do.
+ * Once recording ran, the writer has stopped at the first failure, so the
+ * file holds whole records up to it and perhaps part of one, a prefix
+ * report and dump read.
+ */
+static int spool_write_error(const char *path, int err, bool started)
+{
+	const char *hint = "check the file system";
+	if (err == -ENOSPC || err == -EDQUOT)
+		hint = "free space there or record to another file system with -o";
+	else if (err == -EFBIG)
+		hint = "record for a shorter time (-d) or to another file system with -o";
+	return sp_cli_error("cannot write spool '%s': %s; %s%s", path, sp_strerror(err),
+			    started ? "recording stopped, the spool keeps the samples written "
+				      "before (report and dump read them); " : "",
+			    hint);
+}
+
 /* An attach failure with what to do about it. */
 static int attach_error(int err, const struct record_args *a, pid_t pid)
 {
@@ -213,6 +246,11 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 	case SP_E_NO_PROCESS:
 	case ESRCH:
 		return sp_cli_error("no process with pid %d", (int)pid);
+	case ENOSPC:
+	case EDQUOT:
+	case EFBIG:
+	case EIO:
+		return spool_write_error(a->output, err, false);
 	case SP_E_NO_EVENT:
 		return sp_cli_error("no usable perf event (neither cycles nor cpu-clock) for "
 				    "pid %d", (int)pid);
@@ -241,16 +279,21 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,
 		s->sample_events, s->lost_events, s->empty_stack_samples,
 		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
-	/* The recorder's own CPU (draining, unwinding, writing), not the target's. */
+	/*
+	 * The recorder's own CPU (draining, unwinding, writing) and peak resident
+	 * memory (ru_maxrss, KiB; the perf rings are locked kernel pages it does
+	 * not count), not the target's.
+	 */
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		double peak = (double)ru.ru_maxrss / 1024.0;
 		if (s->samples)
-			fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample)\n", cpu,
-				cpu * 1e6 / (double)s->samples);
+			fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample), %.1f MiB peak\n",
+				cpu, cpu * 1e6 / (double)s->samples, peak);
 		else
-			fprintf(stderr, "  recorder CPU %.3f s\n", cpu);
+			fprintf(stderr, "  recorder CPU %.3f s, %.1f MiB peak\n", cpu, peak);
 	}
 	/* The seeds' skip counters, named only when something was skipped. */
 	const struct {
@@ -276,8 +319,9 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 					s->error_stats[i], sp_error_kind_text(i));
 	}
 	if (s->lost_events)
-		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size\n",
-			s->lost_events);
+		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size%s\n",
+			s->lost_events,
+			a->realtime ? "" : ", or drain faster with --realtime (as root)");
 	if (s->spliced_stacks)
 		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
 				"frame-pointer chain where both chains met\n",
@@ -379,6 +423,19 @@ static int output_error(const char *path)
 	if (!S_ISDIR(st.st_mode))
 		return ENOTDIR;
 	return access(dir, W_OK) ? errno : 0;
+}
+
+/* How a launched command ended, when it did not simply exit 0. */
+static void print_fate(const char *name, int status, int rc)
+{
+	if (WIFSIGNALED(status))
+		fprintf(stderr, "stackpulse record: command '%s' killed by signal %d (%s)%s; "
+				"exit status %d\n",
+			name, WTERMSIG(status), strsignal(WTERMSIG(status)),
+			WCOREDUMP(status) ? ", core dumped" : "", rc);
+	else if (WIFEXITED(status) && WEXITSTATUS(status))
+		fprintf(stderr, "stackpulse record: command '%s' exited with status %d\n", name,
+			WEXITSTATUS(status));
 }
 
 static int exit_status_of(int status)
@@ -498,6 +555,18 @@ int cmd_record(int argc, char **argv)
 		return err == ENOENT ? 127 : 126;
 	}
 
+	/*
+	 * Before anything starts, so a refusal changes nothing.  The command
+	 * and any other child start with the normal policy (reset on fork).
+	 */
+	if (a.realtime) {
+		struct sched_param sp = {.sched_priority = a.realtime};
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
+			return sp_cli_error("cannot use SCHED_FIFO priority %d (--realtime): %s; run "
+					    "as root or with CAP_SYS_NICE, or leave --realtime out",
+					    a.realtime, strerror(errno));
+	}
+
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -544,7 +613,7 @@ int cmd_record(int argc, char **argv)
 	double start = now_s();
 	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
 	int status = 0;
-	bool exited = false;
+	bool exited = false, write_failed = false;
 	/* One refreshed status line on a terminal; nothing in logs or with -q. */
 	bool status_line = !a.quiet && isatty(STDERR_FILENO);
 	double next_status = start + 1.0;
@@ -561,7 +630,8 @@ int cmd_record(int argc, char **argv)
 			break;
 		err = sp_recorder_consume_available(rec);
 		if (err) {
-			sp_cli_error("recording into '%s' failed: %s", a.output, sp_strerror(err));
+			spool_write_error(a.output, err, true);
+			write_failed = true;
 			break;
 		}
 		if (status_line && now_s() >= next_status) {
@@ -575,9 +645,9 @@ int cmd_record(int argc, char **argv)
 	int first_stop = stop_requested;
 	double elapsed = now_s() - start;
 	err = sp_recorder_finish(rec, &summary);
-	if (err)
-		sp_cli_error("cannot finish spool '%s': %s", a.output, sp_strerror(err));
-	else if (!a.quiet)
+	if (err && !write_failed)
+		spool_write_error(a.output, err, true);
+	else if (!err && !a.quiet)
 		print_summary(&a, &summary, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), elapsed);
 
@@ -589,8 +659,15 @@ int cmd_record(int argc, char **argv)
 		/* The command ended because -d asked for it: that is success. */
 		if (!err && ended_by_us)
 			rc = SP_EXIT_OK;
+		if (err && !exited)
+			fprintf(stderr, "stackpulse record: command '%s' was ended (SIGTERM) as "
+					"recording failed\n", a.command[0]);
+		else if (!ended_by_us)
+			print_fate(a.command[0], status, rc);
 	} else {
 		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
+		if (err)
+			fprintf(stderr, "stackpulse record: the recorded processes keep running\n");
 	}
 out:
 	sp_recorder_free(rec);

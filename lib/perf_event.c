@@ -8,9 +8,15 @@
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+
+/* Largest ring per CPU (locked memory: one per online CPU). */
+#define RING_MAX_BYTES (16u << 20)
+/* Smallest ring map_ring falls back to when the locked-memory limit refuses more. */
+#define RING_MIN_BYTES (256u << 10)
 
 static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
 			    unsigned long flags)
@@ -74,6 +80,33 @@ static int online_cpus(int **out)
 	return n;
 }
 
+/*
+ * Without CAP_IPC_LOCK (approximated by root) the kernel lets a user lock
+ * kernel.perf_event_mlock_kb per online CPU for rings, plus RLIMIT_MEMLOCK:
+ * size the rings to share that budget evenly, rather than let the first CPUs
+ * take it all (shrink_rings still handles what this estimate misses).
+ */
+static void fit_locked_memory(struct sp_events *e)
+{
+	if (geteuid() == 0)
+		return;
+	unsigned long mlock_kb = 516;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_mlock_kb", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &mlock_kb) != 1)
+			mlock_kb = 516;
+		fclose(f);
+	}
+	struct rlimit rl;
+	uint64_t extra = 0;
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl))
+		extra = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : (uint64_t)rl.rlim_cur;
+	uint64_t budget = (uint64_t)mlock_kb * 1024 + extra / (uint64_t)(e->ncpus ? e->ncpus : 1);
+	while ((e->ring_pages + 1) * e->page_size > budget &&
+	       e->ring_pages * e->page_size > RING_MIN_BYTES && e->ring_pages > 1)
+		e->ring_pages /= 2;
+}
+
 int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec)
 {
 	memset(e, 0, sizeof(*e));
@@ -128,23 +161,34 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 
 	/*
 	 * A sample reserves the whole requested stack size in the ring even
-	 * when the copy is short, so size the ring for ~32 full samples.
+	 * when the copy is short (33 KiB at the default 32 KiB), and one CPU
+	 * running busy threads at 10 kHz fills 330 MB/s.  The drain loop must
+	 * get a CPU before the ring is full, and on a machine whose CPUs all run
+	 * the target that can take tens of milliseconds (the scheduler lets a
+	 * busy thread finish its slice).  So hold ~100 ms of samples per CPU,
+	 * at least 32 samples and 256 KiB, at most RING_MAX_BYTES; map_ring
+	 * halves the size when the locked-memory limit refuses it.
 	 */
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	e->page_size = page;
-	size_t want = (size_t)(stack + 1024) * 32;
+	size_t per_sample = (size_t)stack + 1024;
+	size_t want = per_sample * (freq / 10 > 32 ? freq / 10 : 32);
 	if (want < 256 * 1024)
 		want = 256 * 1024;
+	if (want > RING_MAX_BYTES)
+		want = RING_MAX_BYTES;
 	e->ring_pages = 1;
 	while (e->ring_pages * page < want)
 		e->ring_pages *= 2;
+	/* Wake the drain loop when a quarter is used: three quarters left for its latency. */
 	a->watermark = 1;
-	a->wakeup_watermark = (uint32_t)(e->ring_pages * page / 4);
 
 	int n = online_cpus(&e->cpus);
 	if (n < 0)
 		return n;
 	e->ncpus = n;
+	fit_locked_memory(e);
+	a->wakeup_watermark = (uint32_t)(e->ring_pages * page / 4);
 	e->rings = calloc((size_t)n, sizeof(*e->rings));
 	/* One scratch slot per ring: each ring's current record may have wrapped. */
 	e->scratch_size = 65536 + 4096;
@@ -175,17 +219,32 @@ static int remember_fd(struct sp_events *e, int fd)
 	return 0;
 }
 
+/* Map the ring of fd, its first event. */
 static int map_ring(struct sp_events *e, struct sp_ring *r, int fd)
 {
-	size_t page = (size_t)sysconf(_SC_PAGESIZE);
-	size_t len = (e->ring_pages + 1) * page;
+	size_t len = (e->ring_pages + 1) * e->page_size;
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	r->fd = fd;
 	r->base = p;
-	r->data_size = e->ring_pages * page;
+	r->data_size = e->ring_pages * e->page_size;
 	return 0;
+}
+
+/*
+ * Halve the ring size after the kernel refused to map it (err): locked memory
+ * for rings is limited for users without CAP_IPC_LOCK (perf_event_mlock_kb per
+ * CPU, then RLIMIT_MEMLOCK).  False when it cannot shrink further.
+ */
+static bool shrink_rings(struct sp_events *e, int err)
+{
+	if ((err != -EPERM && err != -ENOMEM) || e->ring_pages * e->page_size <= RING_MIN_BYTES ||
+	    e->ring_pages == 1)
+		return false;
+	e->ring_pages /= 2;
+	e->attr.wakeup_watermark = (uint32_t)(e->ring_pages * e->page_size / 4);
+	return true;
 }
 
 /*
@@ -243,6 +302,20 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 	for (int i = 0; i < e->ncpus; i++) {
 		struct sp_ring *r = &e->rings[i];
 		int fd = open_one(e, tid, r->cpu);
+		/*
+		 * The first event on a CPU maps its ring.  When the size is
+		 * refused, reopen the event with the smaller ring's watermark
+		 * (the kernel would clamp the old one to "full").
+		 */
+		while (fd >= 0 && r->fd < 0) {
+			int err = map_ring(e, r, fd);
+			if (!err)
+				break;
+			close(fd);
+			if (!shrink_rings(e, err))
+				return err;
+			fd = open_one(e, tid, r->cpu);
+		}
 		if (fd < 0) {
 			/* A CPU that went offline is not fatal; anything else is. */
 			if (fd == -ENODEV)
@@ -250,9 +323,7 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 			return fd;
 		}
 		int err = remember_fd(e, fd);
-		if (!err && r->fd < 0)
-			err = map_ring(e, r, fd);
-		else if (!err && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+		if (!err && r->fd != fd && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
 			err = -errno;
 		if (!err)
 			err = watch_fd(e, fd);
@@ -398,7 +469,7 @@ void sp_events_release(struct sp_events *e)
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	for (int i = 0; e->rings && i < e->ncpus; i++)
 		if (e->rings[i].base)
-			munmap(e->rings[i].base, (e->ring_pages + 1) * page);
+			munmap(e->rings[i].base, e->rings[i].data_size + page);
 	for (size_t i = 0; i < e->nfds; i++)
 		close(e->fds[i]);
 	if (e->epfd >= 0)

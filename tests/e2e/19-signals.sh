@@ -2,7 +2,8 @@
 # Ending a recording from outside: SIGINT or SIGTERM to record -p finishes the spool
 # (summary trailer), exits 0 and leaves the target running; to record -- COMMAND it
 # finishes the spool and exits with the command's status; SIGKILL leaves a spool
-# whose intact prefix report reads, saying it was cut short.  A frequency above
+# whose intact prefix (>= 80% of the samples expected) report and dump read, saying
+# it was cut short.  A frequency above
 # kernel.perf_event_max_sample_rate is refused, naming the limit and the sysctl.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
@@ -124,14 +125,22 @@ else
 fi
 
 # --- SIGKILL mid-run: the intact prefix is readable -----------------------------------
-# The target has one busy thread: about FREQ samples per second of recording.
+# The target has one busy thread: about FREQ samples per second of the CPU time it
+# gets while recorded (read from /proc, so a loaded machine does not skew the bound).
 FREQ=999
+TCK=$(getconf CLK_TCK 2>/dev/null || echo 100)
+# cpu_s PID: user + system CPU seconds of a process (fields 14 and 15 of its stat).
+cpu_s() {
+	sed 's/.*) //' "/proc/$1/stat" | awk -v t="$TCK" '{ printf "%.2f", ($12 + $13) / t }'
+}
 "$SP" record -p $target -F $FREQ -o killed.spool >/dev/null 2>killed.err &
 rec=$!
 track_pid $rec
 t0=$(now_s)
+c0=$(cpu_s $target)
 sleep 3
 kill -KILL $rec
+c1=$(cpu_s $target)
 t1=$(now_s)
 wait $rec 2>/dev/null
 with_timeout 60 "$SP" report killed.spool >killed.txt 2>killed.rerr
@@ -143,9 +152,20 @@ grep -qi 'cut short' killed.txt killed.rerr && ok "report says the recording was
 	fail "report does not say the recording was cut short"
 with_timeout 60 "$SP" dump killed.spool >killed.dump 2>/dev/null
 n=$(grep -c '^sample ' killed.dump)
-expected=$(awk -v a="$t0" -v b="$t1" -v f=$FREQ 'BEGIN { printf "%d", (b - a) * f }')
-info "killed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s: $n samples recovered of about $expected expected ($(pct "$n" "$expected")%)"
+expected=$(awk -v a="$c0" -v b="$c1" -v f=$FREQ 'BEGIN { printf "%d", (b - a) * f }')
+info "killed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s ($(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') s of the target's CPU): $n samples recovered of about $expected expected ($(pct "$n" "$expected")%)"
 info "killed spool: $(wc -c <killed.spool) bytes; last dump line: $(tail -n 1 killed.dump | cut -c1-80)"
+# The writer flushes at least every 200 ms: a kill costs that and what the rings held.
+[ "$(num_ge "$(pct "$n" "$expected")" 80)" = 1 ] &&
+	ok "the killed recorder's spool keeps >= 80% of the expected samples ($n of $expected)" ||
+	fail "the killed recorder's spool keeps $n of about $expected expected samples (< 80%)"
+# It ends mid-record ("# truncated") or at a record boundary without a summary ("# cut short").
+grep -Eqi '^# (truncated|cut short)' killed.dump && ok "dump says the killed recorder's spool is cut short" ||
+	fail "dump does not say the killed recorder's spool is truncated: $(tail -n 1 killed.dump | cut -c1-80)"
+with_timeout 60 "$SP" report --format=folded killed.spool >killed.folded 2>/dev/null
+[ "$(folded_total killed.folded)" = "$n" ] &&
+	ok "report --format=folded counts every recovered sample ($n)" ||
+	fail "report --format=folded counts $(folded_total killed.folded) samples, dump $n"
 grep -q '^summary ' killed.dump && fail "the killed recorder's spool has a summary trailer" ||
 	ok "the killed recorder's spool has no summary trailer"
 kill -0 $target 2>/dev/null && ok "the target survives its recorder's SIGKILL" || fail "the target died with its recorder"

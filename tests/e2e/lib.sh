@@ -220,3 +220,29 @@ pid_samples() {
 		$1 == "sample" { n[pid[val("thread")]]++ }
 		END { for (p in n) print p, n[p] }' "$1"
 }
+
+# --- load tests ------------------------------------------------------------------
+
+# record_peak_mib ERRFILE: the recorder's peak memory from record's summary ("N MiB peak").
+record_peak_mib() {
+	sed -n 's/.* \([0-9][0-9.]*\) MiB peak.*/\1/p' "$1" | head -n 1
+}
+
+# honest_counts NAME SPOOL ERRFILE: record's summary (samples written, lost), the
+# spool's summary trailer and the records in the spool agree; prints the figures.
+honest_counts() {
+	with_timeout 120 "$SP" dump "$2" >"$2.counts.dump" 2>/dev/null
+	said_written=$(sed -n 's/.* \([0-9][0-9]*\) samples written.*/\1/p' "$3" | head -n 1)
+	said_lost=$(sed -n 's/.*sample events), \([0-9][0-9]*\) lost.*/\1/p' "$3" | head -n 1)
+	in_spool=$(grep -c '^sample ' "$2.counts.dump")
+	lost_records=$(awk '$1 == "lost" { sub(/^count=/, "", $2); n += $2 } END { print n + 0 }' "$2.counts.dump")
+	trailer_samples=$(dump_field summary samples "$2.counts.dump")
+	trailer_lost=$(dump_field summary lost_events "$2.counts.dump")
+	info "$1: record says ${said_written:-?} written, ${said_lost:-?} lost; the spool holds $in_spool samples and $lost_records lost in lost records; its trailer says ${trailer_samples:-?} and ${trailer_lost:-?}"
+	[ "$said_written" = "$in_spool" ] && [ "$trailer_samples" = "$in_spool" ] &&
+		ok "$1: samples written ($in_spool) = samples in the spool = the trailer's count" ||
+		fail "$1: samples: record says ${said_written:-?}, spool holds $in_spool, trailer ${trailer_samples:-?}"
+	[ "$said_lost" = "$lost_records" ] && [ "$trailer_lost" = "$lost_records" ] &&
+		ok "$1: lost samples reported ($lost_records) = the spool's lost records = the trailer's count" ||
+		fail "$1: lost: record says ${said_lost:-?}, lost records $lost_records, trailer ${trailer_lost:-?}"
+}

@@ -255,6 +255,9 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 		return sp_cli_error("no usable perf event (neither cycles nor cpu-clock) for "
 				    "pid %d", (int)pid);
 	default:
+		if (a->command)
+			return sp_cli_error("cannot record '%s' into '%s': %s", a->command[0],
+					    a->output, sp_strerror(err));
 		return sp_cli_error("cannot record pid %d into '%s': %s", (int)pid, a->output,
 				    sp_strerror(err));
 	}
@@ -329,11 +332,15 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	/* A denial was said once when recording started; only "on" is news here. */
 	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
 		fprintf(stderr, "  kernel frames on\n");
-	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers)
+	unsigned copied = a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE;
+	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers &&
+	    copied < SP_MAX_SAMPLE_USER_STACK)
 		fprintf(stderr, "  stacks deeper than the copied %u bytes were cut: raise "
-				"--stack-size (up to %u)\n",
-			a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE,
-			SP_MAX_SAMPLE_USER_STACK);
+				"--stack-size (up to %u)\n", copied, SP_MAX_SAMPLE_USER_STACK);
+	else if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers)
+		fprintf(stderr, "  stacks deeper than %u bytes (the kernel's largest copy) were "
+				"cut; frame pointers (-fno-omit-frame-pointer) let them go on\n",
+			copied);
 }
 
 /* Append one word, single-quoted when a shell would split or expand it. */
@@ -385,20 +392,32 @@ static void describe_target(struct record_args *a)
 			 a->npids - 1, a->npids > 2 ? "es" : "");
 }
 
+/* 0 when path is an executable regular file, else the errno execve would give. */
+static int runnable(const char *path)
+{
+	struct stat st;
+	if (access(path, X_OK))
+		return errno;
+	if (stat(path, &st))
+		return errno;
+	return S_ISREG(st.st_mode) ? 0 : EACCES; /* a directory is "executable" to access() */
+}
+
 /* Would execvp find an executable file?  0, or the errno it would fail with. */
 static int command_error(const char *cmd)
 {
 	if (strchr(cmd, '/'))
-		return access(cmd, X_OK) ? errno : 0;
+		return runnable(cmd);
 	const char *path = getenv("PATH");
 	int err = ENOENT;
 	char buf[4096];
 	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
 		size_t len = strcspn(p, ":");
 		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(len ? len : 1), len ? p : ".", cmd);
-		if (!access(buf, X_OK))
+		int e = runnable(buf);
+		if (!e)
 			return 0;
-		if (errno == EACCES)
+		if (e == EACCES)
 			err = EACCES;
 		p += len + (p[len] == ':');
 	}
@@ -418,6 +437,8 @@ static int output_error(const char *path)
 	else
 		*slash = '\0';
 	struct stat st;
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return EISDIR;
 	if (stat(dir, &st))
 		return errno;
 	if (!S_ISDIR(st.st_mode))
@@ -465,8 +486,13 @@ static bool end_command(struct sp_launch *launch, pid_t pid, const char *name, i
 		return false;
 	kill(pid, SIGTERM);
 	double kill_at = now_s() + 5.0;
-	bool killed = false;
+	bool killed = false, said = false;
 	while (sp_launch_try_wait(launch, status) == 0) {
+		if (!said && !killed && now_s() >= kill_at - 4.0) {
+			sp_cli_warn("waiting for '%s' to exit after SIGTERM (SIGKILL in 4 s; "
+				    "Ctrl-C again to kill it now)", name);
+			said = true;
+		}
 		if (!killed && (stop_requested > first_stop || now_s() >= kill_at)) {
 			if (now_s() >= kill_at)
 				sp_cli_warn("'%s' did not exit 5 s after SIGTERM: sending SIGKILL", name);

@@ -49,4 +49,17 @@ grep -q '^summary ' int.dump && ok "the interrupted spool has its summary traile
 	fail "no summary trailer after SIGINT"
 n=$(grep -c '^sample ' int.dump)
 [ "$n" -gt 500 ] && ok "the interrupted spool holds $n samples" || fail "only $n samples after SIGINT"
+# A directory given as the command fails like a missing one, before the spool is touched.
+mkdir -p adir
+printf 'old spool\n' >keep.spool
+with_timeout 30 "$SP" record -o keep.spool -- ./adir >/dev/null 2>dir.err
+rc=$?
+[ $rc = 126 ] && [ "$(cat keep.spool)" = "old spool" ] && grep -q "cannot run './adir'" dir.err &&
+	ok "a directory as the command: exit 126, the existing spool untouched" ||
+	fail "a directory as the command: exit $rc, $(head -c 200 dir.err)"
+with_timeout 30 "$SP" record -o adir -- true >/dev/null 2>isdir.err
+rc=$?
+[ $rc = 1 ] && grep -q "cannot create spool 'adir': Is a directory" isdir.err &&
+	ok "a directory as the spool: 'cannot create spool', exit 1" ||
+	fail "a directory as the spool: exit $rc, $(head -c 200 isdir.err)"
 finish

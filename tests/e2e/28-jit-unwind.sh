@@ -118,6 +118,7 @@ def jit_py_f1():
 jit_py_f1()
 EOF
 PY_ALL='(^|;)jit_py_leaf(;|$)'
+PY_DEFAULT='(^|;)__libc_start_call_main;<module>;jit_py_f1;jit_py_f2;jit_py_f3;jit_py_f4;jit_py_leaf(;|$)'
 PY_KEPT='^_start;(.*;)?(main|Py_BytesMain);(.*;)?jit_py_f1;(.*;)?jit_py_f2;(.*;)?jit_py_f3;(.*;)?jit_py_f4;(.*;)?jit_py_leaf(;|$)'
 
 # find_python VERSION: an ELF pythonVERSION with -X perf support, from PATH or pyenv.
@@ -147,7 +148,9 @@ python_case() {
 	for p in $(dump_field thread pid "$label.dump" | sort -u); do
 		MAPS="$MAPS /tmp/perf-$p.map"
 	done
-	with_timeout 60 "$SP" report --format=folded "$label.spool" >"$label.folded" 2>/dev/null
+	# The whole native chain (Py_BytesMain, the trampolines) needs --show-runtime.
+	with_timeout 60 "$SP" report --format=folded --show-runtime "$label.spool" >"$label.folded" 2>/dev/null
+	with_timeout 60 "$SP" report --format=folded "$label.spool" >"$label.default.folded" 2>/dev/null
 	ref=$(perf_share "$label" "$PY_ALL" "$PY_KEPT" env "$@")
 	# perf's maps: every pid perf saw (perf script has read them already).
 	if [ -f "$label.data" ]; then
@@ -157,6 +160,9 @@ python_case() {
 	fi
 	share_line "$label: jit_py_leaf samples with main ... f1 f2 f3 f4 leaf" "$label.folded" \
 		"$PY_ALL" "$PY_KEPT" 95 $ref
+	# By default the interpreter's frames are hidden: the Python chain sits on libc's start.
+	share_line "$label (runtime hidden): __libc_start_call_main;<module>;f1;f2;f3;f4;leaf" \
+		"$label.default.folded" "$PY_ALL" "$PY_DEFAULT" 95
 }
 
 for v in 3.12 3.13; do

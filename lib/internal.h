@@ -485,6 +485,8 @@ struct sp_process {
 	size_t nmods, cap;
 	bool exited;
 	bool is_python;
+	size_t last;  /* index of the module found last: consecutive frames share modules */
+	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
 };
 
 /* Insert a mapping; older mappings it overlaps are trimmed (an mmap replaces). */

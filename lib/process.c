@@ -35,6 +35,13 @@ static size_t lower_bound(const struct sp_process *p, uint64_t addr)
 	return lo;
 }
 
+/* A new generation for p's module set: caches keyed on (pid, gen) see the change. */
+static void new_generation(struct sp_process *p)
+{
+	static uint64_t next;
+	p->gen = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+}
+
 static void fix_um(struct sp_proc_module *m)
 {
 	m->um.start = m->start;
@@ -45,6 +52,7 @@ int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m)
 {
 	if (m->start >= m->end)
 		return -SP_E_BAD_ARG;
+	new_generation(p);
 	/* At most one old module is split in two, so two slots suffice. */
 	int err = reserve(p, 2);
 	if (err)
@@ -94,15 +102,21 @@ int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m)
 
 struct sp_proc_module *sp_process_find(struct sp_process *p, uint64_t pc)
 {
-	size_t i = lower_bound(p, pc);
-	if (i < p->nmods && p->mods[i].start <= pc)
+	size_t i = p->last;
+	if (i < p->nmods && p->mods[i].start <= pc && pc < p->mods[i].end)
 		return &p->mods[i];
+	i = lower_bound(p, pc);
+	if (i < p->nmods && p->mods[i].start <= pc) {
+		p->last = i;
+		return &p->mods[i];
+	}
 	return NULL;
 }
 
 int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src)
 {
 	dst->nmods = 0;
+	new_generation(dst);
 	int err = reserve(dst, src->nmods);
 	if (err)
 		return err;
@@ -119,6 +133,7 @@ int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src
 void sp_process_clear_modules(struct sp_process *p)
 {
 	p->nmods = 0;
+	new_generation(p);
 	sp_jit_code_free(p->jit);
 	p->jit = NULL;
 }

@@ -44,6 +44,17 @@ struct sp_recorder {
 	size_t nroots;
 	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
 	struct sp_map root_index;  /* tid -> index into root_chains */
+	/*
+	 * Stacks seen before: the same key (process, its module generation,
+	 * kernel and user return addresses, the end marker) gives the stack id
+	 * interned the first time, without interning its frames again.
+	 */
+	struct sp_map stack_cache; /* key hash -> index into stack_keys */
+	struct stack_key *stack_keys;
+	size_t nstack_keys, stack_keys_cap;
+	uint64_t *key_words; /* every key's words, back to back */
+	size_t nkey_words, key_words_cap;
+	uint64_t key[2 * MAX_FRAMES + 5]; /* scratch: this sample's key */
 	/* Thread names (comm) by (pid, tid), so a forked task inherits its parent's. */
 	struct sp_map comm_index;
 	struct task_comm *comms;
@@ -59,6 +70,16 @@ struct sp_recorder {
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	bool finished;
 };
+
+/* A cached stack: its key's words in key_words, and the stack id they gave. */
+struct stack_key {
+	size_t off;
+	uint32_t len;
+	uint32_t stack_id;
+};
+
+/* Keys are kept up to this many words (32 MiB); past it new stacks are not cached. */
+#define STACK_CACHE_MAX_WORDS (4u << 20)
 
 /* A thread's name as the kernel gives it (TASK_COMM_LEN), and whether the spool has it. */
 struct task_comm {
@@ -463,6 +484,50 @@ static uint32_t intern_user_frame(struct sp_recorder *r, struct sp_process *p, u
 	return id;
 }
 
+/* FNV-1a over 64-bit words, mixed: the stack cache's key hash. */
+static uint64_t hash_words(const uint64_t *w, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= w[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* The stack id cached for key[0..n), or false. */
+static bool cached_stack(const struct sp_recorder *r, const uint64_t *key, size_t n,
+			 uint64_t h, uint32_t *stack_id)
+{
+	uint32_t idx;
+	if (!sp_map_get(&r->stack_cache, h, &idx))
+		return false;
+	const struct stack_key *k = &r->stack_keys[idx];
+	if (k->len != n || memcmp(r->key_words + k->off, key, n * sizeof(*key)))
+		return false; /* another key with the same hash: not cached */
+	*stack_id = k->stack_id;
+	return true;
+}
+
+/* Remember key -> stack_id; out of memory or past the cap only means no caching. */
+static void cache_stack(struct sp_recorder *r, const uint64_t *key, size_t n, uint64_t h,
+			uint32_t stack_id)
+{
+	uint32_t idx;
+	if (sp_map_get(&r->stack_cache, h, &idx) || r->nkey_words + n > STACK_CACHE_MAX_WORDS ||
+	    sp_array_reserve((void **)&r->key_words, &r->key_words_cap, r->nkey_words + n,
+			     sizeof(*r->key_words)) ||
+	    sp_array_reserve((void **)&r->stack_keys, &r->stack_keys_cap, r->nstack_keys + 1,
+			     sizeof(*r->stack_keys)) ||
+	    sp_map_put(&r->stack_cache, h, (uint32_t)r->nstack_keys))
+		return;
+	memcpy(r->key_words + r->nkey_words, key, n * sizeof(*key));
+	r->stack_keys[r->nstack_keys++] =
+		(struct stack_key){.off = r->nkey_words, .len = (uint32_t)n, .stack_id = stack_id};
+	r->nkey_words += n;
+}
+
 static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_sample s;
@@ -523,6 +588,26 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	} else
 		sum->ignored_user_callchain_frames += nuser;
 
+	/* Seen before in this process with these modules: its stack id, frames interned. */
+	size_t nkey = 0;
+	r->key[nkey++] = (uint64_t)(uint32_t)s.pid;
+	r->key[nkey++] = p->gen;
+	r->key[nkey++] = rooted ? UINT64_MAX : stop;
+	r->key[nkey++] = nk;
+	memcpy(r->key + nkey, r->kpcs, nk * sizeof(*r->kpcs));
+	nkey += nk;
+	memcpy(r->key + nkey, r->pcs, n * sizeof(*r->pcs));
+	nkey += n;
+	uint64_t key_hash = hash_words(r->key, nkey);
+	uint32_t stack_id = 0, thread = 0;
+	int err;
+	bool hit = cached_stack(r, r->key, nkey, key_hash, &stack_id);
+	if (hit) {
+		if (!rooted && nk + n > 0)
+			sum->truncated_frame_markers++;
+		goto append;
+	}
+
 	/* Leaf first: kernel frames, then user frames, then the marker. */
 	size_t nf = 0;
 	for (size_t i = 0; i < nk; i++) {
@@ -540,9 +625,14 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		note_write(r, sp_spool_writer_intern_frame(r->spool, &marker, &r->frame_ids[nf++]));
 		sum->truncated_frame_markers++;
 	}
-	uint32_t stack_id = 0, thread = 0;
-	int err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf, &stack_id);
-	err = err ? err : sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
+	err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf, &stack_id);
+	if (!err && !r->write_error)
+		cache_stack(r, r->key, nkey, key_hash, stack_id);
+	note_write(r, err);
+append:
+	if (!nk && !n)
+		sum->empty_stack_samples += hit;
+	err = sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
 	if (!err)
 		name_new_thread(r, s.pid, s.tid, thread);
 	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, s.time);
@@ -852,6 +942,7 @@ static struct sp_recorder *recorder_new(void)
 	sp_map_init(&r->opened_tids);
 	sp_map_init(&r->root_index);
 	sp_map_init(&r->comm_index);
+	sp_map_init(&r->stack_cache);
 	sp_modfile_cache_init(&r->files);
 	return r;
 }
@@ -1100,6 +1191,9 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_map_release(&r->opened_tids);
 	sp_map_release(&r->root_index);
 	sp_map_release(&r->comm_index);
+	sp_map_release(&r->stack_cache);
+	free(r->stack_keys);
+	free(r->key_words);
 	free(r->comms);
 	free(r->root_chains);
 	free(r);

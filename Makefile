@@ -27,7 +27,7 @@ DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
 CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
-ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(CFLAGS)
+ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(FEATURE_CFLAGS) $(CFLAGS)
 LIBS = $(DEP_LIBS) -lz
 
 LIB_SRC := $(sort $(wildcard lib/*.c))

@@ -337,7 +337,12 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
 	sym->opts.cache_dir = NULL;
 	const char *urls = getenv("DEBUGINFOD_URLS");
+#ifdef SP_NO_DEBUGINFOD
+	(void)urls; /* built with configure --disable-debuginfod */
+	sym->debuginfod = false;
+#else
 	sym->debuginfod = urls && *urls;
+#endif
 	sym->callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
 		.find_debuginfo = find_debuginfo,

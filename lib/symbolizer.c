@@ -602,6 +602,12 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		sp_debug_found_release(&found);
 	}
 	if (fd >= 0) {
+		/*
+		 * Asked again, libdwfl still holds the name it got the first time
+		 * (its open_elf failed on that file and keeps the name): replace it.
+		 */
+		free(*debuginfo_file_name);
+		*debuginfo_file_name = NULL;
 		char *cached = NULL;
 		bool made;
 		int cfd = sp_debug_cache_open(sym->cache_dir, q.build_id, q.build_id_len, fd,

@@ -184,14 +184,9 @@ static ptrdiff_t code_at(struct sp_jit_code *j, uint64_t entry, size_t len)
 		return idx;
 	if (len > CODE_MAX)
 		len = CODE_MAX;
-	if (j->nfns == j->fns_cap) {
-		size_t cap = j->fns_cap ? j->fns_cap * 2 : 64;
-		struct jit_fn *f = realloc(j->fns, cap * sizeof(*f));
-		if (!f)
-			return -1;
-		j->fns = f;
-		j->fns_cap = cap;
-	}
+	if (sp_array_reserve((void **)&j->fns, &j->fns_cap, j->nfns + 1,
+			     sizeof(*j->fns)))
+		return -1;
 	if (j->pool_len + len > j->pool_cap) {
 		size_t cap = j->pool_cap ? j->pool_cap : 16384;
 		while (cap < j->pool_len + len)
@@ -233,14 +228,9 @@ static const struct jit_arena *arena_of(struct sp_jit_code *j, uint64_t start, u
 			break;
 		}
 	}
-	if (j->narenas == j->arenas_cap) {
-		size_t cap = j->arenas_cap ? j->arenas_cap * 2 : 8;
-		struct jit_arena *na = realloc(j->arenas, cap * sizeof(*na));
-		if (!na)
-			return NULL;
-		j->arenas = na;
-		j->arenas_cap = cap;
-	}
+	if (sp_array_reserve((void **)&j->arenas, &j->arenas_cap, j->narenas + 1,
+			     sizeof(*j->arenas)))
+		return NULL;
 	j->arenas[j->narenas] = a;
 	if (sp_map_put(&j->arena_index, start, (uint32_t)j->narenas))
 		return NULL;

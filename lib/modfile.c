@@ -119,14 +119,9 @@ struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_
 	uint32_t idx;
 	if (sp_map_get(&r->file_index, key, &idx))
 		return r->files[idx];
-	if (r->nfiles == r->files_cap) {
-		size_t cap = r->files_cap ? r->files_cap * 2 : 64;
-		struct sp_modfile **p = realloc(r->files, cap * sizeof(*p));
-		if (!p)
-			return NULL;
-		r->files = p;
-		r->files_cap = cap;
-	}
+	if (sp_array_reserve((void **)&r->files, &r->files_cap, r->nfiles + 1,
+			     sizeof(*r->files)))
+		return NULL;
 	struct sp_modfile *f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;

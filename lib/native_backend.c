@@ -41,14 +41,9 @@ static bool overlaps(const struct sp_module *a, const struct sp_module *b)
 
 static int add_member(struct group *g, uint32_t module_id)
 {
-	if (g->nmods == g->cap) {
-		size_t cap = g->cap ? g->cap * 2 : 8;
-		uint32_t *m = realloc(g->mods, cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		g->mods = m;
-		g->cap = cap;
-	}
+	if (sp_array_reserve((void **)&g->mods, &g->cap, g->nmods + 1,
+			     sizeof(*g->mods)))
+		return -ENOMEM;
 	g->mods[g->nmods++] = module_id;
 	return 0;
 }
@@ -56,14 +51,9 @@ static int add_member(struct group *g, uint32_t module_id)
 /* A new, empty group of pid; its index in *idx. */
 static int new_group(struct sp_native_groups *ng, int32_t pid, uint32_t *idx)
 {
-	if (ng->ngroups == ng->cap) {
-		size_t cap = ng->cap ? ng->cap * 2 : 8;
-		struct group *g = realloc(ng->groups, cap * sizeof(*g));
-		if (!g)
-			return -ENOMEM;
-		ng->groups = g;
-		ng->cap = cap;
-	}
+	if (sp_array_reserve((void **)&ng->groups, &ng->cap, ng->ngroups + 1,
+			     sizeof(*ng->groups)))
+		return -ENOMEM;
 	ng->groups[ng->ngroups] = (struct group){.pid = pid};
 	*idx = (uint32_t)ng->ngroups++;
 	return 0;

@@ -207,14 +207,9 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 
 static int remember_fd(struct sp_events *e, int fd)
 {
-	if (e->nfds == e->fds_cap) {
-		size_t cap = e->fds_cap ? e->fds_cap * 2 : 64;
-		int *p = realloc(e->fds, cap * sizeof(int));
-		if (!p)
-			return -ENOMEM;
-		e->fds = p;
-		e->fds_cap = cap;
-	}
+	if (sp_array_reserve((void **)&e->fds, &e->fds_cap, e->nfds + 1,
+			     sizeof(*e->fds)))
+		return -ENOMEM;
 	e->fds[e->nfds++] = fd;
 	return 0;
 }

@@ -151,14 +151,9 @@ static struct sp_process *add_process(struct sp_recorder *r, pid_t pid)
 		}
 		return p;
 	}
-	if (r->nprocs == r->procs_cap) {
-		size_t cap = r->procs_cap ? r->procs_cap * 2 : 16;
-		struct sp_process **n = realloc(r->procs, cap * sizeof(*n));
-		if (!n)
-			return NULL;
-		r->procs = n;
-		r->procs_cap = cap;
-	}
+	if (sp_array_reserve((void **)&r->procs, &r->procs_cap, r->nprocs + 1,
+			     sizeof(*r->procs)))
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p || sp_map_put(&r->proc_index, (uint64_t)(uint32_t)pid, (uint32_t)r->nprocs)) {
 		free(p);
@@ -420,14 +415,9 @@ static void remember_root(struct sp_recorder *r, uint32_t tid, size_t n)
 		memcpy(c->pcs, r->pcs + n - c->n, c->n * sizeof(uint64_t));
 		return;
 	}
-	if (r->nroot_chains == r->root_chains_cap) {
-		size_t cap = r->root_chains_cap ? r->root_chains_cap * 2 : 16;
-		struct root_chain *c = realloc(r->root_chains, cap * sizeof(*c));
-		if (!c)
-			return;
-		r->root_chains = c;
-		r->root_chains_cap = cap;
-	}
+	if (sp_array_reserve((void **)&r->root_chains, &r->root_chains_cap, r->nroot_chains + 1,
+			     sizeof(*r->root_chains)))
+		return;
 	struct root_chain *c = &r->root_chains[r->nroot_chains];
 	c->n = n < ROOT_CHAIN_MAX ? (uint32_t)n : ROOT_CHAIN_MAX;
 	memcpy(c->pcs, r->pcs + n - c->n, c->n * sizeof(uint64_t));

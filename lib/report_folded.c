@@ -53,14 +53,9 @@ static int intern_label(struct labels *l, size_t start, uint32_t *id)
 		}
 		h = sp_hash64(h + 1);
 	}
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		size_t *off = realloc(l->off, cap * sizeof(*off));
-		if (!off)
-			return -ENOMEM;
-		l->off = off;
-		l->cap = cap;
-	}
+	if (sp_array_reserve((void **)&l->off, &l->cap, l->n + 1,
+			     sizeof(*l->off)))
+		return -ENOMEM;
 	if ((err = sp_map_put(&l->index, h, (uint32_t)l->n)))
 		return err;
 	l->off[l->n] = start;

@@ -705,14 +705,9 @@ static void call_site(Dwarf_Die *inl, const char **file, uint32_t *line)
 
 static int push_src(struct sp_symbolizer *sym, const struct src_entry *e)
 {
-	if (sym->nsrc == sym->src_cap) {
-		size_t cap = sym->src_cap ? sym->src_cap * 2 : 256;
-		struct src_entry *p = realloc(sym->src, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		sym->src = p;
-		sym->src_cap = cap;
-	}
+	if (sp_array_reserve((void **)&sym->src, &sym->src_cap, sym->nsrc + 1,
+			     sizeof(*sym->src)))
+		return -ENOMEM;
 	sym->src[sym->nsrc++] = *e;
 	return 0;
 }
@@ -725,15 +720,9 @@ static int collect_function(Dwarf_Die *die, void *arg)
 	while ((off = dwarf_ranges(die, off, &base, &lo, &hi)) > 0) {
 		if (hi <= lo)
 			continue;
-		if (c->n == c->cap) {
-			size_t cap = c->cap ? c->cap * 2 : 64;
-			struct fn_range *r = realloc(c->r, cap * sizeof(*r));
-			if (!r) {
-				c->err = -ENOMEM;
-				return DWARF_CB_ABORT;
-			}
-			c->r = r;
-			c->cap = cap;
+		if (sp_array_reserve((void **)&c->r, &c->cap, c->n + 1, sizeof(*c->r))) {
+			c->err = -ENOMEM;
+			return DWARF_CB_ABORT;
 		}
 		c->r[c->n++] = (struct fn_range){.lo = lo, .hi = hi, .die = *die};
 	}
@@ -762,14 +751,9 @@ static int find_function(struct sp_symbolizer *sym, struct file_entry *f, Dwarf_
 	uint64_t key = dwarf_dieoffset(cu);
 	uint32_t idx;
 	if (!sp_map_get(&f->cu_index, key, &idx)) {
-		if (sym->ncus == sym->cus_cap) {
-			size_t cap = sym->cus_cap ? sym->cus_cap * 2 : 64;
-			struct cu_funcs *c = realloc(sym->cus, cap * sizeof(*c));
-			if (!c)
-				return -ENOMEM;
-			sym->cus = c;
-			sym->cus_cap = cap;
-		}
+		if (sp_array_reserve((void **)&sym->cus, &sym->cus_cap, sym->ncus + 1,
+				     sizeof(*sym->cus)))
+			return -ENOMEM;
 		struct cu_funcs *c = &sym->cus[sym->ncus];
 		*c = (struct cu_funcs){0};
 		dwarf_getfuncs(cu, collect_function, c, 0);
@@ -954,14 +938,9 @@ static int lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64
 		*out = &sym->hits[idx];
 		return 0;
 	}
-	if (sym->nhits == sym->hits_cap) {
-		size_t cap = sym->hits_cap ? sym->hits_cap * 2 : 256;
-		struct sym_hit *h = realloc(sym->hits, cap * sizeof(*h));
-		if (!h)
-			return -ENOMEM;
-		sym->hits = h;
-		sym->hits_cap = cap;
-	}
+	if (sp_array_reserve((void **)&sym->hits, &sym->hits_cap, sym->nhits + 1,
+			     sizeof(*sym->hits)))
+		return -ENOMEM;
 	if (!f->symtab_built) {
 		int err = sp_symtab_build(&f->symtab, f->mod);
 		if (err)
@@ -1218,14 +1197,9 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 			*out = &sym->maps[idx];
 		return 0;
 	}
-	if (sym->nmaps == sym->maps_cap) {
-		size_t cap = sym->maps_cap ? sym->maps_cap * 2 : 8;
-		struct proc_map *m = realloc(sym->maps, cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		sym->maps = m;
-		sym->maps_cap = cap;
-	}
+	if (sp_array_reserve((void **)&sym->maps, &sym->maps_cap, sym->nmaps + 1,
+			     sizeof(*sym->maps)))
+		return -ENOMEM;
 	struct proc_map *pm = &sym->maps[sym->nmaps];
 	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNUSABLE};
 	sp_perf_map_init(&pm->map);

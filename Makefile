@@ -68,12 +68,16 @@ tests/unit/%: tests/unit/%.c libstackpulse.a $(wildcard lib/*.h tests/unit/*.h)
 unit: $(UNIT_BIN)
 
 # make check: unit tests (Criterion), then end-to-end shell tests on real programs.
+# Unit tests keep their debug-file copies and symbol cache in a scratch directory, not the user's.
 check: all unit
-	@fail=0; for t in $(UNIT_BIN); do echo "== $$t"; ./$$t --jobs 1 || fail=1; done; \
+	@fail=0; STACKPULSE_CACHE_DIR=$$(mktemp -d) && export STACKPULSE_CACHE_DIR; \
+	for t in $(UNIT_BIN); do echo "== $$t"; ./$$t --jobs 1 || fail=1; done; \
+	rm -rf "$$STACKPULSE_CACHE_DIR"; \
 	STACKPULSE=$(CURDIR)/stackpulse sh tests/e2e/run || fail=1; exit $$fail
 
 check-unit: unit
-	@fail=0; for t in $(UNIT_BIN); do ./$$t --jobs 1 || fail=1; done; exit $$fail
+	@fail=0; STACKPULSE_CACHE_DIR=$$(mktemp -d) && export STACKPULSE_CACHE_DIR; \
+	for t in $(UNIT_BIN); do ./$$t --jobs 1 || fail=1; done; rm -rf "$$STACKPULSE_CACHE_DIR"; exit $$fail
 
 check-e2e: all
 	STACKPULSE=$(CURDIR)/stackpulse sh tests/e2e/run

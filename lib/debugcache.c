@@ -143,8 +143,7 @@ out:
 	return err;
 }
 
-/* mkdir -p for the cache's own directories, private to the user. */
-static int make_dirs(const char *path)
+int sp_cache_make_dirs(const char *path)
 {
 	char *p = strdup(path);
 	if (!p)
@@ -167,15 +166,25 @@ static int make_dirs(const char *path)
 	return err;
 }
 
-/* A cached copy we may trust: ours, a regular file nobody else can write, the right build-id. */
-static int open_cached(const char *path, const struct sp_debug_query *q)
+int sp_cache_open_own(const char *path, struct stat *st)
 {
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
 	if (fd < 0)
 		return -1;
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
+	    (st->st_mode & (S_IWGRP | S_IWOTH))) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* A cached copy we may trust: sp_cache_open_own's, with the right build-id. */
+static int open_cached(const char *path, const struct sp_debug_query *q)
+{
 	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & (S_IWGRP | S_IWOTH)) || !sp_debug_file_matches(q, fd)) {
+	int fd = sp_cache_open_own(path, &st);
+	if (fd >= 0 && !sp_debug_file_matches(q, fd)) {
 		close(fd);
 		return -1;
 	}
@@ -213,7 +222,7 @@ int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t b
 	if (out_fd >= 0)
 		goto out;
 	/* Made beside its final name and renamed: readers see no half-written file. */
-	if (make_dirs(dir) || asprintf(&tmp, "%s/.%s.XXXXXX", dir, hex) < 0) {
+	if (sp_cache_make_dirs(dir) || asprintf(&tmp, "%s/.%s.XXXXXX", dir, hex) < 0) {
 		tmp = NULL;
 		goto out;
 	}

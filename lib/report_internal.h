@@ -107,6 +107,79 @@ char *sp_debug_cache_dir(const char *dir);
  */
 int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
 			int fd, char **path, bool *made);
+/* mkdir -p of a cache directory, each level made private to the user (0700).  0 or -errno. */
+int sp_cache_make_dirs(const char *path);
+/*
+ * Open a cache file we may trust: a regular file (not through a symlink) of
+ * this user that group and others cannot write; *st is its fstat.  An fd,
+ * or -1 when it is missing or not trusted.
+ */
+struct stat;
+struct sp_arena;
+int sp_cache_open_own(const char *path, struct stat *st);
+
+/* ---- names found before, kept by build-id (lib/symcache.c) -------------- */
+
+/* Deepest inline chain kept for one address; a longer one is not cached. */
+#define SYMCACHE_MAX_SRC 256
+
+/* One function DWARF places at an address (lib/symbolizer.c's src entries). */
+struct sp_symcache_src {
+	const char *name; /* NULL: the containing function, unknown to DWARF */
+	const char *file; /* NULL when unknown */
+	uint32_t line;    /* 0 when unknown */
+	bool is_inline;
+};
+
+/* What one (file, svma) lookup found: the ELF symbol and the DWARF chain, innermost first. */
+struct sp_symcache_hit {
+	uint64_t svma;
+	const char *name; /* NULL: no symbol covers the address */
+	uint64_t offset;  /* svma - symbol start */
+	uint32_t nsrc;
+	const struct sp_symcache_src *src;
+};
+
+/* Append h to b in the cache's entry encoding.  0, -E2BIG (h left out) or -ENOMEM. */
+int sp_symcache_put(struct sp_buf *b, const struct sp_symcache_hit *h);
+/* Where a cached file's DWARF was: what must be found again before its cache is used. */
+enum sp_symcache_source {
+	SP_SYMCACHE_OWN = 0,      /* in the module file itself */
+	SP_SYMCACHE_SEPARATE = 1, /* in a separate debug file, found on this machine */
+};
+
+/*
+ * Replace CACHE_DIR/symbols/HEXBUILDID.sym with the count entries of
+ * entries (made by sp_symcache_put), atomically (a temporary file renamed).
+ * 0, or -errno / -E2BIG when it was not written.
+ */
+int sp_symcache_write(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
+		      uint8_t source, const struct sp_buf *entries, size_t count);
+
+/* A cache file read whole and checked (magic, format, CRC-32). */
+struct sp_symcache_file {
+	uint8_t *data;
+	size_t len;
+	uint8_t source; /* enum sp_symcache_source */
+};
+
+/*
+ * Read CACHE_DIR/symbols/HEXBUILDID.sym when it is to be trusted (see
+ * sp_cache_open_own) and whole.  0; -ENOENT when there is none to trust;
+ * -SP_E_SPOOL_CORRUPT when it is damaged; -ENOMEM.  Close with
+ * sp_symcache_close.
+ */
+int sp_symcache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
+		     struct sp_symcache_file *out);
+void sp_symcache_close(struct sp_symcache_file *cf);
+/*
+ * Call fn for each entry of cf: its strings are copied into a, its src
+ * array is valid during the call only.  0; -SP_E_SPOOL_CORRUPT at the first
+ * value out of bounds (the entries before it were passed); fn's error or
+ * -ENOMEM.
+ */
+int sp_symcache_each(const struct sp_symcache_file *cf, struct sp_arena *a,
+		     int (*fn)(void *ctx, const struct sp_symcache_hit *h), void *ctx);
 
 /* ---- string arena (lib/arena.c) ----------------------------------------- */
 

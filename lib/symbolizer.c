@@ -65,6 +65,7 @@ struct sym_hit {
 	uint64_t offset;  /* svma - symbol start */
 	uint32_t src;     /* first entry in sym->src */
 	uint32_t nsrc;    /* entries; 0 when DWARF says nothing of the address */
+	bool used;        /* asked for by this symbolizer (not only read from the cache) */
 };
 
 /* One code range of a function defined in a CU, to find the function holding an address. */
@@ -78,6 +79,19 @@ struct cu_funcs {
 	struct fn_range *r;
 	size_t n, cap;
 	int err; /* -ENOMEM while collecting */
+};
+
+/* The symbol cache (lib/symcache.c) of one module file. */
+enum symcache_state {
+	SYMCACHE_UNREAD = 0,
+	SYMCACHE_READ, /* read, or nothing usable there */
+	SYMCACHE_OFF,  /* no cache directory, no build-id, or names made another way */
+};
+
+/* A lookup's answer, by address, as the cache file keeps it. */
+struct file_hit {
+	uint64_t svma;
+	uint32_t hit; /* index into sym->hits */
 };
 
 /* Separate debug file search of one module file. */
@@ -108,9 +122,15 @@ struct file_entry {
 	uint8_t debug_state;         /* enum debug_state */
 	const char *debug_path;      /* the separate debug file in use, or NULL */
 	bool debug_cached;           /* read from its decompressed copy (counted once) */
+	bool debug_debuginfod;       /* debug_path came from a debuginfod server */
+	bool own_dwarf;              /* the proven image has DWARF of its own (.debug_info) */
 	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
 	int given_fd;                /* +1: an image handed over by sp_symbolizer_use_file, or 0 */
 	char *map_files;             /* the /proc/PID/map_files path tried, or NULL */
+	uint8_t symcache;            /* enum symcache_state */
+	bool symcache_new;           /* a lookup found what the cache file lacks */
+	struct file_hit *fhits;      /* every hit of this file, for the cache file */
+	size_t nfhits, fhits_cap;
 };
 
 /* Resolved frames of inline chains, allocated in blocks that never move. */
@@ -166,6 +186,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			  GElf_Word debuglink_crc, char **debuginfo_file_name);
 /* The seeds' API around the core (the end of this file). */
 static int setup_api_opts(struct sp_symbolizer *sym);
+static void symcache_save(struct sp_symbolizer *sym, struct file_entry *f);
 static int resolve_native_plugin(struct sp_symbolizer *sym, uint32_t frame_id,
 				 const struct sp_frame *fr, struct sp_resolved_frame *rf);
 static int flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
@@ -368,6 +389,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		return;
 	for (size_t i = 0; i < sym->nfiles; i++) {
 		struct file_entry *f = &sym->files[i];
+		if (f->symcache_new)
+			symcache_save(sym, f);
+		free(f->fhits);
 		if (f->dwfl)
 			dwfl_end(f->dwfl);
 		sp_elf_info_release(&f->info);
@@ -436,6 +460,27 @@ static bool file_is_recorded(const struct sp_module *m, const struct stat *st,
 }
 
 /*
+ * Does elf hold DWARF itself?  A stripped file keeps the build-id of the
+ * build it came from, so the symbol cache must ask the file in hand.
+ */
+static bool has_debug_info(Elf *elf)
+{
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	Elf_Scn *scn = NULL;
+	GElf_Shdr sh;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS && sh.sh_size &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    (!strcmp(name, ".debug_info") || !strcmp(name, ".zdebug_info")))
+			return true;
+	}
+	return false;
+}
+
+/*
  * Prove the image open on fd and hand it to libdwfl: FILE_PROVEN (libdwfl
  * owns fd), else FILE_UNPROVEN or FILE_UNREADABLE with fd closed.
  */
@@ -450,6 +495,7 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 	if (!elf)
 		goto close_fd;
 	int err = sp_elf_info_read(elf, &f->info);
+	f->own_dwarf = !err && has_debug_info(elf);
 	/* Its debug link, to tell libdwfl's request for it from one for an alternate file. */
 	GElf_Word crc = 0;
 	const char *link = err ? NULL : dwelf_elf_gnu_debuglink(elf, &crc);
@@ -542,6 +588,19 @@ static void note_mismatch(struct sp_symbolizer *sym, uint32_t n, const char *pat
  * and checked by build-id) and debuginfod, whose file is checked here too.
  * Returns an fd libdwfl takes over, with its malloc'd name, or -1 (errno).
  */
+/* What sp_debug_file_find looks for: f's separate debug file. */
+static struct sp_debug_query debug_query(const struct file_entry *f)
+{
+	return (struct sp_debug_query){
+		.path = f->open_path,
+		.build_id = f->info.build_id,
+		.build_id_len = f->info.build_id_len,
+		.debuglink = f->debuglink,
+		.debuglink_crc = f->debuglink_crc,
+		.dirs = f->owner->debug_dirs,
+	};
+}
+
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
@@ -555,14 +614,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 						    debuglink_file, debuglink_crc,
 						    debuginfo_file_name);
 	struct sp_symbolizer *sym = f->owner;
-	struct sp_debug_query q = {
-		.path = f->open_path,
-		.build_id = f->info.build_id,
-		.build_id_len = f->info.build_id_len,
-		.debuglink = f->debuglink,
-		.debuglink_crc = f->debuglink_crc,
-		.dirs = sym->debug_dirs,
-	};
+	struct sp_debug_query q = debug_query(f);
 	int fd = -1;
 	if (f->debug_state == DEBUG_FOUND) {
 		/* Asked again (libdwfl gave up on the first fd): the same file, checked again. */
@@ -589,6 +641,7 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 				found.fd = -1;
 			} else if (found.fd >= 0) {
 				sym->stats.debug_files_debuginfod++;
+				f->debug_debuginfod = true;
 			}
 		}
 		if (found.fd >= 0 && found.path &&
@@ -929,12 +982,176 @@ static int lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64
 	return 0;
 }
 
+/* ---- the symbol cache: names found before, by build-id ------------------ */
+
+/* Keep hit as f's answer for svma (room in sym->hits was reserved). */
+static int add_hit(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+		   const struct sym_hit *hit)
+{
+	uint32_t idx = (uint32_t)sym->nhits;
+	if ((f->symcache == SYMCACHE_READ &&
+	     sp_array_reserve((void **)&f->fhits, &f->fhits_cap, f->nfhits + 1,
+			      sizeof(*f->fhits))) ||
+	    sp_map_put(&f->cache, svma, idx))
+		return -ENOMEM;
+	if (f->symcache == SYMCACHE_READ)
+		f->fhits[f->nfhits++] = (struct file_hit){.svma = svma, .hit = idx};
+	sym->hits[sym->nhits++] = *hit;
+	return 0;
+}
+
+static int symcache_entry(void *ctx, const struct sp_symcache_hit *h)
+{
+	struct file_entry *f = ctx;
+	struct sp_symbolizer *sym = f->owner;
+	uint32_t idx;
+	if (sp_map_get(&f->cache, h->svma, &idx))
+		return 0;
+	if (sp_array_reserve((void **)&sym->hits, &sym->hits_cap, sym->nhits + 1,
+			     sizeof(*sym->hits)))
+		return -ENOMEM;
+	struct sym_hit hit = {.name = h->name, .offset = h->offset, .src = (uint32_t)sym->nsrc,
+			      .nsrc = h->nsrc};
+	for (uint32_t i = 0; i < h->nsrc; i++) {
+		const struct sp_symcache_src *c = &h->src[i];
+		struct src_entry e = {.name = c->name, .file = c->file, .line = c->line,
+				      .is_inline = c->is_inline};
+		int err = push_src(sym, &e);
+		if (err)
+			return err;
+	}
+	return add_hit(sym, f, h->svma, &hit);
+}
+
+/*
+ * The separate debug file a cache file's names came from, looked for again
+ * (found on this machine, not from debuginfod): the cache stands in for its
+ * DWARF only while a report without the cache would read it too.  Found, it
+ * is counted and remembered as find_debuginfo would (libdwfl's later request
+ * reopens it); not found, nothing is counted, so find_debuginfo's own search
+ * still counts what it refuses.
+ */
+static bool debug_file_found_again(struct sp_symbolizer *sym, struct file_entry *f)
+{
+	if (f->debug_state != DEBUG_UNSEARCHED)
+		return f->debug_state == DEBUG_FOUND && !f->debug_debuginfod;
+	struct sp_debug_query q = debug_query(f);
+	struct sp_debug_found found;
+	if (sp_debug_file_find(&q, &found))
+		return false;
+	bool ok = found.fd >= 0 && found.path &&
+		  (f->debug_path = sp_arena_strndup(&sym->strings, found.path, strlen(found.path)));
+	if (ok) {
+		note_mismatch(sym, found.mismatched, found.first_mismatch);
+		f->debug_state = DEBUG_FOUND;
+		sym->stats.debug_files_used++;
+	}
+	sp_debug_found_release(&found);
+	return ok;
+}
+
+/*
+ * Before f's first lookup: what the cache file of its build-id holds.  The
+ * file was proven first, so these are its names, and they stand when the
+ * DWARF they came from is still there: in the file in hand (a stripped copy
+ * keeps the build-id), or in its debug file found again.  A report then
+ * prints the same with or without the cache.
+ * Off without a cache directory or a build-id, and with no_demangle (the
+ * cache holds demangled names).  0 or -ENOMEM; a missing or damaged cache
+ * file is no error.
+ */
+static int symcache_load(struct sp_symbolizer *sym, struct file_entry *f)
+{
+	if (!sym->cache_dir || !f->info.build_id_len || sym->opts.no_demangle) {
+		f->symcache = SYMCACHE_OFF;
+		return 0;
+	}
+	f->symcache = SYMCACHE_READ;
+	struct sp_symcache_file cf;
+	int err = sp_symcache_open(sym->cache_dir, f->info.build_id, f->info.build_id_len, &cf);
+	if (!err && (cf.source == SP_SYMCACHE_OWN ? f->own_dwarf
+						  : !f->own_dwarf && debug_file_found_again(sym, f)))
+		err = sp_symcache_each(&cf, &sym->strings, symcache_entry, f);
+	sp_symcache_close(&cf);
+	if (err == -ENOMEM)
+		return err;
+	if (err == -SP_E_SPOOL_CORRUPT)
+		f->symcache_new = true; /* rewritten whole at the end */
+	return 0;
+}
+
+/*
+ * Where f's DWARF is, when its names are worth keeping: full DWARF (with no
+ * alternate file, which could go missing apart from it), in the file itself
+ * or in a debug file our own search found.  Such a file cannot be named
+ * better later.  -1 when there is no DWARF or it came another way.
+ */
+static int dwarf_source(struct file_entry *f)
+{
+	Dwarf_Addr bias;
+	Dwarf *dw = f->mod ? dwfl_module_getdwarf(f->mod, &bias) : NULL;
+	if (!dw)
+		return -1;
+	const char *alt_name;
+	const void *alt_id;
+	if (dwelf_dwarf_gnu_debugaltlink(dw, &alt_name, &alt_id) != 0)
+		return -1;
+	if (dwarf_getelf(dw) == dwfl_module_getelf(f->mod, &bias))
+		return SP_SYMCACHE_OWN;
+	return f->debug_state == DEBUG_FOUND && !f->debug_debuginfod ? SP_SYMCACHE_SEPARATE : -1;
+}
+
+/*
+ * Addresses kept per cache file: every report that reaches the file reads all
+ * of it (about 60 bytes and 1 µs each), so past this many only the addresses
+ * the last report asked for are kept.
+ */
+#define SYMCACHE_MAX_ENTRIES 16384
+
+/* Write f's hits, those read and those found, to its cache file; failures are silent. */
+static void symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
+{
+	int source = f->symcache == SYMCACHE_READ ? dwarf_source(f) : -1;
+	if (source < 0)
+		return;
+	struct sp_buf b;
+	sp_buf_init(&b);
+	size_t count = 0;
+	struct sp_symcache_src src[SYMCACHE_MAX_SRC];
+	bool only_used = f->nfhits > SYMCACHE_MAX_ENTRIES;
+	for (size_t i = 0; i < f->nfhits && count < SYMCACHE_MAX_ENTRIES; i++) {
+		const struct sym_hit *h = &sym->hits[f->fhits[i].hit];
+		if (h->nsrc > SYMCACHE_MAX_SRC || (only_used && !h->used))
+			continue;
+		for (uint32_t k = 0; k < h->nsrc; k++) {
+			const struct src_entry *e = &sym->src[h->src + k];
+			src[k] = (struct sp_symcache_src){.name = e->name, .file = e->file,
+							  .line = e->line, .is_inline = e->is_inline};
+		}
+		struct sp_symcache_hit ch = {.svma = f->fhits[i].svma, .name = h->name, .offset = h->offset,
+					     .nsrc = h->nsrc, .src = src};
+		int err = sp_symcache_put(&b, &ch);
+		if (err == -ENOMEM)
+			break;
+		count += !err;
+	}
+	sp_symcache_write(sym->cache_dir, f->info.build_id, f->info.build_id_len, (uint8_t)source,
+			  &b, count);
+	sp_buf_release(&b);
+}
+
 /* Name of svma in a proven file, cached per (file, svma). */
 static int lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
 			 const struct sym_hit **out)
 {
 	uint32_t idx;
+	if (f->symcache == SYMCACHE_UNREAD) {
+		int err = symcache_load(sym, f);
+		if (err)
+			return err;
+	}
 	if (sp_map_get(&f->cache, svma, &idx)) {
+		sym->hits[idx].used = true;
 		*out = &sym->hits[idx];
 		return 0;
 	}
@@ -947,7 +1164,7 @@ static int lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64
 			return err;
 		f->symtab_built = true;
 	}
-	struct sym_hit hit = {0};
+	struct sym_hit hit = {.used = true};
 	const struct sp_symtab_entry *se = sp_symtab_find(&f->symtab, svma);
 	if (se) {
 		const char *name = se->name;
@@ -981,10 +1198,10 @@ static int lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64
 		hit.offset = 0;
 	}
 	idx = (uint32_t)sym->nhits;
-	err = sp_map_put(&f->cache, svma, idx);
+	err = add_hit(sym, f, svma, &hit);
 	if (err)
 		return err;
-	sym->hits[sym->nhits++] = hit;
+	f->symcache_new = f->symcache == SYMCACHE_READ;
 	*out = &sym->hits[idx];
 	return 0;
 }

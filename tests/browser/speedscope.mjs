@@ -41,16 +41,25 @@ try {
 		`speedscope did not import ${what}: ${body.replace(/\s+/g, ' ')}`);
 	if (title) {
 		await page.getByText('Sandwich', { exact: false }).first().click();
-		// The Self column: the first click sorts ascending, the second descending.
+		// The Self column: the first click sorts ascending, the second descending.  The
+		// table re-renders after each click: wait for it to change (a loaded machine
+		// can take a while) before reading the order.
 		const self = page.locator('th', { hasText: 'Self' }).first();
-		let rows = [];
-		for (let i = 0; i < 2 && !(rows.length && rows[0].self >= rows[rows.length - 1].self && rows[0].self > 0); i++) {
+		const read = () => page.evaluate(() => Array.from(document.querySelectorAll('tr'))
+			.map((r) => Array.from(r.querySelectorAll('td')).map((td) => td.innerText.trim()))
+			.filter((c) => c.length >= 3)
+			.map((c) => ({ self: parseFloat((/\(([<0-9.]+)%\)/.exec(c[1]) || [0, '0'])[1].replace('<', '')),
+				name: c[c.length - 1] })));
+		const descending = (r) => r.length > 0 && r[0].self > 0 &&
+			r.every((x, i) => i === 0 || x.self <= r[i - 1].self);
+		let rows = await read();
+		for (let i = 0; i < 3 && !descending(rows); i++) {
+			const before = JSON.stringify(rows);
 			await self.click();
-			rows = await page.evaluate(() => Array.from(document.querySelectorAll('tr'))
-				.map((r) => Array.from(r.querySelectorAll('td')).map((td) => td.innerText.trim()))
-				.filter((c) => c.length >= 3)
-				.map((c) => ({ self: parseFloat((/\(([<0-9.]+)%\)/.exec(c[1]) || [0, '0'])[1].replace('<', '')),
-					name: c[c.length - 1] })));
+			for (let t = 0; t < 50 && JSON.stringify(rows) === before; t++) {
+				await page.waitForTimeout(100);
+				rows = await read();
+			}
 		}
 		check(rows.length > 0 && rows[0].name === hot && rows.every((r) => r.self <= rows[0].self),
 			`speedscope's Sandwich view by self time puts ${hot} first (${rows.length ? rows[0].self : 0}% self)`,

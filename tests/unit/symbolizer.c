@@ -839,3 +839,204 @@ Test(symbolizer, perf_maps_others_can_write_are_ignored, .init = fixtures_setup,
 	cr_expect_eq(st.perf_maps_insecure, 1);
 	cr_expect_eq(st.perf_maps_missing, 1);
 }
+
+/* ---- the symbol cache (lib/symcache.c) ------------------------------------- */
+
+/* The cache file of module m's build-id in the fixture directory. */
+static void symcache_path(const struct sp_module *m, char *out, size_t cap)
+{
+	int n = snprintf(out, cap, "%s/symbols/", fixture_dir);
+	for (size_t i = 0; i < m->build_id_len; i++)
+		n += snprintf(out + n, cap - (size_t)n, "%02x", m->build_id[i]);
+	snprintf(out + n, cap - (size_t)n, ".sym");
+}
+
+/* Rebuild the symbolizer on the same spool, as a later report would. */
+static void reopen(const struct sp_symbolizer_opts *opts)
+{
+	sp_symbolizer_free(sym);
+	sym = NULL;
+	cr_assert_eq(sp_symbolizer_new(spool, opts, &sym), 0);
+}
+
+Test(symbolizer, symbol_cache_gives_the_same_chains_without_dwarf_lookups,
+     .init = fixtures_setup, .fini = fixtures_teardown)
+{
+	uint64_t pc = sp_test_inline_outer();
+	struct sp_module m = self_module(&self);
+	uint32_t mid = add_module(&m);
+	uint32_t a = add_frame(mid, &m, pc);
+	uint32_t b = add_frame(mid, &m, addr_of(sp_test_known_beta) + 4);
+	struct sp_symbolizer_opts opts = {.cache_dir = fixture_dir};
+	load_with(&opts);
+	const struct sp_resolved_frame *f;
+	size_t n;
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &f, &n), 0);
+	cr_assert_eq(n, 3);
+	struct sp_resolved_frame live[3];
+	memcpy(live, f, sizeof(live));
+	char names[3][64], files[3][PATH_MAX];
+	for (int i = 0; i < 3; i++) {
+		snprintf(names[i], sizeof(names[i]), "%s", f[i].name);
+		snprintf(files[i], sizeof(files[i]), "%s", f[i].file);
+	}
+	cr_expect_str_eq(resolve(b)->name, "sp_test_known_beta");
+	struct sp_symbolizer_stats live_st = stats_now();
+
+	char path[PATH_MAX];
+	symcache_path(&m, path, sizeof(path));
+	struct stat st;
+	cr_expect_neq(stat(path, &st), 0, "nothing is written before the symbolizer is freed");
+	reopen(&opts); /* frees the first one: writes the cache file */
+	cr_assert_eq(stat(path, &st), 0, "no cache file %s", path);
+	cr_expect_eq(st.st_mode & 0777, 0600);
+
+	cr_assert_eq(sp_symbolizer_resolve_all(sym, a, &f, &n), 0);
+	cr_assert_eq(n, 3);
+	for (int i = 0; i < 3; i++) {
+		cr_expect_str_eq(f[i].name, names[i], "frame %d", i);
+		cr_expect_str_eq(f[i].file, files[i], "frame %d", i);
+		cr_expect_eq(f[i].line, live[i].line, "frame %d", i);
+		cr_expect_eq(f[i].flags, live[i].flags, "frame %d", i);
+		cr_expect_eq(f[i].symbol_offset, live[i].symbol_offset, "frame %d", i);
+		cr_expect_eq(f[i].origin, live[i].origin, "frame %d", i);
+	}
+	cr_expect_str_eq(resolve(b)->name, "sp_test_known_beta");
+	struct sp_symbolizer_stats again = stats_now();
+	cr_expect_eq(again.files_proven, 1, "the file is still proven before its names are used");
+	cr_expect_eq(again.inline_frames, live_st.inline_frames);
+	cr_expect_eq(again.frames_with_lines, live_st.frames_with_lines);
+	cr_expect_eq(again.frames_named, live_st.frames_named);
+	/* Nothing new found: the file is left as it is. */
+	struct stat st2;
+	reopen(&opts);
+	cr_assert_eq(stat(path, &st2), 0);
+	cr_expect(st2.st_ino == st.st_ino && st2.st_mtim.tv_nsec == st.st_mtim.tv_nsec);
+}
+
+/* A cache file for m that names the address svma "from_the_cache". */
+static struct sp_buf planted_cache(const struct sp_module *m, uint64_t svma)
+{
+	struct sp_symcache_src src = {.name = NULL, .file = "/src/planted.c", .line = 7};
+	struct sp_symcache_hit h = {.svma = svma, .name = "from_the_cache", .offset = 4,
+				    .nsrc = 1, .src = &src};
+	struct sp_buf b;
+	sp_buf_init(&b);
+	cr_assert_eq(sp_symcache_put(&b, &h), 0);
+	cr_assert_eq(sp_symcache_write(fixture_dir, m->build_id, m->build_id_len, SP_SYMCACHE_OWN,
+				       &b, 1),
+		     0);
+	sp_buf_release(&b);
+	char path[PATH_MAX];
+	symcache_path(m, path, sizeof(path));
+	struct sp_buf file;
+	sp_buf_init(&file);
+	FILE *fp = fopen(path, "r");
+	cr_assert_not_null(fp);
+	uint8_t chunk[4096];
+	size_t k;
+	while ((k = fread(chunk, 1, sizeof(chunk), fp)) > 0)
+		cr_assert_eq(sp_buf_append(&file, chunk, k), 0);
+	fclose(fp);
+	return file;
+}
+
+static void put_file(const char *path, const uint8_t *p, size_t n, mode_t mode)
+{
+	unlink(path);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, p, n), (ssize_t)n);
+	cr_assert_eq(fchmod(fd, mode), 0);
+	close(fd);
+}
+
+Test(symbolizer, symbol_cache_is_read_only_when_whole_and_trusted, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	struct sp_module m = self_module(&self);
+	uint32_t mid = add_module(&m);
+	uint64_t addr = addr_of(sp_test_known_alpha) + 4;
+	uint32_t a = add_frame(mid, &m, addr);
+	uint64_t svma = addr - m.load_bias;
+	struct sp_buf good = planted_cache(&m, svma);
+	char path[PATH_MAX];
+	symcache_path(&m, path, sizeof(path));
+	struct sp_symbolizer_opts opts = {.cache_dir = fixture_dir};
+	load_with(&opts);
+	/* The cache answers first: proof that its entry is what names the frame. */
+	const struct sp_resolved_frame *rf = resolve(a);
+	cr_expect_str_eq(rf->name, "from_the_cache");
+	cr_expect_str_eq(rf->file, "/src/planted.c");
+	cr_expect_eq(rf->line, 7);
+	cr_expect_eq(rf->symbol_offset, 4);
+
+	/* Off with no_demangle (the cache holds demangled names) and with no directory. */
+	opts.no_demangle = true;
+	reopen(&opts);
+	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha");
+	reopen(&(struct sp_symbolizer_opts){.cache_dir = ""});
+	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha");
+	opts.no_demangle = false;
+
+	/* Others may write it, or it is another user's, or a symlink: not read. */
+	put_file(path, good.data, good.len, 0620);
+	reopen(&opts);
+	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha", "group-writable cache used");
+	put_file(path, good.data, good.len, 0600);
+	cr_assert_eq(chown(path, 65534, 65534), 0);
+	reopen(&opts);
+	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha", "another user's cache used");
+
+	/* Every single-byte change and every truncation: refused whole (CRC), no crash. */
+	uint8_t *bad = malloc(good.len);
+	cr_assert_not_null(bad);
+	for (size_t i = 0; i < good.len; i++) {
+		memcpy(bad, good.data, good.len);
+		bad[i] ^= (uint8_t)(1u << (i % 8));
+		put_file(path, bad, good.len, 0600);
+		reopen(&opts);
+		cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha", "byte %zu changed", i);
+		put_file(path, good.data, i, 0600);
+		reopen(&opts);
+		cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha", "cut at %zu", i);
+	}
+	free(bad);
+	sp_buf_release(&good);
+	/* The damaged file was replaced by the live names: a whole file again. */
+	reopen(&opts);
+	reopen(&opts);
+	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha");
+	struct stat st;
+	cr_expect_eq(stat(path, &st), 0);
+}
+
+Test(symbolizer, symbol_cache_keeps_only_files_with_dwarf, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	/* A copy without DWARF keeps its build-id: a debug file found later could say more. */
+	char copy[PATH_MAX], cmd[2 * PATH_MAX + 64];
+	snprintf(copy, sizeof(copy), "%s/nodwarf", fixture_dir);
+	snprintf(cmd, sizeof(cmd), "objcopy --strip-debug '%s' '%s'", self.path, copy);
+	if (system(cmd) != 0)
+		cr_skip_test("objcopy (binutils) is needed to make a copy without DWARF");
+	struct sp_module m = self_module(&self);
+	struct stat cst;
+	cr_assert_eq(stat(copy, &cst), 0);
+	m.path = copy;
+	m.inode = cst.st_ino;
+	m.file_size = (uint64_t)cst.st_size;
+	m.mtime_ns = (int64_t)cst.st_mtim.tv_sec * 1000000000 + cst.st_mtim.tv_nsec;
+	uint32_t mid = add_module(&m);
+	uint32_t a = add_frame(mid, &m, addr_of(sp_test_known_alpha) + 4);
+	struct sp_symbolizer_opts opts = {.cache_dir = fixture_dir, .debug_dirs = fixture_dir};
+	load_with(&opts);
+	const struct sp_resolved_frame *rf = resolve(a);
+	cr_expect_str_eq(rf->name, "sp_test_known_alpha");
+	cr_expect_null(rf->file, "a copy without DWARF has no lines");
+	reopen(&opts);
+	char path[PATH_MAX];
+	symcache_path(&m, path, sizeof(path));
+	struct stat st;
+	cr_expect_neq(stat(path, &st), 0, "names from a file without DWARF were cached");
+}

@@ -113,6 +113,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	/* Never ask a debuginfod server about fuzzed build-ids, nor look in the caller's dirs. */
 	unsetenv("DEBUGINFOD_URLS");
 	unsetenv("STACKPULSE_DEBUG_DIRS");
+	/*
+	 * No cache directory: each input is symbolized from the files, the same
+	 * way every run (the symbol cache's reader has its own harness, symcache).
+	 */
+	setenv("STACKPULSE_CACHE_DIR", "", 1);
 	devnull = fopen("/dev/null", "w");
 	if (!devnull)
 		abort();

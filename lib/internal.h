@@ -366,6 +366,7 @@ struct sp_events {
 	size_t nfds, fds_cap;
 	int epfd;
 	size_t ring_pages;  /* data pages per ring */
+	uint64_t bytes_per_s; /* ring bytes one CPU fills at the full sample rate */
 	size_t page_size;
 	uint8_t *scratch;   /* per ring, a record that wraps the ring end is copied here */
 	size_t scratch_size; /* bytes per ring slot */

@@ -37,13 +37,18 @@ Test(perf_event, rings_hold_about_100_ms_of_samples)
 	cr_assert(power_of_two(bytes / (size_t)sysconf(_SC_PAGESIZE)));
 	/* 100 samples of 33 KiB (3.3 MB), rounded up to a power of two. */
 	cr_assert_eq(bytes, 4u << 20, "999 Hz: %zu bytes", bytes);
-	cr_assert_eq(wm, bytes / 4);
+	/* Wakeups cost: wake with 50 ms of samples left free, not at a quarter. */
+	uint64_t ms50 = (uint64_t)(32768 + 1024) * 999 / 20;
+	cr_assert_eq(wm, bytes - ms50, "999 Hz: watermark %u of %zu bytes", wm, bytes);
+	cr_assert_gt(wm, bytes / 2);
 	ring_for(10000, 32768, &bytes, &wm);
 	cr_assert_eq(bytes, 16u << 20, "10 kHz: capped at 16 MiB, got %zu", bytes);
+	/* 50 ms would not fit: a quarter, as much headroom as the ring has. */
 	cr_assert_eq(wm, bytes / 4);
-	/* Slow rates still hold 32 full samples. */
+	/* Slow rates still hold 32 full samples, and wake at three quarters at most. */
 	ring_for(99, 32768, &bytes, &wm);
 	cr_assert_geq(bytes, 32u * (32768 + 1024), "99 Hz: %zu bytes", bytes);
+	cr_assert_eq(wm, bytes / 4 * 3, "99 Hz: watermark %u of %zu bytes", wm, bytes);
 	/* A small stack copy needs a small ring, but never under 256 KiB. */
 	ring_for(999, 8, &bytes, &wm);
 	cr_assert_eq(bytes, 256u << 10, "8-byte copies: %zu bytes", bytes);

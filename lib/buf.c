@@ -73,7 +73,7 @@ int sp_buf_put_str(struct sp_buf *b, const char *s)
 	return err ? err : sp_buf_append(b, s, n);
 }
 
-int sp_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+int sp_get_uvarint_long(const uint8_t **p, const uint8_t *end, uint64_t *v)
 {
 	uint64_t out = 0;
 	const uint8_t *q = *p;
@@ -91,16 +91,6 @@ int sp_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 			return -SP_E_SPOOL_CORRUPT;
 	}
 	return -SP_E_SPOOL_CORRUPT;
-}
-
-int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t *v)
-{
-	uint64_t u;
-	int err = sp_get_uvarint(p, end, &u);
-	if (err)
-		return err;
-	*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
-	return 0;
 }
 
 int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem)

@@ -39,8 +39,24 @@ int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem);
  * Bounded readers over untrusted bytes.  Each returns 0 and advances *p, or
  * -SP_E_SPOOL_CORRUPT when the value runs past end or overflows 64 bits.
  */
-int sp_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v);
-int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t *v);
+int sp_get_uvarint_long(const uint8_t **p, const uint8_t *end, uint64_t *v);
+/* Most varints of a spool fit one byte: that case inline, the rest out of line. */
+static inline int sp_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	if (*p < end && **p < 0x80) {
+		*v = *(*p)++;
+		return 0;
+	}
+	return sp_get_uvarint_long(p, end, v);
+}
+static inline int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	uint64_t u;
+	int err = sp_get_uvarint(p, end, &u);
+	if (!err)
+		*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return err;
+}
 
 /* ---- open-addressing hash map, u64 key -> u32 value (lib/hashmap.c) ---- */
 

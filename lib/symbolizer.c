@@ -1102,9 +1102,9 @@ static int dwarf_source(struct file_entry *f)
 }
 
 /*
- * Addresses kept per cache file: every report that reaches the file reads all
- * of it (about 60 bytes and 1 µs each), so past this many only the addresses
- * the last report asked for are kept.
+ * Addresses kept per cache file.  Every report that reaches the file decodes
+ * all of it, so past this many (about 1 MB of file) only the addresses the
+ * last report asked for are kept.
  */
 #define SYMCACHE_MAX_ENTRIES 16384
 
@@ -1128,8 +1128,8 @@ static void symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
 			src[k] = (struct sp_symcache_src){.name = e->name, .file = e->file,
 							  .line = e->line, .is_inline = e->is_inline};
 		}
-		struct sp_symcache_hit ch = {.svma = f->fhits[i].svma, .name = h->name, .offset = h->offset,
-					     .nsrc = h->nsrc, .src = src};
+		struct sp_symcache_hit ch = {.svma = f->fhits[i].svma, .name = h->name,
+					     .offset = h->offset, .nsrc = h->nsrc, .src = src};
 		int err = sp_symcache_put(&b, &ch);
 		if (err == -ENOMEM)
 			break;

@@ -112,7 +112,8 @@ int sp_symcache_write(const char *cache_dir, const uint8_t *build_id, size_t bui
 	uint16_t format = SYMCACHE_FORMAT;
 	uint8_t fmt_le[2] = {(uint8_t)format, (uint8_t)(format >> 8)};
 	if (!dir || !path || sp_buf_append(&b, SYMCACHE_MAGIC, 6) || sp_buf_append(&b, fmt_le, 2) ||
-	    sp_buf_append(&b, &source, 1) || sp_buf_put_uvarint(&b, count) || sp_buf_append(&b, entries->data, entries->len))
+	    sp_buf_append(&b, &source, 1) || sp_buf_put_uvarint(&b, count) ||
+	    (entries->len && sp_buf_append(&b, entries->data, entries->len)))
 		goto out;
 	uint32_t crc = (uint32_t)crc32(0L, b.data, (uInt)b.len);
 	uint8_t crc_le[4] = {(uint8_t)crc, (uint8_t)(crc >> 8), (uint8_t)(crc >> 16),

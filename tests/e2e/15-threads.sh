@@ -63,7 +63,7 @@ check_leader() {
 	# Complete: unwound from the sampled function through worker_main to the thread's
 	# start.  Most samples are in worker_leaf; the rest are in the workload's own waits
 	# and clock reads (nap_ms, thread_cpu_ms's syscall: 0.5-1.2% of them), as complete.
-	set -- "$1" $(folded_share "$1.folded" "^$THREAD_ROOT;start_thread;worker_main(;|\$)") "$5"
+	set -- "$1" $(folded_share "$1.folded" "$THREAD_ROOT;start_thread;worker_main(;|\$)") "$5"
 	share=$(pct "$2" "$4")
 	info "$1: complete worker stacks $2 / $4 worker samples = $share%"
 	[ "$(num_ge "$share" $MIN)" = 1 ] && ok "$1: $share% of the worker samples are complete (>= $MIN%)" ||

@@ -1463,9 +1463,15 @@ static const char *base_name(const char *p)
 	return s && s[1] ? s + 1 : p;
 }
 
-/* Name a frame of anonymous code of pid from its perf map; rf untouched when it cannot. */
+/*
+ * Name a frame of anonymous code of pid from its perf map; rf untouched when
+ * it cannot.  in_anon: the frame is in an anonymous mapping, where a runtime
+ * would have written a map; only those count as missing one.  A frame outside
+ * every mapping is more often a stale register (the first sample after an
+ * exec carries the old image's pc) than JIT code.
+ */
 static int resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct sp_frame *fr,
-			    struct sp_resolved_frame *rf)
+			    bool in_anon, struct sp_resolved_frame *rf)
 {
 	if (sym->opts.perf_map_policy == SP_PERF_MAPS_NONE) {
 		sym->stats.perf_map_frames_denied++;
@@ -1476,7 +1482,7 @@ static int resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct
 	if (err || !pm) {
 		if (!err && !perf_map_allowed(sym, pid))
 			sym->stats.perf_map_frames_denied++;
-		else if (!err)
+		else if (!err && in_anon)
 			sym->stats.perf_map_frames_unmapped++;
 		return err;
 	}
@@ -1577,7 +1583,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		}
 		int32_t pid = sym->frame_pid[frame_id];
 		if (pid != PID_NONE && pid != PID_MANY) {
-			int err = resolve_perf_map(sym, pid, fr, rf);
+			int err = resolve_perf_map(sym, pid, fr, false, rf);
 			if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 				return err;
 		}
@@ -1591,7 +1597,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		return resolve_kernel(sym, fr, rf);
 	rf->module = sym->module_name[fr->module_id];
 	if (m && (m->flags & SP_MODULE_ANON)) {
-		int err = resolve_perf_map(sym, m->pid, fr, rf);
+		int err = resolve_perf_map(sym, m->pid, fr, true, rf);
 		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 			return err;
 	}

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void sp_buf_init(struct sp_buf *b)
 {
@@ -110,5 +111,20 @@ int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem)
 		return -ENOMEM;
 	*p = q;
 	*cap = n;
+	return 0;
+}
+
+int sp_write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *q = p;
+	while (n) {
+		ssize_t k = write(fd, q, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return k < 0 ? -errno : -EIO;
+		q += k;
+		n -= (size_t)k;
+	}
 	return 0;
 }

@@ -27,6 +27,8 @@ int sp_buf_put_uvarint(struct sp_buf *b, uint64_t v);
 int sp_buf_put_svarint(struct sp_buf *b, int64_t v);
 /* Length-prefixed (uvarint) string. */
 int sp_buf_put_str(struct sp_buf *b, const char *s);
+/* write(2) all n bytes of p to fd, again after EINTR: 0, -errno, or -EIO when it writes nothing. */
+int sp_write_all(int fd, const void *p, size_t n);
 
 /*
  * Make *p, an array of *cap elements of elem bytes, hold at least need:

@@ -224,20 +224,6 @@ static int resolve_used(const struct sp_spool *s, struct sp_symbolizer *sym,
 
 /* ---- writing the new spool ----------------------------------------------- */
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t k = write(fd, p, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return k < 0 ? -errno : -EIO;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
 /* Copy the first n bytes of the file at path to fd. */
 static int copy_prefix(const char *path, size_t n, int fd)
 {
@@ -253,7 +239,7 @@ static int copy_prefix(const char *path, size_t n, int fd)
 		if (k <= 0)
 			err = k < 0 ? -errno : -SP_E_SPOOL_TRUNCATED; /* shrank since it was read */
 		else
-			err = write_all(fd, buf, (size_t)k);
+			err = sp_write_all(fd, buf, (size_t)k);
 		n -= k > 0 ? (size_t)k : 0;
 	}
 	close(in);
@@ -293,7 +279,7 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 	}
 	err = copy_prefix(in_path, prefix, fd);
 	if (!err)
-		err = write_all(fd, records->data, records->len);
+		err = sp_write_all(fd, records->data, records->len);
 	if (!err && (fchmod(fd, mode) || fsync(fd)))
 		err = -errno;
 	if (close(fd) && !err)

@@ -137,16 +137,7 @@ int sp_symcache_write(const char *cache_dir, const uint8_t *build_id, size_t bui
 		err = -errno;
 		goto out;
 	}
-	size_t done = 0;
-	while (done < b.len) {
-		ssize_t w = write(fd, b.data + done, b.len - done);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			break;
-		done += (size_t)w;
-	}
-	err = done == b.len ? 0 : -EIO;
+	err = sp_write_all(fd, b.data, b.len);
 	if (close(fd) && !err)
 		err = -errno;
 	if (!err && rename(tmp, path))

@@ -6,20 +6,13 @@
 #include <string.h>
 
 #include "stackpulse.h"
+#include "check.h"
 
 /*
  * The reader promises more than memory safety: every id it hands out names
  * something that exists.  A broken promise is a crash here, so the fuzzer
  * keeps the input, rather than a silent misreport downstream.
  */
-#define CHECK(cond)                                                            \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "%s:%d: broken reader promise: %s\n", \
-				__FILE__, __LINE__, #cond);                    \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 static FILE *devnull;
 

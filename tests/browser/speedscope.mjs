@@ -48,7 +48,8 @@ try {
 		const read = () => page.evaluate(() => Array.from(document.querySelectorAll('tr'))
 			.map((r) => Array.from(r.querySelectorAll('td')).map((td) => td.innerText.trim()))
 			.filter((c) => c.length >= 3)
-			.map((c) => ({ self: parseFloat((/\(([<0-9.]+)%\)/.exec(c[1]) || [0, '0'])[1].replace('<', '')),
+			// speedscope writes "(<0.01%)" and "(>99%)": the bound is the value here.
+			.map((c) => ({ self: parseFloat((/\(([<>0-9.]+)%\)/.exec(c[1]) || [0, '0'])[1].replace(/[<>]/, '')),
 				name: c[c.length - 1] })));
 		const descending = (r) => r.length > 0 && r[0].self > 0 &&
 			r.every((x, i) => i === 0 || x.self <= r[i - 1].self);

@@ -62,7 +62,9 @@ bad=$(grep -oE 'mix_inner:[0-9]+' lines.folded | cut -d: -f2 | sort -u |
 	awk -v lo="$inner_first" -v hi="$outer_call" '$1 <= lo || $1 >= hi' | tr '\n' ' ')
 [ -z "$bad" ] && ok "every mix_inner line is inside mix_inner ($(grep -oE 'mix_inner:[0-9]+' lines.folded | sort -u | tr '\n' ' '))" ||
 	fail "mix_inner lines outside its body: $bad"
-with_timeout 60 "$SP" report --lines ic.spool >lines.txt 2>/dev/null
+# 160 columns: a stray sample with a long module name (ld-linux-x86-64.so.2) would
+# narrow the function column of an 80-column table and cut these names.
+with_timeout 60 "$SP" report --lines --width=160 ic.spool >lines.txt 2>/dev/null
 grep -Eq "^ +mix_inner \[inline\] \(inline_chain\.c:[0-9]+\) \(inline_chain\)$" lines.txt &&
 	grep -q "^ *mix_outer \[inline\] (inline_chain.c:$outer_call) (inline_chain)$" lines.txt &&
 	grep -q "^ *hot_caller (inline_chain.c:$caller_call) (inline_chain)$" lines.txt &&

@@ -119,7 +119,8 @@ int sp_intern(struct sp_intern *t, const void *key, size_t len, uint32_t *id, bo
 const void *sp_intern_key(const struct sp_intern *t, uint32_t id, size_t *len)
 {
 	*len = t->off[id + 1] - t->off[id];
-	return t->keys.data + t->off[id];
+	/* Only empty keys so far: no bytes are stored, and NULL + 0 is undefined in C. */
+	return t->keys.data ? t->keys.data + t->off[id] : (const void *)"";
 }
 
 /* ---- text ----------------------------------------------------------------- */

@@ -30,8 +30,11 @@ CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(FEATURE_CFLAGS) $(CFLAGS)
 LIBS = $(DEP_LIBS) -lz
 
-LIB_SRC := $(sort $(wildcard lib/*.c))
+# lib/ holds one folder per pipeline stage (README "Source layout"); lib/stackpulse.h is
+# the public header, each stage has its private ones.
+LIB_SRC := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ := $(LIB_SRC:.c=.o)
+LIB_HDR := $(wildcard lib/*.h lib/*/*.h)
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 CMD_OBJ := $(CMD_SRC:.c=.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
@@ -48,7 +51,7 @@ check-deps:
 libstackpulse.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^
 
-lib/%.o: lib/%.c $(wildcard lib/*.h) | check-deps
+lib/%.o: lib/%.c $(LIB_HDR) | check-deps
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 cmd/%.o: cmd/%.c cmd/cli.h lib/stackpulse.h
@@ -62,7 +65,7 @@ tests/workloads/%: tests/workloads/%.c
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -o $@ $< -lpthread -lm
 workloads: $(WORKLOAD_BIN)
 
-tests/unit/%: tests/unit/%.c libstackpulse.a $(wildcard lib/*.h tests/unit/*.h)
+tests/unit/%: tests/unit/%.c libstackpulse.a $(LIB_HDR) $(wildcard tests/unit/*.h)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS) $(UNWIND_LIBS) $(CRITERION_LIBS)
 
 unit: $(UNIT_BIN)
@@ -107,7 +110,7 @@ install: stackpulse libstackpulse.a
 	install -m 644 completion/stackpulse.bash $(DESTDIR)$(bashcompdir)/stackpulse
 
 # scripts/bench-report's tools: a large realistic spool, and a command's time and peak memory.
-scripts/gen-spool: scripts/gen-spool.c libstackpulse.a lib/stackpulse.h lib/internal.h
+scripts/gen-spool: scripts/gen-spool.c libstackpulse.a $(LIB_HDR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
 scripts/rusage-run: scripts/rusage-run.c
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $<
@@ -150,12 +153,12 @@ FUZZ_SRC := $(filter-out tests/fuzz/make_seeds.c,$(sort $(wildcard tests/fuzz/*.
 FUZZ_BIN := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_OBJ := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRC))
 
-build-fuzz/lib/%.o: lib/%.c $(wildcard lib/*.h) | check-deps
+build-fuzz/lib/%.o: lib/%.c $(LIB_HDR) | check-deps
 	@mkdir -p build-fuzz/lib
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 build-fuzz/libstackpulse.a: $(FUZZ_LIB_OBJ)
 	$(AR) rcs $@ $^
-build-fuzz/%: tests/fuzz/%.c build-fuzz/libstackpulse.a $(wildcard lib/*.h)
+build-fuzz/%: tests/fuzz/%.c build-fuzz/libstackpulse.a $(LIB_HDR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libstackpulse.a $(LIBS)
 # The small ELF the report harness symbolizes against (tests/fuzz/report.c).
 build-fuzz/report-target: tests/workloads/chain4.c
@@ -179,7 +182,7 @@ clean-build-dirs:
 	rm -rf build-fuzz build-sanitize
 
 clean:
-	rm -f stackpulse libstackpulse.a lib/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed \
+	rm -f stackpulse libstackpulse.a lib/*/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed \
 	  scripts/gen-spool scripts/rusage-run
 
 # dependency check, demo

@@ -1057,7 +1057,7 @@ size_t sp_recorder_active_processes(const struct sp_recorder *r, pid_t *out, siz
 bool sp_recorder_has_active_processes_except(const struct sp_recorder *r, pid_t pid);
 
 /* ---------------------------------------------------------------------- */
-/* Processes: descendants and liveness (lib/children.c, lib/liveness.c)  */
+/* Processes: descendants and liveness (lib/record/children.c, lib/record/liveness.c)  */
 
 /*
  * Every descendant of root alive now (children, grandchildren, ...), found

@@ -15,7 +15,7 @@
  *                  [-m MODULE-FILE]... -o FILE
  */
 #define MAX_MODULES 8
-#include "internal.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,8 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "spool_format.h"
-#include "symbols_internal.h"
+#include "symbols/symbols.h"
 
 /*
  * Usage: make_seeds DIR  (DIR is tests/fuzz/corpus; `make fuzz-seeds` runs it).

@@ -5,12 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "record/record.h"
 #include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* The recorder's layout (lib/perf_event.c) first; the others reach the decoder's other branches. */
+/* The recorder's layout (lib/record/perf_event.c) first; the others reach the decoder's other branches. */
 #define RECORDER_ST (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
 		     PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)
 #define ALL_ST (RECORDER_ST | PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID | \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * libFuzzer harness: the symbol cache reader (lib/symcache.c) over untrusted
+ * libFuzzer harness: the symbol cache reader (lib/symbols/symcache.c) over untrusted
  * entries.  The input is the file's body after its header, checksum bypassed
  * (a CRC stops only accidents).  Every entry it passes on must encode, and
  * those encodings must read back to the same entries (encode(read(x)) is a
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "report_internal.h"
+#include "symbols/symbols.h"
 #include "check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

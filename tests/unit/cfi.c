@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/cfi.c: rows compiled from real ELF files and from hand-written CFI. */
+/* Unit tests for lib/unwind/cfi.c: rows compiled from real ELF files and from hand-written CFI. */
 #include "live_stack.h"
 
 #include <criterion/criterion.h>

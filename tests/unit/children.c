@@ -9,7 +9,7 @@
  * never needs.  The archive's children.o is then never linked in: every
  * symbol it defines is already defined here.
  */
-#include "../../lib/children.c"
+#include "../../lib/record/children.c"
 
 #include <ftw.h>
 #include <poll.h>

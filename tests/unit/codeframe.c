@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/codeframe.c: CFA rows proven from byte strings of generated code. */
-#include "internal.h"
+/* Unit tests for lib/unwind/codeframe.c: CFA rows proven from byte strings of generated code. */
+#include "unwind/unwind.h"
 
 #include <criterion/criterion.h>
 

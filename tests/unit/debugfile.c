@@ -2,7 +2,7 @@
 /* Unit tests of the separate debug file search: where it looks, in what order, what it refuses. */
 #include <criterion/criterion.h>
 
-#include "report_internal.h"
+#include "symbols/symbols.h"
 
 #include <fcntl.h>
 #include <ftw.h>

@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
-#include "report_internal.h"
+#include "report/report.h"
 
 #include <fcntl.h>
 #include <inttypes.h>
@@ -237,7 +237,7 @@ ParameterizedTest(struct text_case *c, export, text_is_escaped)
 	cr_expect(b.len == strlen(c->json) && !memcmp(b.data, c->json, b.len),
 		  "json of '%s': got '%.*s', want '%s'", c->in, (int)b.len, (char *)b.data, c->json);
 	b.len = 0;
-	cr_assert_eq(sp_export_put_utf8(&b, c->in), 0);
+	cr_assert_eq(sp_buf_put_utf8(&b, c->in), 0);
 	cr_expect(b.len == strlen(c->utf8) && (!b.len || !memcmp(b.data, c->utf8, b.len)),
 		  "utf8 of '%s': got '%.*s'", c->in, (int)b.len, (char *)b.data);
 	sp_buf_release(&b);

@@ -84,8 +84,8 @@ static char *report_of(const struct sp_spool *s, uint32_t format)
  * A truncation marker anywhere but at the root end of a stack (only a
  * hand-made or damaged spool has one there): the text report's heaviest
  * stacks copied the marker's function list, empty and with an unset
- * pointer, through memcpy (lib/report_text.c; UBSan: null pointer passed
- * as argument 2).  Reproducer: tests/fuzz/corpus/report/marker-inside-stack.spool.
+ * pointer, through memcpy (lib/report/heaviest.c; UBSan: null pointer
+ * passed as argument 2).  Reproducer: tests/fuzz/corpus/report/marker-inside-stack.spool.
  */
 Test(fuzz_regressions, report_marker_inside_stack, .init = tmp_setup, .fini = tmp_teardown)
 {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/jitcode.c: entries of generated code in this process, from arenas and perf maps. */
-#include "internal.h"
+/* Unit tests for lib/unwind/jitcode.c: entries of generated code in this process, from arenas and perf maps. */
+#include "unwind/unwind.h"
 
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>

@@ -2,7 +2,7 @@
 /* Unit tests of the bounded line reader: long lines skipped whole, byte limit, last lines. */
 #include <criterion/criterion.h>
 
-#include "symbols_internal.h"
+#include "util/util.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -3,7 +3,7 @@
 #ifndef SP_TEST_LIVE_STACK_H
 #define SP_TEST_LIVE_STACK_H
 
-#include "internal.h"
+#include "record/record.h"
 
 #include <fcntl.h>
 #include <stdio.h>

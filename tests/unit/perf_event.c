@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "record/record.h"
 
 /* Ring bytes per CPU and the watermark sp_events_init chose for a rate and stack size. */
 static void ring_for(uint32_t hz, uint32_t stack, size_t *bytes, uint32_t *watermark)

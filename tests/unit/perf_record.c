@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "internal.h"
+#include "record/record.h"
 
 #define ST (PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | \
 	    PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/perf_regs.c: perf's sample_regs_user layout to DWARF numbering. */
-#include "internal.h"
+/* Unit tests for lib/record/perf_regs.c: perf's sample_regs_user layout to DWARF numbering. */
+#include "record/record.h"
 
 #include <asm/perf_regs.h>
 #include <criterion/criterion.h>

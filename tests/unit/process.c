@@ -2,7 +2,7 @@
 /* Unit tests for per-process module maps: overlap trimming, splitting, lookup, copies. */
 #include <criterion/criterion.h>
 
-#include "internal.h"
+#include "record/record.h"
 
 static struct sp_proc_module mod(uint64_t s, uint64_t e, uint64_t off, uint32_t id)
 {

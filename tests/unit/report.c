@@ -2,7 +2,7 @@
 /* Unit tests of the reports: exact folded output and the text report's shares on a known spool. */
 #include <criterion/criterion.h>
 
-#include "report_internal.h"
+#include "report/report.h"
 
 #include <fcntl.h>
 #include <inttypes.h>

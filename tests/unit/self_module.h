@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "record/record.h"
 
 /*
  * Add this test binary's mapping that holds addr to the spool as a module,

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the spool writer and the round trip through the reader (lib/spool_writer.c). */
+/* Unit tests of the spool writer and the round trip through the reader (lib/spool/spool_writer.c). */
 #include <signal.h>
 #include <sys/wait.h>
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Golden tests of the spool text and JSON dumps and of the committed fixture spool (lib/spool_dump.c). */
+/* Golden tests of the spool text and JSON dumps and of the committed fixture spool (lib/spool/spool_dump.c). */
 #include "spool_fixture.h"
 
 TestSuite(spool_dump, .init = tmp_setup, .fini = tmp_teardown);

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "spool_format.h"
+#include "spool/spool.h"
 
 /* ---- a scratch directory per test ---------------------------------------- */
 

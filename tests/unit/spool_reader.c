@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the validating spool reader on damaged and hostile input (lib/spool_reader.c). */
+/* Unit tests of the validating spool reader on damaged and hostile input (lib/spool/spool_reader.c). */
 #include "spool_fixture.h"
 
 TestSuite(spool_reader, .init = tmp_setup, .fini = tmp_teardown);

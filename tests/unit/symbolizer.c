@@ -2,7 +2,7 @@
 /* Unit tests of the symbolizer: ELF names, identity proof, inline chains, kallsyms, perf maps. */
 #include <criterion/criterion.h>
 
-#include "report_internal.h"
+#include "symbols/symbols.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -840,7 +840,7 @@ Test(symbolizer, perf_maps_others_can_write_are_ignored, .init = fixtures_setup,
 	cr_expect_eq(st.perf_maps_missing, 1);
 }
 
-/* ---- the symbol cache (lib/symcache.c) ------------------------------------- */
+/* ---- the symbol cache (lib/symbols/symcache.c) ------------------------------------- */
 
 /* The cache file of module m's build-id in the fixture directory. */
 static void symcache_path(const struct sp_module *m, char *out, size_t cap)

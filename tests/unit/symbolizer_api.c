@@ -2,7 +2,7 @@
 /* Unit tests of the seeds' API mirror: raw replay, helpers, plug-in, streaming, pid lists, runtime flags. */
 #include <criterion/criterion.h>
 
-#include "report_internal.h"
+#include "symbols/symbols.h"
 #include "self_module.h"
 #include "spool_fixture.h"
 

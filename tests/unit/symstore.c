@@ -1,8 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the spool's symbol records: encoding, reading back, damage, use by the symbolizer. */
 #include "spool_fixture.h"
-#include "report_internal.h"
-#include "symbols_internal.h"
+#include "symbols/symbols.h"
 
 TestSuite(symstore, .init = tmp_setup, .fini = tmp_teardown);
 

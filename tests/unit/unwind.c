@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/unwind.c: live stacks of this process, signal frames, PLT and stop reasons. */
+/* Unit tests for lib/unwind/unwind.c: live stacks of this process, signal frames, PLT and stop reasons. */
 #include "live_stack.h"
 
 #include <criterion/criterion.h>

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT */
+/* Module files: each backing file opened once, its ELF facts read once, its CFI shared by build-id. */
+#include "record/record.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void sp_modfile_cache_init(struct sp_modfile_cache *c)
+{
+	memset(c, 0, sizeof(*c));
+	sp_map_init(&c->file_index);
+	sp_map_init(&c->build_id_index);
+}
+
+static uint64_t file_key(uint64_t dev, uint64_t ino)
+{
+	return sp_hash64(dev * 0x9e3779b97f4a7c15ULL ^ ino);
+}
+
+static uint64_t build_id_key(const struct sp_elf_info *info)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (unsigned i = 0; i < info->build_id_len; i++)
+		h = (h ^ info->build_id[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static void modfile_free(struct sp_modfile *f)
+{
+	if (!f)
+		return;
+	if (f->cfi && !f->cfi_owner)
+		sp_cfi_table_free(f->cfi);
+	if (f->elf)
+		elf_end(f->elf);
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->image);
+	free(f->path);
+	sp_elf_info_release(&f->info);
+	free(f);
+}
+
+/* Our own [vdso]: the kernel maps the same image into every process. */
+static int open_vdso(struct sp_modfile *f)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return -ENOENT;
+	FILE *maps = fopen("/proc/self/maps", "r");
+	if (!maps)
+		return -errno;
+	char line[512];
+	size_t size = 0;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long s, e;
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == base && strstr(line, "[vdso]")) {
+			size = e - s;
+			break;
+		}
+	}
+	fclose(maps);
+	if (!size)
+		return -ENOENT;
+	f->image = malloc(size);
+	if (!f->image)
+		return -ENOMEM;
+	memcpy(f->image, (const void *)base, size);
+	f->elf = elf_memory(f->image, size);
+	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
+}
+
+/*
+ * Open the file behind a mapping once.  The path the kernel reports may no
+ * longer be the mapped file (deleted, replaced, another mount namespace), so
+ * the inode is checked and /proc/PID/map_files is the fallback.
+ */
+static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_t end,
+			const char *path)
+{
+	struct stat st;
+	if (!strcmp(path, "[vdso]"))
+		return open_vdso(f);
+	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+	if (fd >= 0 && (fstat(fd, &st) || (f->ino && st.st_ino != f->ino))) {
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		char alt[64];
+		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+			 start, end);
+		fd = open(alt, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st)) {
+			int e = -errno;
+			if (fd >= 0)
+				close(fd);
+			return e;
+		}
+	}
+	f->fd = fd;
+	f->size = (uint64_t)st.st_size;
+	f->mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec;
+	f->elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
+}
+
+struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_t start,
+				  uint64_t end, uint64_t dev, uint64_t ino, const char *path)
+{
+	bool special = path[0] == '[';
+	uint64_t key = special ? sp_hash64(0x5644534fULL ^ (uint64_t)path[1]) : file_key(dev, ino);
+	uint32_t idx;
+	if (sp_map_get(&r->file_index, key, &idx))
+		return r->files[idx];
+	if (sp_array_reserve((void **)&r->files, &r->files_cap, r->nfiles + 1,
+			     sizeof(*r->files)))
+		return NULL;
+	struct sp_modfile *f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->fd = -1;
+	f->dev = dev;
+	f->ino = ino;
+	f->path = strdup(path);
+	if (!f->path) {
+		free(f);
+		return NULL;
+	}
+	if (open_modfile(f, pid, start, end, path) == 0 && sp_elf_info_read(f->elf, &f->info) == 0)
+		f->info_ok = true;
+	else
+		r->unreadable++;
+	if (f->info_ok && f->info.build_id_len) {
+		uint32_t other;
+		uint64_t bkey = build_id_key(&f->info);
+		if (sp_map_get(&r->build_id_index, bkey, &other) &&
+		    r->files[other]->info.build_id_len == f->info.build_id_len &&
+		    !memcmp(r->files[other]->info.build_id, f->info.build_id, f->info.build_id_len))
+			f->cfi_owner = r->files[other];
+		else
+			sp_map_put(&r->build_id_index, bkey, (uint32_t)r->nfiles);
+	}
+	r->files[r->nfiles] = f;
+	sp_map_put(&r->file_index, key, (uint32_t)r->nfiles);
+	r->nfiles++;
+	return f;
+}
+
+bool sp_modfile_replaced(const struct sp_modfile *f)
+{
+	if (f->fd < 0 || f->path[0] != '/')
+		return false;
+	/* The kernel marks an unlinked file's path; the name may since hold another file. */
+	size_t n = strlen(f->path), k = strlen(" (deleted)");
+	char *path = n > k && !strcmp(f->path + n - k, " (deleted)") ? strndup(f->path, n - k)
+								    : strdup(f->path);
+	struct stat now, held;
+	bool same = path && !stat(path, &now) && !fstat(f->fd, &held) &&
+		    now.st_dev == held.st_dev && now.st_ino == held.st_ino;
+	free(path);
+	return !same;
+}
+
+/* The rule table is compiled on first use, once per build-id. */
+struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f)
+{
+	struct sp_modfile *owner = f->cfi_owner ? f->cfi_owner : f;
+	if (!owner->cfi_tried) {
+		owner->cfi_tried = true;
+		if (!owner->info_ok || sp_cfi_table_new(owner->elf, &owner->cfi))
+			owner->cfi = NULL;
+	}
+	return owner->cfi;
+}
+
+void sp_modfile_cache_release(struct sp_modfile_cache *c)
+{
+	for (size_t i = 0; i < c->nfiles; i++)
+		modfile_free(c->files[i]);
+	free(c->files);
+	sp_map_release(&c->file_index);
+	sp_map_release(&c->build_id_index);
+	memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,508 @@
+/* SPDX-License-Identifier: MIT */
+/* Opening sampling events per task and CPU, and draining their rings in time order. */
+#include "record/record.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Largest ring per CPU (locked memory: one per online CPU). */
+#define RING_MAX_BYTES (16u << 20)
+/* Smallest ring map_ring falls back to when the locked-memory limit refuses more. */
+#define RING_MIN_BYTES (256u << 10)
+/*
+ * Time the drain loop may take to get a CPU after the watermark wakeup before
+ * a ring at the full sample rate overflows.  The 10 kHz rings (capped at
+ * RING_MAX_BYTES) have 36 ms and lose nothing with two busy threads on two CPUs.
+ */
+#define DRAIN_HEADROOM_MS 50
+
+static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, int group,
+			    unsigned long flags)
+{
+	return syscall(SYS_perf_event_open, attr, pid, cpu, group, flags);
+}
+
+uint32_t sp_max_sample_rate(void)
+{
+	FILE *f = fopen("/proc/sys/kernel/perf_event_max_sample_rate", "r");
+	unsigned long v = 0;
+	if (!f)
+		return 0;
+	if (fscanf(f, "%lu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* Online CPUs from sysfs ("0-3,5"); falls back to every configured CPU. */
+static int online_cpus(int **out)
+{
+	int n = 0, cap = 64;
+	int *cpus = malloc(cap * sizeof(int));
+	if (!cpus)
+		return -ENOMEM;
+	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+	char line[4096];
+	if (f && fgets(line, sizeof(line), f)) {
+		char *p = line;
+		while (*p && *p != '\n') {
+			char *q;
+			long a = strtol(p, &q, 10), b = a;
+			if (q == p || a < 0)
+				break;
+			if (*q == '-')
+				b = strtol(q + 1, &q, 10);
+			for (long c = a; c <= b && c < 65536; c++) {
+				if (n == cap) {
+					int *m = realloc(cpus, (cap *= 2) * sizeof(int));
+					if (!m) {
+						free(cpus);
+						fclose(f);
+						return -ENOMEM;
+					}
+					cpus = m;
+				}
+				cpus[n++] = (int)c;
+			}
+			p = *q == ',' ? q + 1 : q;
+		}
+	}
+	if (f)
+		fclose(f);
+	if (n == 0) {
+		long c = sysconf(_SC_NPROCESSORS_CONF);
+		for (long i = 0; i < c && i < cap; i++)
+			cpus[n++] = (int)i;
+	}
+	*out = cpus;
+	return n;
+}
+
+/*
+ * Without CAP_IPC_LOCK (approximated by root) the kernel lets a user lock
+ * kernel.perf_event_mlock_kb per online CPU for rings, plus RLIMIT_MEMLOCK:
+ * size the rings to share that budget evenly, rather than let the first CPUs
+ * take it all (shrink_rings still handles what this estimate misses).
+ */
+static void fit_locked_memory(struct sp_events *e)
+{
+	if (geteuid() == 0)
+		return;
+	unsigned long mlock_kb = 516;
+	FILE *f = fopen("/proc/sys/kernel/perf_event_mlock_kb", "re");
+	if (f) {
+		if (fscanf(f, "%lu", &mlock_kb) != 1)
+			mlock_kb = 516;
+		fclose(f);
+	}
+	struct rlimit rl;
+	uint64_t extra = 0;
+	if (!getrlimit(RLIMIT_MEMLOCK, &rl))
+		extra = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX / 2 : (uint64_t)rl.rlim_cur;
+	uint64_t budget = (uint64_t)mlock_kb * 1024 + extra / (uint64_t)(e->ncpus ? e->ncpus : 1);
+	while ((e->ring_pages + 1) * e->page_size > budget &&
+	       e->ring_pages * e->page_size > RING_MIN_BYTES && e->ring_pages > 1)
+		e->ring_pages /= 2;
+}
+
+/*
+ * Bytes in a ring that wake the drain loop: all but DRAIN_HEADROOM_MS of
+ * samples at the full rate (one busy thread per CPU), kept between a quarter
+ * and three quarters of the ring.  Each wakeup costs the recorder 20-40 us of
+ * CPU on this 2-vCPU VM (a sleep/wake cycle alone is 17 us), so at 999 Hz,
+ * where a quarter of the 4 MiB ring is 31 samples, the wakeups were a third
+ * of the recorder's CPU: waking at 74 samples took fixed_work's recording
+ * (10 s attached) from 3.2-3.4 to 2.1-2.4 us per sample (medians of 3 runs,
+ * idle and loaded machine).  A quarter still applies where the headroom
+ * needs more (10 kHz), three quarters bound it at slow rates, where the drain
+ * loop's timeout comes first anyway.
+ */
+static void set_watermark(struct sp_events *e)
+{
+	uint64_t ring = (uint64_t)e->ring_pages * e->page_size;
+	uint64_t headroom = e->bytes_per_s * DRAIN_HEADROOM_MS / 1000;
+	uint64_t wm = ring > headroom ? ring - headroom : 0;
+	if (wm < ring / 4)
+		wm = ring / 4;
+	if (wm > ring / 4 * 3)
+		wm = ring / 4 * 3;
+	e->attr.wakeup_watermark = (uint32_t)wm;
+}
+
+int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec)
+{
+	memset(e, 0, sizeof(*e));
+	e->epfd = -1;
+	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	uint32_t stack = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE;
+	uint32_t max_rate = sp_max_sample_rate();
+	if (max_rate && freq > max_rate)
+		return -SP_E_FREQ_LIMIT;
+	/* The kernel wants a multiple of 8 and fits the copy in a u16-sized record. */
+	if (stack < 8 || stack > SP_MAX_SAMPLE_USER_STACK || stack % 8)
+		return -SP_E_STACK_SIZE;
+
+	struct perf_event_attr *a = &e->attr;
+	a->size = sizeof(*a);
+	a->type = PERF_TYPE_HARDWARE;
+	a->config = PERF_COUNT_HW_CPU_CYCLES;
+	a->freq = 1;
+	a->sample_freq = freq;
+	/*
+	 * The callchain brings kernel frames (-k) and the user frame-pointer
+	 * chain that extends stacks deeper than the copy (DESIGN decision 3).
+	 */
+	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
+			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	a->sample_regs_user = sp_perf_regs_mask();
+	a->sample_stack_user = stack;
+	/*
+	 * Time in system calls is CPU time too: count it whenever the kernel
+	 * lets us (the sample then carries the user stack of the syscall),
+	 * and add kernel frames only with -k.
+	 */
+	a->exclude_kernel = 0;
+	a->exclude_callchain_kernel = !opts->include_kernel;
+	e->kernel_enabled = opts->include_kernel;
+	a->exclude_hv = 1;
+	a->exclude_idle = 1;
+	a->mmap = 1;
+	a->mmap2 = 1;
+	a->comm = 1;
+	a->comm_exec = 1;
+	a->task = 1;
+	a->sample_id_all = 1;
+	a->use_clockid = 1;
+	a->clockid = CLOCK_MONOTONIC;
+	a->inherit = !opts->no_inherit;
+	a->disabled = 1;
+	a->enable_on_exec = enable_on_exec;
+	/* Never precise_ip: skid-free IPs with stale registers would mislead the unwinder. */
+	a->precise_ip = 0;
+	sp_perf_layout_init(&e->layout, a->sample_type, a->sample_regs_user, true);
+
+	/*
+	 * A sample reserves the whole requested stack size in the ring even
+	 * when the copy is short (33 KiB at the default 32 KiB), and one CPU
+	 * running busy threads at 10 kHz fills 330 MB/s.  The drain loop must
+	 * get a CPU before the ring is full, and on a machine whose CPUs all run
+	 * the target that can take tens of milliseconds (the scheduler lets a
+	 * busy thread finish its slice).  So hold ~100 ms of samples per CPU,
+	 * at least 32 samples and 256 KiB, at most RING_MAX_BYTES; map_ring
+	 * halves the size when the locked-memory limit refuses it.
+	 */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	e->page_size = page;
+	size_t per_sample = (size_t)stack + 1024;
+	size_t want = per_sample * (freq / 10 > 32 ? freq / 10 : 32);
+	if (want < 256 * 1024)
+		want = 256 * 1024;
+	if (want > RING_MAX_BYTES)
+		want = RING_MAX_BYTES;
+	e->ring_pages = 1;
+	while (e->ring_pages * page < want)
+		e->ring_pages *= 2;
+	e->bytes_per_s = (uint64_t)per_sample * freq;
+	a->watermark = 1;
+
+	int n = online_cpus(&e->cpus);
+	if (n < 0)
+		return n;
+	e->ncpus = n;
+	fit_locked_memory(e);
+	set_watermark(e);
+	e->rings = calloc((size_t)n, sizeof(*e->rings));
+	/* One scratch slot per ring: each ring's current record may have wrapped. */
+	e->scratch_size = 65536 + 4096;
+	e->scratch = malloc(e->scratch_size * (size_t)n);
+	if (!e->rings || !e->scratch)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++) {
+		e->rings[i].fd = -1;
+		e->rings[i].cpu = e->cpus[i];
+	}
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (e->epfd < 0)
+		return -errno;
+	return 0;
+}
+
+static int remember_fd(struct sp_events *e, int fd)
+{
+	if (sp_array_reserve((void **)&e->fds, &e->fds_cap, e->nfds + 1,
+			     sizeof(*e->fds)))
+		return -ENOMEM;
+	e->fds[e->nfds++] = fd;
+	return 0;
+}
+
+/* Map the ring of fd, its first event. */
+static int map_ring(struct sp_events *e, struct sp_ring *r, int fd)
+{
+	size_t len = (e->ring_pages + 1) * e->page_size;
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	r->fd = fd;
+	r->base = p;
+	r->data_size = e->ring_pages * e->page_size;
+	return 0;
+}
+
+/*
+ * Halve the ring size after the kernel refused to map it (err): locked memory
+ * for rings is limited for users without CAP_IPC_LOCK (perf_event_mlock_kb per
+ * CPU, then RLIMIT_MEMLOCK).  False when it cannot shrink further.
+ */
+static bool shrink_rings(struct sp_events *e, int err)
+{
+	if ((err != -EPERM && err != -ENOMEM) || e->ring_pages * e->page_size <= RING_MIN_BYTES ||
+	    e->ring_pages == 1)
+		return false;
+	e->ring_pages /= 2;
+	set_watermark(e);
+	return true;
+}
+
+/*
+ * Every event is watched, not only a ring's owner: the kernel wakes all the
+ * events attached to a ring, and the owner's thread may exit first (its fd
+ * then reports EPOLLHUP and is dropped, see sp_events_wait).
+ */
+static int watch_fd(struct sp_events *e, int fd)
+{
+	struct epoll_event ev = {.events = EPOLLIN, .data = {.u64 = (uint64_t)(uint32_t)fd}};
+	return epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* Errors that mean "no such hardware event here", so cpu-clock is worth a try. */
+static bool hardware_unavailable(int err)
+{
+	return err == ENOENT || err == EOPNOTSUPP || err == ENODEV || err == EINVAL ||
+	       err == ENOSYS;
+}
+
+static int open_one(struct sp_events *e, pid_t tid, int cpu)
+{
+	for (;;) {
+		long fd = perf_event_open(&e->attr, tid, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd >= 0) {
+			e->source_fixed = true;
+			return (int)fd;
+		}
+		int err = errno;
+		/*
+		 * perf_event_paranoid >= 2 denies kernel sampling to unprivileged
+		 * users while allowing their own user space: go on user-only.
+		 */
+		if ((err == EACCES || err == EPERM) && !e->attr.exclude_kernel && !e->source_fixed) {
+			e->attr.exclude_kernel = 1;
+			e->attr.exclude_callchain_kernel = 1;
+			e->kernel_enabled = false;
+			e->kernel_denied = true;
+			continue;
+		}
+		if (!e->source_fixed && e->attr.type == PERF_TYPE_HARDWARE &&
+		    hardware_unavailable(err)) {
+			e->attr.type = PERF_TYPE_SOFTWARE;
+			e->attr.config = PERF_COUNT_SW_CPU_CLOCK;
+			e->source = SP_EVENT_CPU_CLOCK;
+			continue;
+		}
+		return -err;
+	}
+}
+
+int sp_events_open_task(struct sp_events *e, pid_t tid)
+{
+	int opened = 0, last_err = 0;
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		int fd = open_one(e, tid, r->cpu);
+		/*
+		 * The first event on a CPU maps its ring.  When the size is
+		 * refused, reopen the event with the smaller ring's watermark
+		 * (the kernel would clamp the old one to "full").
+		 */
+		while (fd >= 0 && r->fd < 0) {
+			int err = map_ring(e, r, fd);
+			if (!err)
+				break;
+			close(fd);
+			if (!shrink_rings(e, err))
+				return err;
+			fd = open_one(e, tid, r->cpu);
+		}
+		if (fd < 0) {
+			/* A CPU that went offline is not fatal; anything else is. */
+			if (fd == -ENODEV)
+				continue;
+			return fd;
+		}
+		int err = remember_fd(e, fd);
+		if (!err && r->fd != fd && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+			err = -errno;
+		if (!err)
+			err = watch_fd(e, fd);
+		if (err) {
+			last_err = err;
+			break;
+		}
+		opened++;
+	}
+	if (last_err)
+		return last_err;
+	return opened ? 0 : -SP_E_NO_EVENT;
+}
+
+int sp_events_enable(struct sp_events *e, size_t from)
+{
+	for (size_t i = from; i < e->nfds; i++)
+		if (ioctl(e->fds[i], PERF_EVENT_IOC_ENABLE, 0))
+			return -errno;
+	return 0;
+}
+
+void sp_events_disable(struct sp_events *e)
+{
+	for (size_t i = 0; i < e->nfds; i++)
+		ioctl(e->fds[i], PERF_EVENT_IOC_DISABLE, 0);
+}
+
+int sp_events_wait(struct sp_events *e, int timeout_ms)
+{
+	struct epoll_event ev[8];
+	int n = epoll_wait(e->epfd, ev, 8, timeout_ms);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (int i = 0; i < n; i++) {
+		/*
+		 * An event reports EPOLLHUP for good once its thread exits
+		 * (perf_poll), which would turn this wait into a busy loop.  The
+		 * ring lives on for the other events writing into it (SET_OUTPUT)
+		 * and they still wake us, so only that fd stops being watched.
+		 */
+		if (ev[i].events & (EPOLLHUP | EPOLLERR))
+			epoll_ctl(e->epfd, EPOLL_CTL_DEL, (int)ev[i].data.u64, NULL);
+	}
+	return n > 0;
+}
+
+static uint64_t ring_head(const struct sp_ring *r)
+{
+	const struct perf_event_mmap_page *pg = (const void *)r->base;
+	return __atomic_load_n(&pg->data_head, __ATOMIC_ACQUIRE);
+}
+
+bool sp_events_pending(const struct sp_events *e)
+{
+	for (int i = 0; i < e->ncpus; i++) {
+		const struct sp_ring *r = &e->rings[i];
+		if (r->fd >= 0 && ring_head(r) != ((const struct perf_event_mmap_page *)(void *)r->base)->data_tail)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The record at the ring's tail, or NULL when the ring is drained up to its
+ * head snapshot.  A record that wraps the end of the ring is copied into
+ * scratch so callers always see contiguous, aligned bytes.
+ */
+static const struct perf_event_header *peek(struct sp_events *e, struct sp_ring *r,
+					    uint8_t *scratch, uint64_t *corrupt)
+{
+	if (r->fd < 0 || r->tail >= r->head)
+		return NULL;
+	const uint8_t *data = r->base + e->page_size;
+	size_t mask = r->data_size - 1;
+	size_t off = (size_t)(r->tail & mask);
+	struct perf_event_header h;
+	/* Headers are 8-byte aligned in the ring and never wrap. */
+	memcpy(&h, data + off, sizeof(h));
+	if (h.size < sizeof(h) || h.size % 8 || h.size > r->head - r->tail ||
+	    h.size > e->scratch_size) {
+		(*corrupt)++;
+		r->tail = r->head;
+		return NULL;
+	}
+	if (off + h.size <= r->data_size)
+		return (const void *)(data + off);
+	size_t first = r->data_size - off;
+	memcpy(scratch, data + off, first);
+	memcpy(scratch + first, data, h.size - first);
+	return (const void *)scratch;
+}
+
+int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt)
+{
+	struct {
+		const struct perf_event_header *rec;
+		uint64_t time;
+	} cur[e->ncpus > 0 ? e->ncpus : 1];
+	const size_t slot = e->scratch_size;
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		if (r->fd < 0)
+			continue;
+		r->head = ring_head(r);
+		r->tail = ((struct perf_event_mmap_page *)(void *)r->base)->data_tail;
+	}
+	for (int i = 0; i < e->ncpus; i++) {
+		uint8_t *s = e->scratch + slot * (size_t)i;
+		cur[i].rec = peek(e, &e->rings[i], s, corrupt);
+		cur[i].time = 0;
+		if (cur[i].rec && sp_perf_record_time(&e->layout, cur[i].rec, cur[i].rec->size, &cur[i].time))
+			cur[i].time = 0;
+	}
+	for (;;) {
+		int best = -1;
+		for (int i = 0; i < e->ncpus; i++)
+			if (cur[i].rec && (best < 0 || cur[i].time < cur[best].time))
+				best = i;
+		if (best < 0)
+			break;
+		struct sp_ring *r = &e->rings[best];
+		fn(ctx, cur[best].rec, cur[best].rec->size);
+		r->tail += cur[best].rec->size;
+		uint8_t *s = e->scratch + slot * (size_t)best;
+		cur[best].rec = peek(e, r, s, corrupt);
+		if (cur[best].rec &&
+		    sp_perf_record_time(&e->layout, cur[best].rec, cur[best].rec->size, &cur[best].time))
+			cur[best].time = 0;
+	}
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		if (r->fd < 0)
+			continue;
+		struct perf_event_mmap_page *pg = (void *)r->base;
+		__atomic_store_n(&pg->data_tail, r->tail, __ATOMIC_RELEASE);
+	}
+	return 0;
+}
+
+void sp_events_release(struct sp_events *e)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	for (int i = 0; e->rings && i < e->ncpus; i++)
+		if (e->rings[i].base)
+			munmap(e->rings[i].base, e->rings[i].data_size + page);
+	for (size_t i = 0; i < e->nfds; i++)
+		close(e->fds[i]);
+	if (e->epfd >= 0)
+		close(e->epfd);
+	free(e->rings);
+	free(e->cpus);
+	free(e->fds);
+	free(e->scratch);
+	memset(e, 0, sizeof(*e));
+	e->epfd = -1;
+}

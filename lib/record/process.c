@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: MIT */
+/* Per-process module maps: sorted, non-overlapping ranges that mmaps replace and forks copy. */
+#include "record/record.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int reserve(struct sp_process *p, size_t extra)
+{
+	if (p->nmods + extra <= p->cap)
+		return 0;
+	size_t cap = p->cap ? p->cap * 2 : 32;
+	while (cap < p->nmods + extra)
+		cap *= 2;
+	struct sp_proc_module *m = realloc(p->mods, cap * sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	p->mods = m;
+	p->cap = cap;
+	return 0;
+}
+
+/* Index of the first module whose end is above addr. */
+static size_t lower_bound(const struct sp_process *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->nmods;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->mods[mid].end <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* A new generation for p's module set: caches keyed on (pid, gen) see the change. */
+static void new_generation(struct sp_process *p)
+{
+	static uint64_t next;
+	p->gen = __atomic_add_fetch(&next, 1, __ATOMIC_RELAXED);
+}
+
+static void fix_um(struct sp_proc_module *m)
+{
+	m->um.start = m->start;
+	m->um.end = m->end;
+}
+
+int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m)
+{
+	if (m->start >= m->end)
+		return -SP_E_BAD_ARG;
+	new_generation(p);
+	/* At most one old module is split in two, so two slots suffice. */
+	int err = reserve(p, 2);
+	if (err)
+		return err;
+	size_t i = lower_bound(p, m->start);
+	/* Split a module that covers the new one on both sides. */
+	if (i < p->nmods && p->mods[i].start < m->start && p->mods[i].end > m->end) {
+		struct sp_proc_module tail = p->mods[i];
+		tail.file_offset += m->end - tail.start;
+		tail.start = m->end;
+		fix_um(&tail);
+		p->mods[i].end = m->start;
+		fix_um(&p->mods[i]);
+		memmove(&p->mods[i + 2], &p->mods[i + 1], (p->nmods - i - 1) * sizeof(*m));
+		p->mods[i + 1] = *m;
+		fix_um(&p->mods[i + 1]);
+		p->mods[i + 2] = tail;
+		p->nmods += 2;
+		return 0;
+	}
+	/* Trim the left neighbour, drop covered modules, trim the right one. */
+	if (i < p->nmods && p->mods[i].start < m->start) {
+		p->mods[i].end = m->start;
+		fix_um(&p->mods[i]);
+		i++;
+	}
+	size_t j = i;
+	while (j < p->nmods && p->mods[j].end <= m->end)
+		j++;
+	if (j < p->nmods && p->mods[j].start < m->end) {
+		p->mods[j].file_offset += m->end - p->mods[j].start;
+		p->mods[j].start = m->end;
+		fix_um(&p->mods[j]);
+	}
+	/* Replace [i, j) by the new module. */
+	if (j == i) {
+		memmove(&p->mods[i + 1], &p->mods[i], (p->nmods - i) * sizeof(*m));
+		p->nmods++;
+	} else if (j > i + 1) {
+		memmove(&p->mods[i + 1], &p->mods[j], (p->nmods - j) * sizeof(*m));
+		p->nmods -= j - i - 1;
+	}
+	p->mods[i] = *m;
+	fix_um(&p->mods[i]);
+	return 0;
+}
+
+struct sp_proc_module *sp_process_find(struct sp_process *p, uint64_t pc)
+{
+	size_t i = p->last;
+	if (i < p->nmods && p->mods[i].start <= pc && pc < p->mods[i].end)
+		return &p->mods[i];
+	i = lower_bound(p, pc);
+	if (i < p->nmods && p->mods[i].start <= pc) {
+		p->last = i;
+		return &p->mods[i];
+	}
+	return NULL;
+}
+
+int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src)
+{
+	dst->nmods = 0;
+	new_generation(dst);
+	int err = reserve(dst, src->nmods);
+	if (err)
+		return err;
+	if (src->nmods)
+		memcpy(dst->mods, src->mods, src->nmods * sizeof(*src->mods));
+	dst->nmods = src->nmods;
+	dst->is_python = src->is_python;
+	/* The child writes its own perf map: its generated code is learnt afresh. */
+	sp_jit_code_free(dst->jit);
+	dst->jit = NULL;
+	return 0;
+}
+
+void sp_process_clear_modules(struct sp_process *p)
+{
+	p->nmods = 0;
+	new_generation(p);
+	sp_jit_code_free(p->jit);
+	p->jit = NULL;
+}
+
+void sp_process_release(struct sp_process *p)
+{
+	free(p->mods);
+	p->mods = NULL;
+	sp_jit_code_free(p->jit);
+	p->jit = NULL;
+	p->nmods = p->cap = 0;
+}

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/record/: the recorder (private, not installed).
+ *
+ * Owns: perf_event_open events and their rings (perf_event.c), decoding of
+ * the kernel's records (perf_record.c), user registers (perf_regs.c), the
+ * process and module state the records build (process.c, modfile.c), the
+ * recorder's drain loop that unwinds each sample and writes the spool
+ * (recorder.c), launching a command (launch.c), the liveness of attached
+ * processes (liveness.c) and their children (children.c).
+ * May call: unwind, spool, symbols (naming replaced images at record end:
+ * sp_symbolize_images) and util.  Never report.
+ */
+#ifndef SP_RECORD_H
+#define SP_RECORD_H
+
+#include "unwind/unwind.h"
+
+#include <linux/perf_event.h>
+
+/* ---- user registers (lib/record/perf_regs.c) ------------------------------------ */
+
+/* Convert a perf sample's user register array (sample_regs_user order) to DWARF numbering. */
+void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out);
+/* The sample_regs_user mask the recorder asks for. */
+uint64_t sp_perf_regs_mask(void);
+
+/* ---- perf record decoding (lib/record/perf_record.c) -------------------------- */
+
+/* What the records of our events carry, from perf_event_attr. */
+struct sp_perf_layout {
+	uint64_t sample_type;      /* PERF_SAMPLE_* bits */
+	uint64_t sample_regs_user; /* register mask */
+	unsigned nregs;            /* popcount(sample_regs_user) */
+	bool sample_id_all;
+};
+
+void sp_perf_layout_init(struct sp_perf_layout *l, uint64_t sample_type, uint64_t regs_mask,
+			 bool sample_id_all);
+
+/* A decoded PERF_RECORD_SAMPLE.  Pointers borrow the record's bytes. */
+struct sp_perf_sample {
+	uint64_t ip;
+	uint32_t pid, tid;
+	uint64_t time;
+	uint32_t cpu;
+	uint64_t nr_callchain;
+	const uint64_t *callchain; /* nr_callchain entries, may be unaligned-safe copy */
+	uint64_t regs_abi;         /* PERF_SAMPLE_REGS_ABI_*; 0 = no user regs */
+	const uint64_t *regs;      /* nregs values in mask bit order */
+	uint64_t stack_size;       /* bytes reserved in the record */
+	const uint8_t *stack;
+	uint64_t dyn_size;         /* bytes the kernel actually copied (<= stack_size) */
+	bool has_tid, has_time;
+};
+
+/* Side-band records: the trailing sample_id (pid, tid, time) when sample_id_all. */
+struct sp_perf_sample_id {
+	uint32_t pid, tid;
+	uint64_t time;
+	bool has_time;
+};
+
+struct sp_perf_mmap2 {
+	uint32_t pid, tid;
+	uint64_t addr, len, pgoff;
+	uint32_t maj, min;
+	uint64_t ino, ino_generation;
+	uint32_t prot, flags;
+	const char *filename; /* NUL-terminated inside the record (checked) */
+};
+
+struct sp_perf_comm {
+	uint32_t pid, tid;
+	const char *comm;
+	bool exec; /* PERF_RECORD_MISC_COMM_EXEC */
+};
+
+struct sp_perf_task { /* FORK and EXIT */
+	uint32_t pid, ppid, tid, ptid;
+	uint64_t time;
+};
+
+struct sp_perf_lost {
+	uint64_t id, lost;
+};
+
+/*
+ * Decoders over one record's bytes (header included, len = header.size).
+ * All sizes and counts are validated against len first: a malformed record
+ * returns -SP_E_RING_CORRUPT and nothing is read out of bounds.  The record
+ * must be 8-byte aligned (the ring copy guarantees it).
+ */
+int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t len,
+			 struct sp_perf_sample *out);
+int sp_perf_parse_sample_id(const struct sp_perf_layout *l, const void *rec, size_t len,
+			    struct sp_perf_sample_id *out);
+int sp_perf_parse_mmap2(const void *rec, size_t len, struct sp_perf_mmap2 *out);
+int sp_perf_parse_comm(const void *rec, size_t len, struct sp_perf_comm *out);
+int sp_perf_parse_task(const void *rec, size_t len, struct sp_perf_task *out);
+int sp_perf_parse_lost(const void *rec, size_t len, struct sp_perf_lost *out);
+/* Timestamp of any record: the sample's time or the sample_id trailer's.  0 or error. */
+int sp_perf_record_time(const struct sp_perf_layout *l, const void *rec, size_t len,
+			uint64_t *time);
+
+/* ---- perf events and rings (lib/record/perf_event.c) -------------------------- */
+
+/* One mmap'd ring per CPU; every event on that CPU writes into it (SET_OUTPUT). */
+struct sp_ring {
+	int fd;             /* the ring's owning event */
+	int cpu;
+	uint8_t *base;      /* header page + data pages */
+	size_t data_size;   /* bytes, a power of two */
+	uint64_t tail;      /* consumer position while draining */
+	uint64_t head;      /* producer snapshot for this drain */
+};
+
+struct sp_events {
+	struct perf_event_attr attr;
+	struct sp_perf_layout layout;
+	enum sp_event_source source;
+	bool source_fixed;  /* the first open settled cycles vs cpu-clock */
+	bool kernel_enabled; /* kernel samples and callchains are on */
+	bool kernel_denied;  /* kernel-mode sampling refused: time in the kernel is not counted */
+	int ncpus;
+	int *cpus;
+	struct sp_ring *rings;  /* ncpus entries; fd -1 until the first event */
+	int *fds;
+	size_t nfds, fds_cap;
+	int epfd;
+	size_t ring_pages;  /* data pages per ring */
+	uint64_t bytes_per_s; /* ring bytes one CPU fills at the full sample rate */
+	size_t page_size;
+	uint8_t *scratch;   /* per ring, a record that wraps the ring end is copied here */
+	size_t scratch_size; /* bytes per ring slot */
+};
+
+/*
+ * Prepare attributes for frequency sampling with user registers and a user
+ * stack copy of opts->stack_size bytes, side-band records, CLOCK_MONOTONIC
+ * timestamps.  Checks the frequency against perf_event_max_sample_rate.
+ */
+int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec);
+/* Open the event for task tid on every CPU (cycles, else cpu-clock).  -errno. */
+int sp_events_open_task(struct sp_events *e, pid_t tid);
+/* Enable the events opened since the nfds count was `from` (0: all). */
+int sp_events_enable(struct sp_events *e, size_t from);
+void sp_events_disable(struct sp_events *e);
+/* epoll_wait on the rings: 1 ready, 0 timeout, -errno. */
+int sp_events_wait(struct sp_events *e, int timeout_ms);
+/* True when some ring holds unread bytes. */
+bool sp_events_pending(const struct sp_events *e);
+/*
+ * Visit every record now in the rings in timestamp order (k-way merge of the
+ * per-CPU rings).  rec is 8-byte aligned and valid during the call.  A
+ * malformed header skips the rest of that ring and counts in *corrupt.
+ */
+typedef void (*sp_record_fn)(void *ctx, const struct perf_event_header *rec, size_t len);
+int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt);
+void sp_events_release(struct sp_events *e);
+
+/* ---- process and module state (lib/record/process.c) -------------------------- */
+
+/* One backing file, opened once and shared by every mapping of it. */
+struct sp_modfile {
+	uint64_t dev, ino;
+	int fd;
+	Elf *elf;
+	void *image;            /* in-memory image ([vdso]), owned */
+	struct sp_elf_info info;
+	bool info_ok;
+	uint64_t size;
+	int64_t mtime_ns;
+	struct sp_cfi_table *cfi;
+	bool cfi_tried;
+	struct sp_modfile *cfi_owner; /* same build-id seen first: share its table */
+	char *path;             /* the mapping's path as first seen, owned */
+};
+
+/* A module as a process sees it: a range, the spool's module id, its file. */
+struct sp_proc_module {
+	uint64_t start, end;
+	uint64_t file_offset;
+	uint32_t module_id;
+	struct sp_modfile *file; /* NULL for anonymous code */
+	struct sp_unwind_module um;
+};
+
+/* Every module file a recording has opened, found by (dev, ino) (lib/record/modfile.c). */
+struct sp_modfile_cache {
+	struct sp_map file_index;     /* hash(dev, ino) -> index into files */
+	struct sp_map build_id_index; /* hash(build-id) -> first file with it */
+	struct sp_modfile **files;
+	size_t nfiles, files_cap;
+	uint64_t unreadable;          /* files that could not be opened or parsed */
+};
+
+void sp_modfile_cache_init(struct sp_modfile_cache *c);
+void sp_modfile_cache_release(struct sp_modfile_cache *c);
+/*
+ * The file behind an executable mapping of pid, opened on first use: the
+ * reported path when its inode matches, else /proc/PID/map_files/START-END
+ * (deleted or replaced files); "[vdso]" is read from our own vdso.  NULL only
+ * when out of memory; a file that cannot be read has info_ok false.
+ */
+struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_t start,
+				  uint64_t end, uint64_t dev, uint64_t ino, const char *path);
+/* The file's rule table, compiled on first use and shared by files of one build-id. */
+struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
+/*
+ * True when f's path no longer names the image f holds open: the file was
+ * deleted or replaced (renamed over) since it was mapped.
+ */
+bool sp_modfile_replaced(const struct sp_modfile *f);
+
+
+struct sp_process {
+	pid_t pid;
+	struct sp_jit_code *jit; /* created on the first frame in anonymous code */
+	struct sp_proc_module *mods; /* sorted by start, non-overlapping */
+	size_t nmods, cap;
+	bool exited;
+	bool is_python;
+	size_t last;  /* index of the module found last: consecutive frames share modules */
+	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
+};
+
+/* Insert a mapping; older mappings it overlaps are trimmed (an mmap replaces). */
+int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m);
+/* The module containing pc, or NULL. */
+struct sp_proc_module *sp_process_find(struct sp_process *p, uint64_t pc);
+int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src);
+void sp_process_clear_modules(struct sp_process *p);
+void sp_process_release(struct sp_process *p);
+
+
+#endif

@@ -1,0 +1,1192 @@
+/* SPDX-License-Identifier: MIT */
+/* The recorder: attach, drain the rings, track processes and modules, unwind, write the spool. */
+#include "record/record.h"
+#include "spool/spool.h"
+#include "symbols/symbols.h"
+
+#include <dirent.h>
+#include <inttypes.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_FRAMES 1024
+#define ROOT_CHAIN_MAX 16 /* root-end frames remembered per thread */
+
+/* The root end of one thread's last complete stack, outermost frames last. */
+struct root_chain {
+	uint32_t n;
+	uint64_t pcs[ROOT_CHAIN_MAX];
+};
+
+struct sp_recorder {
+	struct sp_events events;
+	struct sp_spool_writer *spool;
+	struct sp_summary summary;
+	/* processes: pid -> index into procs */
+	struct sp_map proc_index;
+	struct sp_process **procs;
+	size_t nprocs, procs_cap;
+	struct sp_modfile_cache files;
+	/* attached roots, watched through pidfds */
+	pid_t *roots;
+	int *pidfds;
+	size_t nroots;
+	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
+	struct sp_map root_index;  /* tid -> index into root_chains */
+	/*
+	 * Stacks seen before: the same key (process, its module generation,
+	 * kernel and user return addresses, the end marker) gives the stack id
+	 * interned the first time, without interning its frames again.
+	 */
+	struct sp_map stack_cache; /* key hash -> index into stack_keys */
+	struct stack_key *stack_keys;
+	size_t nstack_keys, stack_keys_cap;
+	uint64_t *key_words; /* every key's words, back to back */
+	size_t nkey_words, key_words_cap;
+	uint64_t key[2 * MAX_FRAMES + 5]; /* scratch: this sample's key */
+	/* Thread names (comm) by (pid, tid), so a forked task inherits its parent's. */
+	struct sp_map comm_index;
+	struct task_comm *comms;
+	size_t ncomms, comms_cap;
+	struct root_chain *root_chains;
+	size_t nroot_chains, root_chains_cap;
+	/* per-sample scratch, reused */
+	uint64_t pcs[MAX_FRAMES];
+	uint64_t kpcs[MAX_FRAMES];
+	uint32_t frame_ids[2 * MAX_FRAMES + 1];
+	struct sp_unwind_stats unwind_stats;
+	int write_error;
+	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
+	bool finished;
+};
+
+/* A cached stack: its key's words in key_words, and the stack id they gave. */
+struct stack_key {
+	size_t off;
+	uint32_t len;
+	uint32_t stack_id;
+};
+
+/* Keys are kept up to this many words (32 MiB); past it new stacks are not cached. */
+#define STACK_CACHE_MAX_WORDS (4u << 20)
+
+/* A thread's name as the kernel gives it (TASK_COMM_LEN), and whether the spool has it. */
+struct task_comm {
+	char name[16];
+	bool written;
+};
+
+/* ---- thread names ------------------------------------------------------- */
+
+static uint64_t task_key(uint32_t pid, uint32_t tid)
+{
+	return (uint64_t)pid << 32 | tid;
+}
+
+static struct task_comm *find_comm(struct sp_recorder *r, uint32_t pid, uint32_t tid)
+{
+	uint32_t idx;
+	return sp_map_get(&r->comm_index, task_key(pid, tid), &idx) ? &r->comms[idx] : NULL;
+}
+
+/* Remember (pid, tid)'s name; written says the spool already has it. */
+static void remember_comm(struct sp_recorder *r, uint32_t pid, uint32_t tid, const char *name,
+			  bool written)
+{
+	struct task_comm *c = find_comm(r, pid, tid);
+	if (!c) {
+		if (sp_array_reserve((void **)&r->comms, &r->comms_cap, r->ncomms + 1,
+				     sizeof(*r->comms)) ||
+		    sp_map_put(&r->comm_index, task_key(pid, tid), (uint32_t)r->ncomms))
+			return; /* out of memory: the thread stays unnamed */
+		c = &r->comms[r->ncomms++];
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->written = written;
+}
+
+static void note_write(struct sp_recorder *r, int err);
+
+/*
+ * perf reports a name only at exec and prctl(PR_SET_NAME): a forked child
+ * or a new thread keeps its parent's, which it gets here at its first sample.
+ */
+static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, uint32_t thread)
+{
+	struct task_comm *c = r->ncomms ? find_comm(r, pid, tid) : NULL;
+	if (c && !c->written) {
+		c->written = true;
+		note_write(r, sp_spool_writer_set_thread_name(r->spool, thread, c->name));
+	}
+}
+
+/* ---- processes ----------------------------------------------------------- */
+
+static struct sp_process *find_process(struct sp_recorder *r, pid_t pid)
+{
+	uint32_t idx;
+	return sp_map_get(&r->proc_index, (uint64_t)(uint32_t)pid, &idx) ? r->procs[idx] : NULL;
+}
+
+static struct sp_process *add_process(struct sp_recorder *r, pid_t pid)
+{
+	struct sp_process *p = find_process(r, pid);
+	if (p) {
+		/* A pid seen again after its exit is a new process (pid reuse). */
+		if (p->exited) {
+			sp_process_clear_modules(p);
+			p->exited = false;
+			p->is_python = false;
+		}
+		return p;
+	}
+	if (sp_array_reserve((void **)&r->procs, &r->procs_cap, r->nprocs + 1,
+			     sizeof(*r->procs)))
+		return NULL;
+	p = calloc(1, sizeof(*p));
+	if (!p || sp_map_put(&r->proc_index, (uint64_t)(uint32_t)pid, (uint32_t)r->nprocs)) {
+		free(p);
+		return NULL;
+	}
+	p->pid = pid;
+	r->procs[r->nprocs++] = p;
+	return p;
+}
+
+static void note_write(struct sp_recorder *r, int err)
+{
+	if (err && !r->write_error) {
+		r->write_error = err;
+		r->summary.error_stats[SP_ERR_SPOOL_WRITE]++;
+	}
+}
+
+static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_python,
+			uint64_t time)
+{
+	struct sp_exec e = {.timestamp_ns = time, .pid = p->pid, .is_python_runtime = is_python};
+	p->is_python = is_python;
+	note_write(r, sp_spool_writer_append_exec(r->spool, &e));
+}
+
+static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
+					    uint64_t pc, bool after_call, struct sp_cfi_row *out);
+
+/* Register an executable mapping of pid: module record, then the process's map. */
+static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t start, uint64_t end,
+		       uint64_t pgoff, uint64_t dev, uint64_t ino, const char *path, uint64_t time)
+{
+	struct sp_module m = {
+		.pid = p->pid,
+		.start = start,
+		.end = end,
+		.file_offset = pgoff,
+		.inode = ino,
+		.dev_major = major(dev),
+		.dev_minor = minor(dev),
+		.path = path,
+	};
+	struct sp_proc_module pm = {.start = start, .end = end, .file_offset = pgoff};
+	bool anon = !path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
+		    (path[0] == '[' && strcmp(path, "[vdso]"));
+	size_t plen = strlen(path);
+	if (plen > 10 && !strcmp(path + plen - 10, " (deleted)"))
+		m.flags |= SP_MODULE_DELETED;
+	if (anon) {
+		m.flags |= SP_MODULE_ANON;
+	} else {
+		struct sp_modfile *f = sp_modfile_get(&r->files, p->pid, start, end, dev, ino, path);
+		if (f && f->info_ok) {
+			pm.file = f;
+			m.file_size = f->size;
+			m.mtime_ns = f->mtime_ns;
+			m.build_id_len = f->info.build_id_len;
+			memcpy(m.build_id, f->info.build_id, f->info.build_id_len);
+			if (!sp_elf_load_bias(&f->info, start, pgoff, &m.load_bias))
+				m.flags |= SP_MODULE_HAS_BIAS;
+		}
+	}
+	int err = sp_spool_writer_add_module(r->spool, &m, &pm.module_id);
+	if (err) {
+		note_write(r, err);
+		return err;
+	}
+	pm.um.load_bias = m.load_bias;
+	pm.um.cfi = NULL; /* compiled on first unwind through it */
+	/* Anonymous code ([vdso] is not) may be generated code without CFI. */
+	if (anon)
+		pm.um.code_row = code_row_cb;
+	sp_jit_code_invalidate(p->jit, start, end);
+	if (!(m.flags & SP_MODULE_HAS_BIAS))
+		pm.file = NULL;
+	err = sp_process_add_module(p, &pm);
+	if (!err && !p->is_python && !anon && sp_is_python_module(path))
+		mark_python(r, p, true, time);
+	return err;
+}
+
+/* Executable mappings listed in one maps file; returns how many, or -errno. */
+static int read_maps_file(struct sp_recorder *r, struct sp_process *p, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	while (getline(&line, &cap, f) > 0) {
+		unsigned long long start, end, off, ino;
+		unsigned maj, min;
+		char perms[8];
+		int name_at = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
+			   &min, &ino, &name_at) < 7 ||
+		    !strchr(perms, 'x'))
+			continue;
+		char *name = name_at ? line + name_at : (char *)"";
+		name[strcspn(name, "\n")] = '\0';
+		/* [vsyscall] sits at a kernel address no user sample unwinds into. */
+		if (!strcmp(name, "[vsyscall]"))
+			continue;
+		add_mapping(r, p, start, end, off, makedev(maj, min), ino, name, 0);
+		found++;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}
+
+/*
+ * /proc/PID/maps snapshot: every executable mapping becomes a module.  Once
+ * the leader thread has exited (pthread_exit in main) its maps file is
+ * empty, so a live thread's /proc/PID/task/TID/maps is read instead.
+ */
+static int read_maps(struct sp_recorder *r, struct sp_process *p)
+{
+	char path[96];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	int found = read_maps_file(r, p, path);
+	if (found != 0)
+		return found < 0 ? found : 0;
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
+	DIR *d = opendir(path);
+	struct dirent *de;
+	while (d && found <= 0 && (de = readdir(d))) {
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.20s/maps", (int)p->pid, de->d_name);
+		found = read_maps_file(r, p, path);
+	}
+	if (d)
+		closedir(d);
+	return 0;
+}
+
+/* ---- samples ------------------------------------------------------------- */
+
+/* Anonymous code without CFI: a row proven from its bytes (DESIGN decision 4). */
+static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
+					    uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	struct sp_process *p = ctx;
+	if (!p->jit && !(p->jit = sp_jit_code_new(p->pid)))
+		return NULL;
+	return sp_jit_code_row(p->jit, m->start, m->end, pc, after_call, out);
+}
+
+static const struct sp_unwind_module *find_module_cb(void *ctx, uint64_t pc)
+{
+	struct sp_proc_module *m = sp_process_find(ctx, pc);
+	if (!m)
+		return NULL;
+	if (m->file && !m->um.cfi)
+		m->um.cfi = sp_modfile_cfi(m->file);
+	return &m->um;
+}
+
+/*
+ * Split perf's callchain at its context markers: kernel entries (when -k) into
+ * kpcs as lookup addresses, and the user frame-pointer chain returned in place.
+ */
+static size_t split_callchain(const struct sp_perf_sample *s, uint64_t *kpcs, size_t max,
+			      const uint64_t **user, size_t *nuser)
+{
+	size_t nk = 0;
+	int ctx = 0; /* 1 kernel, 2 user */
+	*user = NULL;
+	*nuser = 0;
+	for (uint64_t i = 0; i < s->nr_callchain; i++) {
+		uint64_t ip;
+		memcpy(&ip, &s->callchain[i], sizeof(ip));
+		if (ip >= (uint64_t)PERF_CONTEXT_MAX) {
+			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
+			      ip == (uint64_t)PERF_CONTEXT_USER ? 2 : 0;
+			if (ctx == 2) {
+				*user = &s->callchain[i + 1];
+				*nuser = 0;
+			}
+			continue;
+		}
+		if (ctx == 1 && nk < max) {
+			/* Like user frames: return addresses are looked up at ra - 1. */
+			kpcs[nk] = nk == 0 ? ip : ip - 1;
+			nk++;
+		} else if (ctx == 2) {
+			(*nuser)++;
+		}
+	}
+	return nk;
+}
+
+/*
+ * DESIGN decision 3: when DWARF stopped early, continue with the frame-pointer
+ * chain only from where both chains hold the same return address.  Appends to
+ * pcs[n..] and returns the new count; *used says whether a splice happened.
+ * Spliced frames stop at the first address no module of p maps.
+ */
+static size_t splice_callchain(struct sp_recorder *r, struct sp_process *p, size_t n,
+			       const uint64_t *user, size_t nuser, bool *used)
+{
+	*used = false;
+	if (n < 2 || !user) {
+		r->summary.ignored_user_callchain_frames += nuser;
+		return n;
+	}
+	/*
+	 * user[0] is the sampled IP, user[k] the k-th return address.  The chain
+	 * is trusted only where it agrees with every DWARF frame they share, at
+	 * one fixed shift d: a leaf that sets up no frame pointer makes the
+	 * frame-pointer walk skip its caller (d = 1).  Agreement over the whole
+	 * overlap, not one matching address, is the proof: in a recursion one
+	 * return address repeats at every depth.
+	 */
+	size_t d = 0, j = 0;
+	for (; d <= 2; d++) {
+		if (n < 2 + d || nuser < 2)
+			break;
+		size_t last = n - 1 - d < nuser - 1 ? n - 1 - d : nuser - 1;
+		bool agree = last >= 1;
+		for (size_t k = 1; agree && k <= last; k++) {
+			uint64_t v;
+			memcpy(&v, &user[k], sizeof(v));
+			agree = v == r->pcs[k + d] + 1;
+		}
+		if (agree) {
+			j = n - 1 - d; /* user[j] is the DWARF chain's last frame */
+			break;
+		}
+	}
+	if (!j || j >= nuser) {
+		r->summary.ignored_user_callchain_frames += nuser;
+		return n;
+	}
+	r->summary.ignored_user_callchain_frames += j + 1;
+	for (size_t k = j + 1; k < nuser && n < MAX_FRAMES; k++) {
+		uint64_t v;
+		memcpy(&v, &user[k], sizeof(v));
+		if (!v || !sp_process_find(p, v - 1))
+			break;
+		r->pcs[n++] = v - 1;
+		*used = true;
+	}
+	return n;
+}
+
+/* Remember the root end of a thread's latest complete stack (128 bytes copied). */
+static void remember_root(struct sp_recorder *r, uint32_t tid, size_t n)
+{
+	uint32_t idx;
+	if (n < 2)
+		return;
+	if (sp_map_get(&r->root_index, tid, &idx)) {
+		struct root_chain *c = &r->root_chains[idx];
+		c->n = n < ROOT_CHAIN_MAX ? (uint32_t)n : ROOT_CHAIN_MAX;
+		memcpy(c->pcs, r->pcs + n - c->n, c->n * sizeof(uint64_t));
+		return;
+	}
+	if (sp_array_reserve((void **)&r->root_chains, &r->root_chains_cap, r->nroot_chains + 1,
+			     sizeof(*r->root_chains)))
+		return;
+	struct root_chain *c = &r->root_chains[r->nroot_chains];
+	c->n = n < ROOT_CHAIN_MAX ? (uint32_t)n : ROOT_CHAIN_MAX;
+	memcpy(c->pcs, r->pcs + n - c->n, c->n * sizeof(uint64_t));
+	if (!sp_map_put(&r->root_index, tid, (uint32_t)r->nroot_chains))
+		r->nroot_chains++;
+}
+
+static void forget_root(struct sp_recorder *r, uint32_t tid)
+{
+	uint32_t idx;
+	if (sp_map_get(&r->root_index, tid, &idx))
+		r->root_chains[idx].n = 0;
+}
+
+/*
+ * A spliced stack ends where the frame-pointer chain ends, often in start-up
+ * code that keeps no frame pointer.  A thread's outermost frames do not change
+ * while the frames above them live, so when the stack's last frame occurs
+ * exactly once in the thread's remembered complete stack, the frames below it
+ * there are this stack's too.  Returns true when the root was reached.
+ */
+static bool complete_from_root(struct sp_recorder *r, uint32_t tid, size_t *n)
+{
+	uint32_t idx;
+	if (!*n || !sp_map_get(&r->root_index, tid, &idx))
+		return false;
+	const struct root_chain *c = &r->root_chains[idx];
+	uint64_t last = r->pcs[*n - 1];
+	size_t at = SIZE_MAX;
+	for (size_t i = 0; i < c->n; i++) {
+		if (c->pcs[i] != last)
+			continue;
+		if (at != SIZE_MAX)
+			return false; /* twice: no unique meeting point */
+		at = i;
+	}
+	if (at == SIZE_MAX)
+		return false;
+	for (size_t i = at + 1; i < c->n && *n < MAX_FRAMES; i++)
+		r->pcs[(*n)++] = c->pcs[i];
+	return true;
+}
+
+static uint32_t intern_user_frame(struct sp_recorder *r, struct sp_process *p, uint64_t pc)
+{
+	struct sp_proc_module *m = sp_process_find(p, pc);
+	struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER, .abs_ip = pc};
+	uint32_t id = 0;
+	if (m) {
+		f.module_id = m->module_id;
+		f.rel_ip = pc - m->start + m->file_offset;
+	}
+	note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &id));
+	return id;
+}
+
+/* FNV-1a over 64-bit words, mixed: the stack cache's key hash. */
+static uint64_t hash_words(const uint64_t *w, size_t n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < n; i++) {
+		h ^= w[i];
+		h *= 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h;
+}
+
+/* The stack id cached for key[0..n), or false. */
+static bool cached_stack(const struct sp_recorder *r, const uint64_t *key, size_t n,
+			 uint64_t h, uint32_t *stack_id)
+{
+	uint32_t idx;
+	if (!sp_map_get(&r->stack_cache, h, &idx))
+		return false;
+	const struct stack_key *k = &r->stack_keys[idx];
+	if (k->len != n || memcmp(r->key_words + k->off, key, n * sizeof(*key)))
+		return false; /* another key with the same hash: not cached */
+	*stack_id = k->stack_id;
+	return true;
+}
+
+/* Remember key -> stack_id; out of memory or past the cap only means no caching. */
+static void cache_stack(struct sp_recorder *r, const uint64_t *key, size_t n, uint64_t h,
+			uint32_t stack_id)
+{
+	uint32_t idx;
+	if (sp_map_get(&r->stack_cache, h, &idx) || r->nkey_words + n > STACK_CACHE_MAX_WORDS ||
+	    sp_array_reserve((void **)&r->key_words, &r->key_words_cap, r->nkey_words + n,
+			     sizeof(*r->key_words)) ||
+	    sp_array_reserve((void **)&r->stack_keys, &r->stack_keys_cap, r->nstack_keys + 1,
+			     sizeof(*r->stack_keys)) ||
+	    sp_map_put(&r->stack_cache, h, (uint32_t)r->nstack_keys))
+		return;
+	memcpy(r->key_words + r->nkey_words, key, n * sizeof(*key));
+	r->stack_keys[r->nstack_keys++] =
+		(struct stack_key){.off = r->nkey_words, .len = (uint32_t)n, .stack_id = stack_id};
+	r->nkey_words += n;
+}
+
+static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_sample s;
+	struct sp_summary *sum = &r->summary;
+	sum->sample_events++;
+	if (sp_perf_parse_sample(&r->events.layout, rec, len, &s)) {
+		sum->error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	if (!s.has_tid) {
+		sum->missing_pid_samples++;
+		return;
+	}
+	if (s.tid == 0) {
+		sum->idle_tid_samples++;
+		return;
+	}
+	if (!s.has_time)
+		sum->missing_timestamp_samples++;
+	struct sp_process *p = find_process(r, (pid_t)s.pid);
+	if (!p) {
+		sum->error_stats[SP_ERR_UNKNOWN_PROCESS]++;
+		return;
+	}
+
+	const uint64_t *user;
+	size_t nuser, nk = split_callchain(&s, r->kpcs, MAX_FRAMES, &user, &nuser);
+	if (!r->events.kernel_enabled)
+		nk = 0;
+	size_t n = 0;
+	unsigned stop = SP_STOP_NO_REGS;
+	if (s.regs_abi && s.regs) {
+		struct sp_regs regs;
+		sp_regs_from_perf(s.regs, r->events.layout.sample_regs_user, &regs);
+		if (!s.stack_size)
+			sum->error_stats[SP_ERR_NO_STACK_COPY]++;
+		struct sp_stack_mem mem = {
+			.base = regs.regs[SP_DW_RSP],
+			.data = s.stack,
+			.len = (size_t)s.dyn_size,
+		};
+		sp_unwind(&regs, &mem, find_module_cb, p, r->pcs, MAX_FRAMES, &n, &stop,
+			  &r->unwind_stats);
+		sum->code_frames = r->unwind_stats.code_frames;
+	} else if (s.ip && nk == 0) {
+		/* Without registers only the sampled IP is known. */
+		r->pcs[0] = s.ip;
+		n = 1;
+	}
+	sum->stop_reasons[stop < SP_STOP_COUNT_ ? stop : SP_STOP_BAD_RULE]++;
+	bool spliced = false, rooted = stop == SP_STOP_ROOT;
+	if (rooted) {
+		remember_root(r, s.tid, n);
+	} else if (stop == SP_STOP_STACK_EXHAUSTED || stop == SP_STOP_NO_UNWIND_INFO) {
+		n = splice_callchain(r, p, n, user, nuser, &spliced);
+		sum->spliced_stacks += spliced;
+		rooted = spliced && complete_from_root(r, s.tid, &n);
+	} else
+		sum->ignored_user_callchain_frames += nuser;
+
+	/* Seen before in this process with these modules: its stack id, frames interned. */
+	size_t nkey = 0;
+	r->key[nkey++] = (uint64_t)(uint32_t)s.pid;
+	r->key[nkey++] = p->gen;
+	r->key[nkey++] = rooted ? UINT64_MAX : stop;
+	r->key[nkey++] = nk;
+	memcpy(r->key + nkey, r->kpcs, nk * sizeof(*r->kpcs));
+	nkey += nk;
+	memcpy(r->key + nkey, r->pcs, n * sizeof(*r->pcs));
+	nkey += n;
+	uint64_t key_hash = hash_words(r->key, nkey);
+	uint32_t stack_id = 0, thread = 0;
+	int err;
+	bool hit = cached_stack(r, r->key, nkey, key_hash, &stack_id);
+	if (hit) {
+		if (!rooted && nk + n > 0)
+			sum->truncated_frame_markers++;
+		goto append;
+	}
+
+	/* Leaf first: kernel frames, then user frames, then the marker. */
+	size_t nf = 0;
+	for (size_t i = 0; i < nk; i++) {
+		struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_KERNEL,
+				     .abs_ip = r->kpcs[i]};
+		note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &r->frame_ids[nf++]));
+	}
+	for (size_t i = 0; i < n; i++)
+		r->frame_ids[nf++] = intern_user_frame(r, p, r->pcs[i]);
+	if (nf == 0)
+		sum->empty_stack_samples++;
+	if (!rooted && nf > 0) {
+		struct sp_frame marker = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_TRUNCATED,
+					  .abs_ip = stop};
+		note_write(r, sp_spool_writer_intern_frame(r->spool, &marker, &r->frame_ids[nf++]));
+		sum->truncated_frame_markers++;
+	}
+	err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf, &stack_id);
+	if (!err && !r->write_error)
+		cache_stack(r, r->key, nkey, key_hash, stack_id);
+	note_write(r, err);
+append:
+	if (!nk && !n)
+		sum->empty_stack_samples += hit;
+	err = sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
+	if (!err)
+		name_new_thread(r, s.pid, s.tid, thread);
+	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, s.time);
+	note_write(r, err);
+	if (!err)
+		sum->samples++;
+}
+
+static void on_mmap2(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_mmap2 m;
+	struct sp_perf_sample_id id;
+	if (sp_perf_parse_mmap2(rec, len, &m)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	if (!(m.prot & PROT_EXEC) || !m.len)
+		return;
+	uint64_t time = 0;
+	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
+		time = id.time;
+	struct sp_process *p = find_process(r, (pid_t)m.pid);
+	if (!p)
+		p = add_process(r, (pid_t)m.pid);
+	if (p)
+		add_mapping(r, p, m.addr, m.addr + m.len, m.pgoff, makedev(m.maj, m.min), m.ino,
+			    m.filename, time);
+}
+
+static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_comm c;
+	struct sp_perf_sample_id id;
+	uint32_t thread;
+	if (sp_perf_parse_comm(rec, len, &c)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	uint64_t time = 0;
+	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
+		time = id.time;
+	if (c.exec) {
+		/* An exec replaces the whole image: the old modules are gone. */
+		struct sp_process *p = add_process(r, (pid_t)c.pid);
+		if (p) {
+			sp_process_clear_modules(p);
+			mark_python(r, p, false, time);
+		}
+		forget_root(r, c.tid);
+	}
+	int err = sp_spool_writer_intern_thread(r->spool, (int32_t)c.pid, (int32_t)c.tid, &thread);
+	err = err ? err : sp_spool_writer_set_thread_name(r->spool, thread, c.comm);
+	note_write(r, err);
+	remember_comm(r, c.pid, c.tid, c.comm, true);
+}
+
+static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool fork)
+{
+	struct sp_perf_task t;
+	if (sp_perf_parse_task(rec, len, &t)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	struct task_comm *parent_comm = fork ? find_comm(r, t.ppid, t.ptid) : NULL;
+	if (parent_comm && !find_comm(r, t.pid, t.tid)) {
+		char name[sizeof(parent_comm->name)];
+		memcpy(name, parent_comm->name, sizeof(name));
+		remember_comm(r, t.pid, t.tid, name, false);
+	}
+	if (fork && t.pid != t.ppid) {
+		/* A forked child starts with a copy of its parent's modules. */
+		struct sp_process *parent = find_process(r, (pid_t)t.ppid);
+		struct sp_process *child = add_process(r, (pid_t)t.pid);
+		if (child && parent && parent != child)
+			sp_process_copy_modules(child, parent);
+	} else if (!fork) {
+		forget_root(r, t.tid);
+		struct sp_process *p = t.pid == t.tid ? find_process(r, (pid_t)t.pid) : NULL;
+		if (p)
+			p->exited = true;
+	}
+}
+
+static void on_lost(struct sp_recorder *r, const void *rec, size_t len)
+{
+	struct sp_perf_lost l;
+	struct sp_perf_sample_id id;
+	if (sp_perf_parse_lost(rec, len, &l)) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	uint64_t time = 0;
+	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
+		time = id.time;
+	r->summary.lost_events += l.lost;
+	note_write(r, sp_spool_writer_append_lost(r->spool, l.lost, time));
+}
+
+static void on_record(void *ctx, const struct perf_event_header *h, size_t len)
+{
+	struct sp_recorder *r = ctx;
+	switch (h->type) {
+	case PERF_RECORD_SAMPLE:
+		on_sample(r, h, len);
+		break;
+	case PERF_RECORD_MMAP2:
+		on_mmap2(r, h, len);
+		break;
+	case PERF_RECORD_COMM:
+		on_comm(r, h, len);
+		break;
+	case PERF_RECORD_FORK:
+		on_task(r, h, len, true);
+		break;
+	case PERF_RECORD_EXIT:
+		on_task(r, h, len, false);
+		break;
+	case PERF_RECORD_LOST:
+		on_lost(r, h, len);
+		break;
+	default:
+		/* THROTTLE, UNTHROTTLE and friends carry nothing we keep. */
+		break;
+	}
+}
+
+/* ---- attach -------------------------------------------------------------- */
+
+static void raise_nofile_limit(void)
+{
+	struct rlimit rl;
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static char process_state(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The state follows the last ')' since comm may contain parentheses. */
+	char *p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* Open events for every thread of pid not yet opened; returns how many were new. */
+static int open_threads(struct sp_recorder *r, pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
+	int added = 0, err = 0;
+	struct dirent *de;
+	while (!err && (de = readdir(d))) {
+		char *end;
+		long tid = strtol(de->d_name, &end, 10);
+		uint32_t dummy;
+		if (*end || tid <= 0 || sp_map_get(&r->opened_tids, (uint64_t)tid, &dummy))
+			continue;
+		err = sp_events_open_task(&r->events, (pid_t)tid);
+		if (err == -ESRCH) { /* the thread exited meanwhile */
+			err = 0;
+			continue;
+		}
+		if (!err)
+			err = sp_map_put(&r->opened_tids, (uint64_t)tid, (uint32_t)pid);
+		added++;
+	}
+	closedir(d);
+	return err ? err : added;
+}
+
+/* Thread names from /proc for every opened thread of pid. */
+static void name_threads(struct sp_recorder *r, pid_t pid)
+{
+	const struct sp_map *m = &r->opened_tids;
+	for (size_t i = 0; i < m->cap; i++) {
+		if (!m->used[i] || m->vals[i] != (uint32_t)pid)
+			continue;
+		char path[96], name[64] = "";
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)m->keys[i]);
+		FILE *f = fopen(path, "re");
+		if (f) {
+			if (fgets(name, sizeof(name), f))
+				name[strcspn(name, "\n")] = '\0';
+			fclose(f);
+		}
+		uint32_t idx;
+		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)m->keys[i], &idx) &&
+		    !sp_spool_writer_set_thread_name(r->spool, idx, name))
+			remember_comm(r, (uint32_t)pid, (uint32_t)m->keys[i], name, true);
+	}
+}
+
+static int watch_root(struct sp_recorder *r, pid_t pid)
+{
+	pid_t *roots = realloc(r->roots, (r->nroots + 1) * sizeof(*roots));
+	if (!roots)
+		return -ENOMEM;
+	r->roots = roots;
+	int *fds = realloc(r->pidfds, (r->nroots + 1) * sizeof(*fds));
+	if (!fds)
+		return -ENOMEM;
+	r->pidfds = fds;
+	r->roots[r->nroots] = pid;
+	r->pidfds[r->nroots] = (int)syscall(SYS_pidfd_open, pid, 0);
+	r->nroots++;
+	return 0;
+}
+
+static int open_spool(struct sp_recorder *r, const char *path, const struct sp_record_opts *opts)
+{
+	struct timespec mono, real;
+	struct utsname uts;
+	char host[256] = "";
+	clock_gettime(CLOCK_MONOTONIC, &mono);
+	clock_gettime(CLOCK_REALTIME, &real);
+	gethostname(host, sizeof(host) - 1);
+	bool have_uts = uname(&uts) == 0;
+	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	struct sp_spool_meta meta = {
+		.start_timestamp_us = opts->start_timestamp_us
+					      ? opts->start_timestamp_us
+					      : (uint64_t)real.tv_sec * 1000000 + (uint64_t)real.tv_nsec / 1000,
+		.sample_interval_us = opts->sample_interval_us ? opts->sample_interval_us
+							       : 1000000 / freq,
+		.start_monotonic_ns = (uint64_t)mono.tv_sec * 1000000000 + (uint64_t)mono.tv_nsec,
+		.frequency_hz = freq,
+		.stack_size = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE,
+		.event_source = r->events.source,
+		.command = opts->command ? opts->command : "",
+		.hostname = host,
+		.kernel_release = have_uts ? uts.release : "",
+	};
+	return sp_spool_writer_open(path, &meta, &r->spool);
+}
+
+/*
+ * First half of attaching: stop the process (STOP mode) and open events for
+ * its threads, or for the suspended child (EXEC mode).  *stopped says whether
+ * we sent SIGSTOP, so the caller resumes it whatever happens next.
+ */
+static int open_events(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode,
+		       bool *stopped)
+{
+	*stopped = false;
+	r->events.attr.enable_on_exec = mode == SP_ATTACH_ENABLE_ON_EXEC;
+	if (mode == SP_ATTACH_ENABLE_ON_EXEC) {
+		int err = sp_events_open_task(&r->events, pid);
+		return err ? err : sp_map_put(&r->opened_tids, (uint64_t)pid, (uint32_t)pid);
+	}
+	char state = process_state(pid);
+	if (!state)
+		return -SP_E_NO_PROCESS;
+	/* A process someone else stopped stays stopped: don't SIGCONT it. */
+	if (state != 'T' && state != 't') {
+		if (kill(pid, SIGSTOP))
+			return -errno;
+		*stopped = true;
+		for (int i = 0; i < 200 && process_state(pid) != 'T'; i++)
+			usleep(1000);
+	}
+	/* Re-list until no new thread shows up: threads may start until the stop lands. */
+	int added;
+	do
+		added = open_threads(r, pid);
+	while (added > 0);
+	return added < 0 ? added : 0;
+}
+
+/* Second half: the process's state and modules, then sampling on (STOP mode). */
+static int register_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode,
+			    size_t first_fd)
+{
+	struct sp_process *p = add_process(r, pid);
+	if (!p)
+		return -ENOMEM;
+	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
+		int err = read_maps(r, p);
+		if (err)
+			return err;
+		name_threads(r, pid);
+		err = sp_events_enable(&r->events, first_fd);
+		if (err)
+			return err;
+	}
+	return watch_root(r, pid);
+}
+
+static struct sp_recorder *recorder_new(void)
+{
+	struct sp_recorder *r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	sp_map_init(&r->proc_index);
+	sp_map_init(&r->opened_tids);
+	sp_map_init(&r->root_index);
+	sp_map_init(&r->comm_index);
+	sp_map_init(&r->stack_cache);
+	sp_modfile_cache_init(&r->files);
+	return r;
+}
+
+int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mode,
+		       const struct sp_record_opts *opts, struct sp_recorder **out)
+{
+	bool stopped = false;
+	int err;
+
+	static const struct sp_record_opts defaults;
+	if (pid <= 0 || !spool_path)
+		return -SP_E_BAD_ARG;
+	if (!opts)
+		opts = &defaults;
+	sp_elf_init();
+	raise_nofile_limit();
+	struct sp_recorder *r = recorder_new();
+	if (!r)
+		return -ENOMEM;
+	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC);
+	if (err)
+		goto fail;
+	/* The spool's header names the event source, known once an event is open. */
+	err = open_events(r, pid, mode, &stopped);
+	if (err)
+		goto fail;
+	r->summary.kernel_enabled = r->events.kernel_enabled;
+	err = open_spool(r, spool_path, opts);
+	if (err)
+		goto fail;
+	err = register_process(r, pid, mode, 0);
+	if (err)
+		goto fail;
+	if (stopped)
+		kill(pid, SIGCONT);
+	*out = r;
+	return 0;
+fail:
+	if (stopped)
+		kill(pid, SIGCONT);
+	if (r->spool) {
+		sp_spool_writer_free(r->spool);
+		r->spool = NULL;
+		unlink(spool_path);
+	}
+	sp_recorder_free(r);
+	return err;
+}
+
+int sp_recorder_open_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode)
+{
+	bool stopped = false;
+	if (pid <= 0)
+		return -SP_E_BAD_ARG;
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->roots[i] == pid)
+			return 0;
+	size_t first_fd = r->events.nfds;
+	int err = open_events(r, pid, mode, &stopped);
+	if (!err)
+		err = register_process(r, pid, mode, first_fd);
+	if (stopped)
+		kill(pid, SIGCONT);
+	return err;
+}
+
+int sp_recorder_refresh_threads(struct sp_recorder *r, pid_t pid)
+{
+	size_t first_fd = r->events.nfds;
+	r->events.attr.enable_on_exec = 0;
+	int added = open_threads(r, pid);
+	if (added > 0) {
+		name_threads(r, pid);
+		int err = sp_events_enable(&r->events, first_fd);
+		if (err)
+			return err;
+	}
+	return added;
+}
+
+bool sp_recorder_has_pending_events(const struct sp_recorder *r)
+{
+	return sp_events_pending(&r->events);
+}
+
+int sp_recorder_wait(struct sp_recorder *r, int timeout_ms)
+{
+	return sp_events_wait(&r->events, timeout_ms);
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
+int sp_recorder_consume_available(struct sp_recorder *r)
+{
+	uint64_t corrupt = 0;
+	int err = sp_events_drain(&r->events, on_record, r, &corrupt);
+	r->summary.error_stats[SP_ERR_RECORD_MALFORMED] += corrupt;
+	if (err)
+		return err;
+	/*
+	 * The writer flushes by size; a slow recording would keep seconds of
+	 * samples in memory, lost if the recorder is killed.  Flush at least
+	 * every 200 ms (one write(2), nothing next to the drain's cost) so a
+	 * SIGKILL costs at most about that much.
+	 */
+	uint64_t now = monotonic_ns();
+	if (now - r->last_flush_ns >= 200000000ULL) {
+		r->last_flush_ns = now;
+		note_write(r, sp_spool_writer_flush(r->spool));
+	}
+	if (!err && r->write_error)
+		return r->write_error;
+	return 0;
+}
+
+void sp_recorder_disable(struct sp_recorder *r)
+{
+	sp_events_disable(&r->events);
+}
+
+void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
+{
+	*out = r->summary;
+	out->error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
+}
+
+bool sp_recorder_counts_kernel_time(const struct sp_recorder *r)
+{
+	return !r->events.kernel_denied;
+}
+
+enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r)
+{
+	return r->events.source;
+}
+
+/* Is root i alive?  A pidfd turns readable once the whole thread group has exited. */
+static bool root_alive(const struct sp_recorder *r, size_t i)
+{
+	if (r->pidfds[i] < 0)
+		return kill(r->roots[i], 0) == 0 || errno == EPERM;
+	struct pollfd pfd = {.fd = r->pidfds[i], .events = POLLIN};
+	return poll(&pfd, 1, 0) == 0;
+}
+
+bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nroots; i++)
+		if ((pid <= 0 || r->roots[i] == pid) && root_alive(r, i))
+			return true;
+	return false;
+}
+
+size_t sp_recorder_active_processes(const struct sp_recorder *r, pid_t *out, size_t max)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nroots; i++) {
+		if (!root_alive(r, i))
+			continue;
+		if (out && n < max)
+			out[n] = r->roots[i];
+		n++;
+	}
+	return n;
+}
+
+bool sp_recorder_has_active_processes_except(const struct sp_recorder *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->roots[i] != pid && root_alive(r, i))
+			return true;
+	return false;
+}
+
+/*
+ * DESIGN decision 7: a module file deleted or replaced while recording can
+ * never be proven at its path again, so its frames are named now, from the
+ * image the recorder holds open, and stored in the spool.  Only at the end,
+ * only for such files: the check is one stat(2) per module file.
+ */
+static void store_replaced_images(struct sp_recorder *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+			if (pm->file && sp_modfile_replaced(pm->file) && pm->module_id >= n)
+				n = (size_t)pm->module_id + 1;
+		}
+	int *fds = n ? malloc(n * sizeof(*fds)) : NULL;
+	if (!fds)
+		return;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+			if (pm->file && pm->module_id < n && sp_modfile_replaced(pm->file))
+				fds[pm->module_id] = pm->file->fd;
+		}
+	uint64_t frames;
+	/* Best effort: without these records the frames say their file is not the recorded one. */
+	sp_symbolize_images(r->spool, fds, n, &frames);
+	free(fds);
+}
+
+int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
+{
+	if (r->finished)
+		return -SP_E_BAD_ARG;
+	sp_recorder_disable(r);
+	int err = sp_recorder_consume_available(r);
+	r->finished = true;
+	store_replaced_images(r);
+	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
+	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
+	if (out)
+		*out = r->summary;
+	return err ? err : ferr;
+}
+
+void sp_recorder_free(struct sp_recorder *r)
+{
+	if (!r)
+		return;
+	sp_events_release(&r->events);
+	sp_spool_writer_free(r->spool);
+	for (size_t i = 0; i < r->nprocs; i++) {
+		sp_process_release(r->procs[i]);
+		free(r->procs[i]);
+	}
+	free(r->procs);
+	sp_modfile_cache_release(&r->files);
+	for (size_t i = 0; i < r->nroots; i++)
+		if (r->pidfds[i] >= 0)
+			close(r->pidfds[i]);
+	free(r->roots);
+	free(r->pidfds);
+	sp_map_release(&r->proc_index);
+	sp_map_release(&r->opened_tids);
+	sp_map_release(&r->root_index);
+	sp_map_release(&r->comm_index);
+	sp_map_release(&r->stack_cache);
+	free(r->stack_keys);
+	free(r->key_words);
+	free(r->comms);
+	free(r->root_chains);
+	free(r);
+}

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Aggregation of a spool by stack id, sample filters, and stacks merged by
+ * names: what every view and export of lib/report/ reads (private).
+ * Below the views and exports; never includes report/report.h.
+ */
+#ifndef SP_REPORT_AGGREGATE_H
+#define SP_REPORT_AGGREGATE_H
+
+#include "spool/spool.h"
+
+/* ---- sample filters (lib/report/report_filter.c) ------------------------------- */
+
+/* Whether any filter is set. */
+bool sp_filter_active(const struct sp_report_filter *f);
+/* Whether samples of thread t may pass (pid, tid, comm). */
+bool sp_filter_thread(const struct sp_report_filter *f, const struct sp_thread *t);
+/* Whether a timestamp lies in the time window; origin_ns is the recording's start. */
+bool sp_filter_time(const struct sp_report_filter *f, uint64_t ts_ns, uint64_t origin_ns);
+/*
+ * Whether a stack of frames[0..n) (frame ids of s) passes f's module, focus
+ * and exclude, its frames resolved through sym.  0 with *pass set, or a
+ * resolve error.
+ */
+int sp_filter_stack(const struct sp_report_filter *f, const struct sp_spool *s,
+		    struct sp_symbolizer *sym, const uint32_t *frames, size_t n, bool *pass);
+/* The recording's start for time windows: the header's monotonic start, else the first sample. */
+uint64_t sp_filter_origin_ns(const struct sp_spool *s);
+
+/* ---- aggregation of a spool by stack id (lib/report/aggregate.c) --------------- */
+
+/*
+ * A function of the flat table: one (name, module, inline) triple, and with
+ * opts->lines one source position of it: (name, module, inline, file, line).
+ */
+struct sp_agg_func {
+	const char *name, *module; /* borrowed from the symbolizer */
+	const char *file;          /* with lines: the source file, or NULL; else NULL */
+	uint32_t line;             /* with lines: the line, or 0; else 0 */
+	bool is_inline;            /* an inlined function (SP_RFRAME_INLINE) */
+	uint64_t self;             /* samples whose innermost function is this one */
+	uint64_t total;            /* samples whose stack contains it (once per stack) */
+	uint32_t name_id;          /* interned name alone (folded output merges by name) */
+	uint32_t stamp;            /* last stack id counted in total, plus one */
+};
+
+/*
+ * A spool aggregated on interned ids: sample counts per stack id, every frame
+ * used by a sampled stack resolved once (sp_symbolizer_resolve_all) and
+ * mapped to its function ids: the inlined functions at its address, innermost
+ * first, then the function that holds them.  Marker frames (truncation) map
+ * to no function and count in none.
+ */
+#define SP_AGG_NO_FUNC UINT32_MAX
+
+/*
+ * Frames hidden by default (SP_RFRAME_HIDDEN_DEFAULT, unless show_runtime)
+ * leave every stack that holds a Python frame to stand in for them.
+ */
+enum sp_agg_hidden {
+	SP_AGG_VISIBLE = 0,
+	SP_AGG_HIDDEN,       /* no functions interned (yet) */
+	SP_AGG_HIDDEN_SHOWN, /* functions interned: some stack without a stand-in shows it */
+	SP_AGG_STAND_IN,     /* a Python frame: its stack hides the hidden ones */
+};
+
+struct sp_agg {
+	const struct sp_spool *spool;
+	struct sp_symbolizer *sym;
+	uint64_t samples;           /* every sample, empty ones included */
+	uint64_t empty_samples;     /* stack id 0 */
+	uint64_t truncated_samples; /* root-end frame is a truncation marker */
+	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */
+	uint64_t all_samples;       /* samples in the spool, before filters and scope */
+	uint64_t whole;             /* the denominator of shares: samples, or the report's */
+	uint64_t *keep;             /* by sample index: bit set when kept; NULL keeps all */
+	const struct sp_report_filter *filter; /* the filters applied, NULL when none */
+	size_t nstacks, nframes;
+	uint64_t *stack_count;      /* by stack id */
+	uint8_t *stack_truncated;   /* by stack id, valid where stack_count > 0 */
+	bool lines;                 /* functions are told apart by source line too */
+	bool show_runtime;          /* keep SP_RFRAME_HIDDEN_DEFAULT frames in stacks */
+	uint8_t *frame_hidden;      /* by frame id: enum sp_agg_hidden */
+	uint32_t *frame_func;       /* by frame id: containing function id or SP_AGG_NO_FUNC */
+	uint32_t *frame_first;      /* by frame id: its first function in chain */
+	uint32_t *frame_nfuncs;     /* by frame id: its functions in chain (0: none, a marker) */
+	uint32_t *chain;            /* function ids of every frame, innermost first */
+	size_t nchain, chain_cap;
+	struct sp_agg_func *funcs;
+	size_t nfuncs, funcs_cap;
+	const char **names;         /* by name id */
+	size_t nnames, names_cap;
+	struct sp_map func_index, name_index; /* content hash -> id */
+	uint32_t *path;             /* scratch: one stack's frame ids, leaf first */
+	size_t path_cap;
+};
+
+/*
+ * The function holding a frame of a sampled stack (the last of its inline
+ * chain); SP_AGG_NO_FUNC for markers and bad ids.
+ */
+static inline uint32_t sp_agg_frame_func(const struct sp_agg *a, uint32_t frame_id)
+{
+	uint32_t f = frame_id < a->nframes ? a->frame_func[frame_id] : SP_AGG_NO_FUNC;
+	return f < a->nfuncs ? f : SP_AGG_NO_FUNC;
+}
+
+/*
+ * Every function of a frame of a sampled stack, innermost inlined function
+ * first, the containing function last, into *funcs (borrowed from a);
+ * returns how many: 0 for markers and bad ids.
+ */
+static inline size_t sp_agg_frame_funcs(const struct sp_agg *a, uint32_t frame_id,
+					const uint32_t **funcs)
+{
+	*funcs = NULL;
+	if (frame_id >= a->nframes || a->frame_func[frame_id] >= a->nfuncs)
+		return 0;
+	*funcs = a->chain + a->frame_first[frame_id];
+	return a->frame_nfuncs[frame_id];
+}
+
+/*
+ * Count, resolve and attribute every sample.  opts (may be NULL) gives
+ * lines.  0, -ENOMEM or a resolve error.
+ */
+int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
+		 const struct sp_report_opts *opts);
+
+/* A part of the samples: one process or one thread (the sections of --group-by). */
+struct sp_agg_scope {
+	uint32_t kind;  /* enum sp_report_group; SP_GROUP_NONE: every sample */
+	int32_t pid;    /* with SP_GROUP_PROCESS */
+	uint32_t thread; /* with SP_GROUP_THREAD: index in the spool's thread table */
+};
+
+/*
+ * sp_agg_build counting only the samples that pass opts->filter (opts may be
+ * NULL) and lie in scope (may be NULL).  Every count, stack_count included,
+ * is of kept samples; views and exports that walk samples themselves skip
+ * those sp_agg_kept refuses.
+ */
+int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
+			const struct sp_report_opts *opts, const struct sp_agg_scope *scope);
+
+/* Whether the sample at index i of the spool counts in a. */
+static inline bool sp_agg_kept(const struct sp_agg *a, size_t i)
+{
+	return !a->keep || (a->keep[i / 64] >> (i % 64) & 1);
+}
+void sp_agg_release(struct sp_agg *a);
+/*
+ * Frame ids of stack_id, leaf first, into a->path; returns the depth.  The
+ * pointer is valid until the next call.
+ */
+size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t **frames);
+
+/* Groups of id sequences with a sample count each (stacks merged by names). */
+struct sp_seq_group {
+	size_t off;     /* into ids */
+	uint32_t len;
+	uint64_t count;
+};
+
+struct sp_seq_groups {
+	struct sp_map index; /* sequence hash -> group */
+	uint32_t *ids;
+	size_t nids, ids_cap;
+	struct sp_seq_group *groups;
+	size_t ngroups, groups_cap;
+};
+
+void sp_seq_groups_init(struct sp_seq_groups *g);
+void sp_seq_groups_release(struct sp_seq_groups *g);
+/* Add count to the group of ids[0..n); 0 or -ENOMEM. */
+int sp_seq_groups_add(struct sp_seq_groups *g, const uint32_t *ids, uint32_t n, uint64_t count);
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The exports (private): pprof, speedscope, perf-script text, the flame
+ * graph, and what they share (lib/report/export.c): the sample period, time
+ * order, interning tables, XML text.  Above aggregation, beside the views;
+ * the dispatcher calls the entry points.
+ */
+#ifndef SP_REPORT_EXPORT_H
+#define SP_REPORT_EXPORT_H
+
+#include "report/aggregate.h"
+
+#include <stdio.h>
+
+int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+int sp_export_perf_script(struct sp_agg *a, FILE *out);
+/* The interactive flame graph: one self-contained SVG, described in stackpulse-report(1). */
+int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+
+/* ---- shared by the exports (lib/report/export.c) ------------------------- */
+
+/*
+ * The CPU time one sample stands for, in ns: 1e9 / the recorded frequency
+ * (rounded), else the header's sample interval, else the default frequency's.
+ */
+uint64_t sp_export_period_ns(const struct sp_spool *s);
+/*
+ * Sample indexes sorted by timestamp, ties in file order: a malloc'd array
+ * of sp_spool_sample_count() entries the caller frees.  0 or -ENOMEM.
+ */
+int sp_export_time_order(const struct sp_spool *s, uint32_t **order);
+
+/* Byte strings interned to dense ids 0, 1, ... in first-seen order. */
+struct sp_intern {
+	struct sp_map index; /* hash -> id */
+	struct sp_buf keys;  /* every key, back to back */
+	size_t *off;         /* key i is keys[off[i], off[i + 1]) */
+	size_t n, cap;
+};
+
+void sp_intern_init(struct sp_intern *t);
+void sp_intern_release(struct sp_intern *t);
+/* The id of key[0..len), added when new (*added, may be NULL).  0 or -ENOMEM. */
+int sp_intern(struct sp_intern *t, const void *key, size_t len, uint32_t *id, bool *added);
+/* The bytes of id; valid until the next sp_intern. */
+const void *sp_intern_key(const struct sp_intern *t, uint32_t id, size_t *len);
+
+/*
+ * Append s as XML text (character data or an attribute value): non-UTF-8
+ * bytes and the control characters XML 1.0 forbids as U+FFFD, & < > " ' as
+ * entities.  0 or -ENOMEM.
+ */
+int sp_xml_put_text(struct sp_buf *b, const char *s);
+
+#endif

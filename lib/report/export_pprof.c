@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT */
+/* pprof export: the Profile message of pprof's profile.proto, protobuf-encoded and gzip'd. */
+#include "report/export.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* Field numbers of github.com/google/pprof proto/profile.proto (package perftools.profiles). */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
+};
+enum { VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2 };
+enum { SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3 };
+enum { LABEL_KEY = 1, LABEL_STR = 2, LABEL_NUM = 3 };
+enum {
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
+	MAPPING_HAS_INLINE_FRAMES = 10,
+};
+enum { LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3, LOCATION_LINE = 4 };
+enum { LINE_FUNCTION_ID = 1, LINE_LINE = 2 };
+enum { FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3, FUNCTION_FILENAME = 4 };
+
+/* Protobuf wire types: profile.proto needs only varints and length-delimited fields. */
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+static int pb_key(struct sp_buf *b, unsigned field, unsigned wire)
+{
+	return sp_buf_put_uvarint(b, (uint64_t)field << 3 | wire);
+}
+
+/*
+ * A varint field (uint64, int64 as its two's complement, bool).  Zero is
+ * proto3's default and is left out, as proto3 encoders do.
+ */
+static int pb_varint(struct sp_buf *b, unsigned field, uint64_t v)
+{
+	if (!v)
+		return 0;
+	int err = pb_key(b, field, WIRE_VARINT);
+	return err ? err : sp_buf_put_uvarint(b, v);
+}
+
+/* A length-delimited field: a string, bytes, an embedded message or a packed array. */
+static int pb_bytes(struct sp_buf *b, unsigned field, const void *p, size_t n)
+{
+	int err = pb_key(b, field, WIRE_LEN);
+	if (!err)
+		err = sp_buf_put_uvarint(b, n);
+	return err ? err : sp_buf_append(b, p, n);
+}
+
+static int pb_message(struct sp_buf *b, unsigned field, const struct sp_buf *msg)
+{
+	return pb_bytes(b, field, msg->data, msg->len);
+}
+
+/* Flags of a mapping, from the lines of its locations. */
+enum {
+	MAP_USED = 1u << 0,
+	MAP_FILENAMES = 1u << 1,
+	MAP_LINE_NUMBERS = 1u << 2,
+	MAP_INLINE_FRAMES = 1u << 3,
+};
+
+/* One Location: a distinct (module, address), or the truncation marker. */
+struct loc {
+	uint32_t frame_id; /* the first frame met there; it names the location */
+	uint32_t module;   /* spool module id, or SP_NO_MODULE */
+	bool marker;
+};
+
+struct loc_key {
+	uint32_t module;
+	uint32_t marker;
+	uint64_t addr;
+};
+
+struct pprof {
+	struct sp_agg *a;
+	const struct sp_spool *s;
+	struct sp_intern strings;   /* the string table: id = index, "" first */
+	struct sp_intern modnames;  /* module display names, only to keep functions apart */
+	struct sp_intern functions; /* (name, file, module) string ids -> function id - 1 */
+	struct sp_intern locations; /* struct loc_key -> location id - 1 */
+	struct sp_intern groups;    /* (thread index, stack id) -> sample */
+	struct loc *locs;
+	size_t locs_cap;
+	uint64_t *group_count;
+	size_t groups_cap;
+	uint32_t *frame_loc; /* by frame id: location index + 1, 0 before the frame is met */
+	uint32_t *mapping;   /* by module id: mapping id, 0 = no location in that module */
+	uint8_t *map_flags;  /* by module id: MAP_* */
+	struct sp_buf clean, sub, packed; /* scratch */
+	struct sp_buf samples, mappings, locations_msg, functions_msg, tail, profile;
+};
+
+/* String table index of s, made valid UTF-8 (proto3 strings must be). */
+static int str_id(struct pprof *p, const char *s, uint64_t *id)
+{
+	p->clean.len = 0;
+	uint32_t v;
+	int err = sp_buf_put_utf8(&p->clean, s ? s : "");
+	if (!err)
+		err = sp_intern(&p->strings, p->clean.data, p->clean.len, &v, NULL);
+	if (!err)
+		*id = v;
+	return err;
+}
+
+/* Location index of a frame, made on first use. */
+static int location_of(struct pprof *p, uint32_t frame_id, uint32_t *index)
+{
+	if (p->frame_loc[frame_id]) {
+		*index = p->frame_loc[frame_id] - 1;
+		return 0;
+	}
+	const struct sp_frame *fr = sp_spool_frame(p->s, frame_id);
+	struct loc_key key;
+	memset(&key, 0, sizeof(key));
+	key.module = SP_NO_MODULE;
+	if (fr->mode == SP_FRAME_TRUNCATED) {
+		/* Every marker is one "[truncated]" location, as in the folded view. */
+		key.marker = 1;
+	} else {
+		if (fr->module_id < sp_spool_module_count(p->s))
+			key.module = fr->module_id;
+		key.addr = fr->abs_ip;
+	}
+	uint32_t v;
+	bool added;
+	int err = sp_intern(&p->locations, &key, sizeof(key), &v, &added);
+	if (!err && added)
+		err = sp_array_reserve((void **)&p->locs, &p->locs_cap, (size_t)v + 1, sizeof(*p->locs));
+	if (err)
+		return err;
+	if (added) {
+		p->locs[v] = (struct loc){.frame_id = frame_id, .module = key.module,
+					  .marker = key.marker};
+		if (key.module != SP_NO_MODULE)
+			p->map_flags[key.module] |= MAP_USED;
+	}
+	p->frame_loc[frame_id] = v + 1;
+	*index = v;
+	return 0;
+}
+
+/* Function id of one line, made on first use. */
+static int function_of(struct pprof *p, const struct sp_resolved_frame *rf, uint64_t *id)
+{
+	uint64_t name, file;
+	uint32_t key[3], v;
+	int err = str_id(p, rf->name, &name);
+	if (!err)
+		err = str_id(p, rf->file, &file);
+	if (!err)
+		err = sp_intern(&p->modnames, rf->module ? rf->module : "",
+				strlen(rf->module ? rf->module : ""), &key[2], NULL);
+	if (err)
+		return err;
+	key[0] = (uint32_t)name;
+	key[1] = (uint32_t)file;
+	if ((err = sp_intern(&p->functions, key, sizeof(key), &v, NULL)))
+		return err;
+	*id = (uint64_t)v + 1;
+	return 0;
+}
+
+static int value_type(struct pprof *p, struct sp_buf *msg, unsigned field, const char *type,
+		      const char *unit)
+{
+	uint64_t t, u;
+	int err = str_id(p, type, &t);
+	if (!err)
+		err = str_id(p, unit, &u);
+	if (err)
+		return err;
+	p->sub.len = 0;
+	if ((err = pb_varint(&p->sub, VALUE_TYPE_TYPE, t)) ||
+	    (err = pb_varint(&p->sub, VALUE_TYPE_UNIT, u)))
+		return err;
+	return pb_message(msg, field, &p->sub);
+}
+
+/* Append a Label to the Sample msg: a number, or a string when str is not NULL. */
+static int label(struct pprof *p, struct sp_buf *msg, const char *key, const char *str, int64_t num)
+{
+	uint64_t k, s = 0;
+	int err = str_id(p, key, &k);
+	if (!err && str)
+		err = str_id(p, str, &s);
+	if (err)
+		return err;
+	p->sub.len = 0;
+	if ((err = pb_varint(&p->sub, LABEL_KEY, k)))
+		return err;
+	err = str ? pb_varint(&p->sub, LABEL_STR, s)
+		  : pb_varint(&p->sub, LABEL_NUM, (uint64_t)num);
+	return err ? err : pb_message(msg, SAMPLE_LABEL, &p->sub);
+}
+
+/* Group the samples by (thread, stack): one Sample each, with the count. */
+static int group_samples(struct pprof *p)
+{
+	size_t n = sp_spool_sample_count(p->s);
+	for (size_t i = 0; i < n; i++) {
+		if (!sp_agg_kept(p->a, i))
+			continue; /* filtered out */
+		const struct sp_sample *smp = sp_spool_sample(p->s, i);
+		uint32_t key[2] = {smp->thread, smp->stack_id < p->a->nstacks ? smp->stack_id : 0};
+		uint32_t g;
+		bool added;
+		int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
+		if (!err && added)
+			err = sp_array_reserve((void **)&p->group_count, &p->groups_cap, (size_t)g + 1,
+				   sizeof(*p->group_count));
+		if (err)
+			return err;
+		if (added)
+			p->group_count[g] = 0;
+		p->group_count[g]++;
+	}
+	return 0;
+}
+
+static int encode_samples(struct pprof *p, uint64_t period)
+{
+	struct sp_buf msg;
+	sp_buf_init(&msg);
+	int err = 0;
+	for (uint32_t g = 0; !err && g < p->groups.n; g++) {
+		size_t klen;
+		uint32_t key[2];
+		memcpy(key, sp_intern_key(&p->groups, g, &klen), sizeof(key));
+		const struct sp_thread *t = sp_spool_thread(p->s, key[0]);
+		const uint32_t *fr;
+		size_t depth = sp_agg_stack_frames(p->a, key[1], &fr);
+		msg.len = 0;
+		/* Location ids, leaf first, as profile.proto wants them. */
+		p->packed.len = 0;
+		for (size_t i = 0; !err && i < depth; i++) {
+			uint32_t li;
+			if (!(err = location_of(p, fr[i], &li)))
+				err = sp_buf_put_uvarint(&p->packed, (uint64_t)li + 1);
+		}
+		if (!err && p->packed.len)
+			err = pb_bytes(&msg, SAMPLE_LOCATION_ID, p->packed.data, p->packed.len);
+		uint64_t count = p->group_count[g];
+		p->packed.len = 0;
+		if (!err)
+			err = sp_buf_put_uvarint(&p->packed, count);
+		if (!err)
+			err = sp_buf_put_uvarint(&p->packed, count * period);
+		if (!err)
+			err = pb_bytes(&msg, SAMPLE_VALUE, p->packed.data, p->packed.len);
+		if (!err && t) {
+			err = label(p, &msg, "pid", NULL, t->pid);
+			if (!err)
+				err = label(p, &msg, "tid", NULL, t->tid);
+			if (!err && t->name[0])
+				err = label(p, &msg, "thread", t->name, 0);
+		}
+		if (!err)
+			err = pb_message(&p->samples, PROFILE_SAMPLE, &msg);
+	}
+	sp_buf_release(&msg);
+	return err;
+}
+
+static const struct sp_resolved_frame truncated = {.name = "[truncated]", .module = ""};
+
+static int encode_locations(struct pprof *p)
+{
+	struct sp_buf msg, line;
+	sp_buf_init(&msg);
+	sp_buf_init(&line);
+	int err = 0;
+	for (uint32_t i = 0; !err && i < p->locations.n; i++) {
+		const struct loc *l = &p->locs[i];
+		const struct sp_frame *fr = sp_spool_frame(p->s, l->frame_id);
+		msg.len = 0;
+		err = pb_varint(&msg, LOCATION_ID, (uint64_t)i + 1);
+		if (!err && l->module != SP_NO_MODULE)
+			err = pb_varint(&msg, LOCATION_MAPPING_ID, p->mapping[l->module]);
+		if (!err && !l->marker)
+			err = pb_varint(&msg, LOCATION_ADDRESS, fr->abs_ip);
+		/* Lines: inlined functions first, the function holding the code last. */
+		const struct sp_resolved_frame *lines = &truncated;
+		size_t nlines = 1;
+		if (!err && !l->marker)
+			err = sp_symbolizer_resolve_all(p->a->sym, l->frame_id, &lines, &nlines);
+		for (size_t j = 0; !err && j < nlines; j++) {
+			uint64_t fid;
+			if ((err = function_of(p, &lines[j], &fid)))
+				break;
+			line.len = 0;
+			if (!(err = pb_varint(&line, LINE_FUNCTION_ID, fid)))
+				err = pb_varint(&line, LINE_LINE, lines[j].line);
+			if (!err)
+				err = pb_message(&msg, LOCATION_LINE, &line);
+			if (l->module != SP_NO_MODULE) {
+				if (lines[j].file)
+					p->map_flags[l->module] |= MAP_FILENAMES;
+				if (lines[j].line)
+					p->map_flags[l->module] |= MAP_LINE_NUMBERS;
+			}
+		}
+		if (!err && nlines > 1 && l->module != SP_NO_MODULE)
+			p->map_flags[l->module] |= MAP_INLINE_FRAMES;
+		if (!err)
+			err = pb_message(&p->locations_msg, PROFILE_LOCATION, &msg);
+	}
+	sp_buf_release(&msg);
+	sp_buf_release(&line);
+	return err;
+}
+
+static int encode_functions(struct pprof *p)
+{
+	struct sp_buf msg;
+	sp_buf_init(&msg);
+	int err = 0;
+	for (uint32_t i = 0; !err && i < p->functions.n; i++) {
+		size_t klen;
+		uint32_t key[3];
+		memcpy(key, sp_intern_key(&p->functions, i, &klen), sizeof(key));
+		msg.len = 0;
+		/* Mangled names are not kept: the system name is the name, as in Go's own. */
+		if (!(err = pb_varint(&msg, FUNCTION_ID, (uint64_t)i + 1)) &&
+		    !(err = pb_varint(&msg, FUNCTION_NAME, key[0])) &&
+		    !(err = pb_varint(&msg, FUNCTION_SYSTEM_NAME, key[0])) &&
+		    !(err = pb_varint(&msg, FUNCTION_FILENAME, key[1])))
+			err = pb_message(&p->functions_msg, PROFILE_FUNCTION, &msg);
+	}
+	sp_buf_release(&msg);
+	return err;
+}
+
+static int encode_mappings(struct pprof *p)
+{
+	struct sp_buf msg;
+	sp_buf_init(&msg);
+	int err = 0;
+	size_t n = sp_spool_module_count(p->s);
+	for (uint32_t m = 0; !err && m < n; m++) {
+		if (!p->mapping[m])
+			continue;
+		const struct sp_module *mod = sp_spool_module(p->s, m);
+		char hex[2 * SP_BUILD_ID_MAX + 1];
+		unsigned nb = mod->build_id_len;
+		if (nb > SP_BUILD_ID_MAX)
+			nb = SP_BUILD_ID_MAX;
+		for (unsigned i = 0; i < nb; i++)
+			snprintf(hex + 2 * i, 3, "%02x", mod->build_id[i]);
+		hex[2 * nb] = '\0';
+		uint64_t file, build_id;
+		uint8_t fl = p->map_flags[m];
+		/* An anonymous mapping's page offset is no file offset (mmap(2) ignores it). */
+		bool anon = mod->flags & SP_MODULE_ANON;
+		if ((err = str_id(p, mod->path, &file)) || (err = str_id(p, hex, &build_id)))
+			break;
+		msg.len = 0;
+		/* Every location carries a function, at worst the module+0xOFFSET name. */
+		if (!(err = pb_varint(&msg, MAPPING_ID, p->mapping[m])) &&
+		    !(err = pb_varint(&msg, MAPPING_MEMORY_START, mod->start)) &&
+		    !(err = pb_varint(&msg, MAPPING_MEMORY_LIMIT, mod->end)) &&
+		    !(err = pb_varint(&msg, MAPPING_FILE_OFFSET, anon ? 0 : mod->file_offset)) &&
+		    !(err = pb_varint(&msg, MAPPING_FILENAME, file)) &&
+		    !(err = pb_varint(&msg, MAPPING_BUILD_ID, build_id)) &&
+		    !(err = pb_varint(&msg, MAPPING_HAS_FUNCTIONS, 1)) &&
+		    !(err = pb_varint(&msg, MAPPING_HAS_FILENAMES, !!(fl & MAP_FILENAMES))) &&
+		    !(err = pb_varint(&msg, MAPPING_HAS_LINE_NUMBERS, !!(fl & MAP_LINE_NUMBERS))) &&
+		    !(err = pb_varint(&msg, MAPPING_HAS_INLINE_FRAMES, !!(fl & MAP_INLINE_FRAMES))))
+			err = pb_message(&p->mappings, PROFILE_MAPPING, &msg);
+	}
+	sp_buf_release(&msg);
+	return err;
+}
+
+/* The whole message through zlib with a gzip wrapper: pprof files are gzip'd on disk. */
+static int write_gzip(const struct sp_buf *msg, FILE *out)
+{
+	z_stream z;
+	memset(&z, 0, sizeof(z));
+	/* windowBits 15 + 16: a gzip header (mtime 0, so output is reproducible) and trailer. */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+	    Z_OK)
+		return -ENOMEM;
+	enum { CHUNK = 65536 };
+	unsigned char *chunk = malloc(CHUNK);
+	if (!chunk) {
+		deflateEnd(&z);
+		return -ENOMEM;
+	}
+	const uint8_t *in = msg->data;
+	size_t left = msg->len;
+	int err = 0, zerr;
+	do {
+		/* avail_in is 32 bits: feed at most 1 GiB at a time, Z_FINISH with the last. */
+		size_t take = left < (1u << 30) ? left : (1u << 30);
+		z.next_in = (Bytef *)in;
+		z.avail_in = (uInt)take;
+		in += take;
+		left -= take;
+		int flush = left ? Z_NO_FLUSH : Z_FINISH;
+		do {
+			z.next_out = chunk;
+			z.avail_out = CHUNK;
+			zerr = deflate(&z, flush);
+			size_t n = CHUNK - z.avail_out;
+			if (zerr == Z_STREAM_ERROR)
+				err = -SP_E_BAD_ARG;
+			else if (n && fwrite(chunk, 1, n, out) != n)
+				err = -EIO;
+		} while (!err && (z.avail_out == 0 || (flush == Z_FINISH && zerr != Z_STREAM_END)));
+	} while (!err && left);
+	deflateEnd(&z);
+	free(chunk);
+	return err;
+}
+
+static void pprof_release(struct pprof *p)
+{
+	sp_intern_release(&p->strings);
+	sp_intern_release(&p->modnames);
+	sp_intern_release(&p->functions);
+	sp_intern_release(&p->locations);
+	sp_intern_release(&p->groups);
+	free(p->locs);
+	free(p->group_count);
+	free(p->frame_loc);
+	free(p->mapping);
+	free(p->map_flags);
+	struct sp_buf *bufs[] = {&p->clean, &p->sub, &p->packed, &p->samples, &p->mappings,
+				 &p->locations_msg, &p->functions_msg, &p->tail, &p->profile};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(bufs); i++)
+		sp_buf_release(bufs[i]);
+}
+
+int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	struct pprof p;
+	memset(&p, 0, sizeof(p));
+	p.a = a;
+	p.s = a->spool;
+	sp_intern_init(&p.strings);
+	sp_intern_init(&p.modnames);
+	sp_intern_init(&p.functions);
+	sp_intern_init(&p.locations);
+	sp_intern_init(&p.groups);
+	struct sp_buf *bufs[] = {&p.clean, &p.sub, &p.packed, &p.samples, &p.mappings,
+				 &p.locations_msg, &p.functions_msg, &p.tail, &p.profile};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(bufs); i++)
+		sp_buf_init(bufs[i]);
+	const struct sp_spool_meta *meta = sp_spool_meta(p.s);
+	uint64_t period = sp_export_period_ns(p.s), id;
+	size_t nframes = sp_spool_frame_count(p.s), nmodules = sp_spool_module_count(p.s);
+	int err = -ENOMEM;
+	p.frame_loc = calloc(nframes ? nframes : 1, sizeof(*p.frame_loc));
+	p.mapping = calloc(nmodules ? nmodules : 1, sizeof(*p.mapping));
+	p.map_flags = calloc(nmodules ? nmodules : 1, sizeof(*p.map_flags));
+	if (!p.frame_loc || !p.mapping || !p.map_flags)
+		goto out;
+
+	/* string_table[0] must be "". */
+	if ((err = str_id(&p, "", &id)))
+		goto out;
+	/* Index 0 counts samples, by profile.proto's convention; cpu is the default view. */
+	if ((err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "samples", "count")) ||
+	    (err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds")) ||
+	    (err = group_samples(&p)) || (err = encode_samples(&p, period)))
+		goto out;
+	/* Mapping ids in module order: the recorded command's executable comes first. */
+	uint32_t next = 0;
+	for (size_t m = 0; m < nmodules; m++)
+		if (p.map_flags[m] & MAP_USED)
+			p.mapping[m] = ++next;
+	if ((err = encode_locations(&p)) || (err = encode_functions(&p)) ||
+	    (err = encode_mappings(&p)))
+		goto out;
+
+	/* The fields after the string table, first: every string must be in the table. */
+	uint64_t cpu, comment = 0;
+	if ((err = str_id(&p, "cpu", &cpu)) ||
+	    (meta->command && meta->command[0] && (err = str_id(&p, meta->command, &comment))))
+		goto out;
+	if ((err = pb_varint(&p.tail, PROFILE_TIME_NANOS, meta->start_timestamp_us * 1000)) ||
+	    (err = pb_varint(&p.tail, PROFILE_DURATION_NANOS, a->last_ns - a->first_ns)) ||
+	    (err = value_type(&p, &p.tail, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds")) ||
+	    (err = pb_varint(&p.tail, PROFILE_PERIOD, period)) ||
+	    (err = pb_varint(&p.tail, PROFILE_COMMENT, comment)) ||
+	    (err = pb_varint(&p.tail, PROFILE_DEFAULT_SAMPLE_TYPE, cpu)))
+		goto out;
+
+	/* Fields in number order: sample types are already in; the rest follow. */
+	if ((err = sp_buf_append(&p.profile, p.samples.data, p.samples.len)) ||
+	    (err = sp_buf_append(&p.profile, p.mappings.data, p.mappings.len)) ||
+	    (err = sp_buf_append(&p.profile, p.locations_msg.data, p.locations_msg.len)) ||
+	    (err = sp_buf_append(&p.profile, p.functions_msg.data, p.functions_msg.len)))
+		goto out;
+	for (uint32_t i = 0; i < p.strings.n; i++) {
+		size_t len;
+		const void *s = sp_intern_key(&p.strings, i, &len);
+		if ((err = pb_bytes(&p.profile, PROFILE_STRING_TABLE, s, len)))
+			goto out;
+	}
+	if ((err = sp_buf_append(&p.profile, p.tail.data, p.tail.len)))
+		goto out;
+	err = write_gzip(&p.profile, out);
+out:
+	pprof_release(&p);
+	return err;
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: MIT */
+/* speedscope export: speedscope's JSON file format, one sampled profile per thread. */
+#include "report/export.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SCHEMA_URL "https://www.speedscope.app/file-format-schema.json"
+
+struct speedscope {
+	struct sp_agg *a;
+	const struct sp_spool *s;
+	bool lines;                /* frames per source line: --lines */
+	struct sp_intern frames;   /* "name\0source\0module[\0line]" -> index in shared.frames */
+	struct sp_buf frames_json; /* shared.frames, rendered as frames are met */
+	struct sp_buf stacks;      /* every sampled stack as "[root,...,leaf]", back to back */
+	size_t *stack_off;         /* by stack id: offset into stacks */
+	uint32_t *stack_len;       /* by stack id: bytes; 0 when the stack has no samples */
+	struct sp_buf key, text;   /* scratch */
+	uint32_t *idx;             /* scratch: one stack's frame indexes, root first */
+	size_t idx_cap;
+};
+
+/*
+ * Index of a frame in shared.frames, added on first use.  Frames are kept
+ * apart by name, source file and module, so static functions of the same
+ * name in two libraries stay two frames, and with --lines by line too.
+ * "file" is the source file when the symbolizer knows it, else the module,
+ * which is where the code is.
+ */
+static int frame_index(struct speedscope *ss, const struct sp_resolved_frame *rf, uint32_t *index)
+{
+	const char *module = rf->module ? rf->module : "";
+	const char *source = rf->file ? rf->file : "";
+	const char *file = source[0] ? source : module;
+	ss->key.len = 0;
+	int err;
+	if ((err = sp_buf_append(&ss->key, rf->name, strlen(rf->name) + 1)) ||
+	    (err = sp_buf_append(&ss->key, source, strlen(source) + 1)) ||
+	    (err = sp_buf_append(&ss->key, module, strlen(module))))
+		return err;
+	uint32_t line = ss->lines ? rf->line : 0;
+	/* A C string holds no NUL: the separator keeps "module" + line apart from any module. */
+	if (line && ((err = sp_buf_append(&ss->key, "", 1)) ||
+		     (err = sp_buf_append(&ss->key, &line, sizeof(line)))))
+		return err;
+	bool added;
+	if ((err = sp_intern(&ss->frames, ss->key.data, ss->key.len, index, &added)) || !added)
+		return err;
+	struct sp_buf *b = &ss->frames_json;
+	if ((err = sp_buf_append(b, *index ? ",\n{\"name\":" : "{\"name\":", *index ? 10 : 8)) ||
+	    (err = sp_json_put_string(b, rf->name)))
+		return err;
+	if (file[0] && ((err = sp_buf_append(b, ",\"file\":", 8)) ||
+			(err = sp_json_put_string(b, file))))
+		return err;
+	if (line) {
+		char num[32];
+		int n = snprintf(num, sizeof(num), ",\"line\":%" PRIu32, line);
+		if ((err = sp_buf_append(b, num, (size_t)n)))
+			return err;
+	}
+	return sp_buf_append(b, "}", 1);
+}
+
+static const struct sp_resolved_frame truncated = {.name = "[truncated]", .module = ""};
+
+/* Render stack sid as "[root,...,leaf]" of frame indexes, inlined functions after their caller. */
+static int render_stack(struct speedscope *ss, uint32_t sid)
+{
+	const uint32_t *fr;
+	size_t n = sp_agg_stack_frames(ss->a, sid, &fr);
+	size_t k = 0;
+	int err = 0;
+	for (size_t i = n; !err && i-- > 0;) {
+		const struct sp_frame *f = sp_spool_frame(ss->s, fr[i]);
+		const struct sp_resolved_frame *lines = &truncated;
+		size_t nlines = 1;
+		if (f->mode != SP_FRAME_TRUNCATED &&
+		    (err = sp_symbolizer_resolve_all(ss->a->sym, fr[i], &lines, &nlines)))
+			break;
+		if ((err = sp_array_reserve((void **)&ss->idx, &ss->idx_cap, k + nlines, sizeof(*ss->idx))))
+			break;
+		for (size_t j = nlines; !err && j-- > 0;)
+			err = frame_index(ss, &lines[j], &ss->idx[k++]);
+	}
+	if (err)
+		return err;
+	size_t start = ss->stacks.len;
+	err = sp_buf_append(&ss->stacks, "[", 1);
+	for (size_t i = 0; !err && i < k; i++) {
+		char num[16];
+		int len = snprintf(num, sizeof(num), i ? ",%" PRIu32 : "%" PRIu32, ss->idx[i]);
+		err = sp_buf_append(&ss->stacks, num, (size_t)len);
+	}
+	if (!err)
+		err = sp_buf_append(&ss->stacks, "]", 1);
+	if (!err && ss->stacks.len - start > UINT32_MAX)
+		err = -ENOMEM;
+	if (err)
+		return err;
+	ss->stack_off[sid] = start;
+	ss->stack_len[sid] = (uint32_t)(ss->stacks.len - start);
+	return 0;
+}
+
+/* Write s as a JSON string value. */
+static int put_string(struct speedscope *ss, const char *s, FILE *out)
+{
+	ss->text.len = 0;
+	int err = sp_json_put_string(&ss->text, s);
+	if (!err && ss->text.len && fwrite(ss->text.data, 1, ss->text.len, out) != ss->text.len)
+		err = -EIO;
+	return err;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s && s[1] ? s + 1 : p;
+}
+
+/* One thread's samples, oldest first, each weighing one sampling period. */
+static int write_profile(struct speedscope *ss, const struct sp_thread *t, const uint32_t *samples,
+			 size_t n, uint64_t period, FILE *out)
+{
+	/* Name: "comm (pid P, tid T)", the way speedscope's own importers name threads. */
+	char ids[64];
+	snprintf(ids, sizeof(ids), " (pid %" PRId32 ", tid %" PRId32 ")", t->pid, t->tid);
+	struct sp_buf name;
+	sp_buf_init(&name);
+	const char *comm = t->name[0] ? t->name : "[unknown]";
+	int err = sp_buf_append(&name, comm, strlen(comm));
+	if (!err)
+		err = sp_buf_append(&name, ids, strlen(ids) + 1);
+	if (!err) {
+		fputs("{\"type\":\"sampled\",\"name\":", out);
+		err = put_string(ss, (const char *)name.data, out);
+	}
+	sp_buf_release(&name);
+	if (err)
+		return err;
+	/*
+	 * Times are ns since the profile's first sample.  Each sample stands for
+	 * one period of the thread's CPU time (as pprof's cpu value): the time to
+	 * the thread's next sample would also count the time it waited or slept.
+	 * endValue - startValue is the total weight, which speedscope takes as the
+	 * profile's length.
+	 */
+	uint64_t start = sp_spool_sample(ss->s, samples[0])->timestamp_ns - ss->a->first_ns;
+	fprintf(out,
+		",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
+		",\n\"samples\":[\n",
+		start, start + n * period);
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_sample *smp = sp_spool_sample(ss->s, samples[i]);
+		uint32_t sid = smp->stack_id < ss->a->nstacks ? smp->stack_id : 0;
+		fwrite(ss->stacks.data + ss->stack_off[sid], 1, ss->stack_len[sid], out);
+		fputs(i + 1 < n ? ",\n" : "\n", out);
+	}
+	fputs("],\n\"weights\":[", out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n", period);
+	fputs("]}", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	struct speedscope ss;
+	memset(&ss, 0, sizeof(ss));
+	ss.a = a;
+	ss.s = a->spool;
+	ss.lines = opts->lines;
+	sp_intern_init(&ss.frames);
+	sp_buf_init(&ss.frames_json);
+	sp_buf_init(&ss.stacks);
+	sp_buf_init(&ss.key);
+	sp_buf_init(&ss.text);
+	const struct sp_spool *s = a->spool;
+	const struct sp_spool_meta *meta = sp_spool_meta(s);
+	size_t nsamples = sp_spool_sample_count(s), nthreads = sp_spool_thread_count(s);
+	uint64_t period = sp_export_period_ns(s);
+	uint32_t *order = NULL, *by_thread = NULL;
+	size_t *first = NULL;
+	int err = -ENOMEM;
+	ss.stack_off = calloc(a->nstacks ? a->nstacks : 1, sizeof(*ss.stack_off));
+	ss.stack_len = calloc(a->nstacks ? a->nstacks : 1, sizeof(*ss.stack_len));
+	first = calloc(nthreads + 1, sizeof(*first));
+	by_thread = malloc((nsamples ? nsamples : 1) * sizeof(*by_thread));
+	if (!ss.stack_off || !ss.stack_len || !first || !by_thread)
+		goto out;
+
+	/* Each sampled stack rendered once, which also fills shared.frames. */
+	for (size_t sid = 0; sid < a->nstacks; sid++)
+		if (a->stack_count[sid] && (err = render_stack(&ss, (uint32_t)sid)))
+			goto out;
+
+	/* Samples by thread, oldest first within each: a stable bucket pass over the time order. */
+	if ((err = sp_export_time_order(s, &order)))
+		goto out;
+	for (size_t i = 0; i < nsamples; i++)
+		if (sp_agg_kept(a, i)) /* filtered out samples are in no profile */
+			first[sp_spool_sample(s, i)->thread + 1]++;
+	for (size_t t = 0; t < nthreads; t++)
+		first[t + 1] += first[t];
+	for (size_t i = 0; i < nsamples; i++) {
+		if (!sp_agg_kept(a, order[i]))
+			continue;
+		uint32_t t = sp_spool_sample(s, order[i])->thread;
+		by_thread[first[t]++] = order[i];
+	}
+	for (size_t t = nthreads; t > 0; t--)
+		first[t] = first[t - 1];
+	first[0] = 0;
+
+	/* The busiest thread is the one speedscope opens first. */
+	size_t active = 0, best = 0, nprofiles = 0;
+	for (size_t t = 0; t < nthreads; t++) {
+		size_t n = first[t + 1] - first[t];
+		if (!n)
+			continue;
+		if (n > best) {
+			best = n;
+			active = nprofiles;
+		}
+		nprofiles++;
+	}
+
+	const char *title = meta->command && meta->command[0] ? meta->command
+			    : opts->spool_path ? base_name(opts->spool_path)
+					       : "stackpulse";
+	fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":\"stackpulse " SP_VERSION "\",\n"
+	      "\"name\":", out);
+	if ((err = put_string(&ss, title, out)))
+		goto out;
+	fprintf(out, ",\n\"activeProfileIndex\":%zu,\n\"shared\":{\"frames\":[", active);
+	if (ss.frames_json.len) {
+		putc('\n', out);
+		fwrite(ss.frames_json.data, 1, ss.frames_json.len, out);
+		putc('\n', out);
+	}
+	fputs("]},\n\"profiles\":[", out);
+	size_t written = 0;
+	for (size_t t = 0; t < nthreads; t++) {
+		size_t n = first[t + 1] - first[t];
+		if (!n)
+			continue;
+		fputs(written++ ? ",\n" : "\n", out);
+		const struct sp_thread *th = sp_spool_thread(s, (uint32_t)t);
+		if ((err = write_profile(&ss, th, by_thread + first[t], n, period, out)))
+			goto out;
+	}
+	fputs(written ? "\n]}\n" : "]}\n", out);
+	err = ferror(out) ? -EIO : 0;
+out:
+	free(order);
+	free(by_thread);
+	free(first);
+	free(ss.stack_off);
+	free(ss.stack_len);
+	free(ss.idx);
+	sp_intern_release(&ss.frames);
+	sp_buf_release(&ss.frames_json);
+	sp_buf_release(&ss.stacks);
+	sp_buf_release(&ss.key);
+	sp_buf_release(&ss.text);
+	return err;
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/* The text report: header, flat function table (or a call tree), heaviest complete stacks. */
+#include "report/views.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_ROWS 25
+#define DEFAULT_STACKS 5
+#define LINE_COLUMNS SP_TEXT_COLUMNS /* the header's width */
+#define LEFT_COLUMNS 27 /* "  Self%  Total%   Samples  " */
+#define COUNT_COLUMNS 10 /* -n: "    Total " */
+#define MODULE_MAX 20
+#define FUNCTION_MIN 24
+
+#define pct sp_text_pct
+#define name_cmp sp_text_name_cmp
+#define put_cell sp_text_put_cell
+#define put_func sp_text_put_func
+
+static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	uint32_t max_rows = opts->max_rows ? opts->max_rows : DEFAULT_ROWS;
+	uint32_t *order;
+	size_t shown;
+	int err = sp_text_func_order(a, opts, &order, &shown);
+	if (err)
+		return err;
+	double limit = sp_text_limit(opts);
+	size_t rows = shown < max_rows ? shown : max_rows;
+
+	size_t fw = strlen("Function"), mw = strlen("Module");
+	for (size_t i = 0; i < rows; i++) {
+		const struct sp_agg_func *f = &a->funcs[order[i]];
+		size_t n = sp_text_func_width(f), m = strlen(f->module);
+		fw = n > fw ? n : fw;
+		mw = m > mw ? m : mw;
+	}
+	size_t width = sp_text_width(opts), left = LEFT_COLUMNS + (opts->show_counts ? COUNT_COLUMNS : 0);
+	size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
+	mw = mw > module_max ? module_max : mw;
+	size_t room = width - left - 2 - mw;
+	if (room < FUNCTION_MIN) { /* -n: the module column gives way */
+		mw -= FUNCTION_MIN - room;
+		room = FUNCTION_MIN;
+	}
+	fw = fw > room ? room : fw;
+	fw = fw < FUNCTION_MIN ? FUNCTION_MIN : fw;
+
+	if (opts->show_counts)
+		fprintf(out, "\n  Self%%  Total%%      Self     Total  %-*s  Module\n", (int)fw,
+			"Function");
+	else
+		fprintf(out, "\n  Self%%  Total%%   Samples  %-*s  Module\n", (int)fw, "Function");
+	for (size_t i = 0; i < rows; i++) {
+		const struct sp_agg_func *f = &a->funcs[order[i]];
+		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 " ", pct(f->self, a->whole),
+			pct(f->total, a->whole), f->self);
+		if (opts->show_counts)
+			fprintf(out, "%9" PRIu64 " ", f->total);
+		fputc(' ', out);
+		put_func(out, f, fw, true);
+		fputs("  ", out);
+		put_cell(out, f->module, mw, false);
+		fputc('\n', out);
+	}
+	if (shown > rows)
+		fprintf(out, "(%zu more function%s not shown)\n", shown - rows,
+			shown - rows == 1 ? "" : "s");
+	if (a->nfuncs > shown && limit > 0)
+		fprintf(out, "(%zu functions under %.2g%% not shown)\n", a->nfuncs - shown, limit);
+	free(order);
+	return 0;
+}
+
+static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	uint32_t max_stacks = opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS;
+	struct sp_seq_groups g;
+	uint32_t *order = NULL;
+	sp_seq_groups_init(&g);
+	int err = sp_agg_heaviest(a, &g, &order);
+	if (err)
+		goto out;
+	fprintf(out, "\nHeaviest stacks (complete stacks, leaf first)\n");
+	if (!g.ngroups)
+		fprintf(out, "  (no complete stacks)\n");
+	size_t width = sp_text_width(opts);
+	for (size_t i = 0; i < g.ngroups && i < max_stacks; i++) {
+		const struct sp_seq_group *grp = &g.groups[order[i]];
+		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(grp->count, a->whole),
+			grp->count, grp->count == 1 ? "" : "s");
+		for (uint32_t j = 0; j < grp->len; j++) {
+			const struct sp_agg_func *f = &a->funcs[g.ids[grp->off + j]];
+			/* "    function [marks] (module)", both cut to the width. */
+			size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
+			size_t mw = strlen(f->module), fw = sp_text_func_width(f);
+			mw = mw < module_max ? mw : module_max;
+			size_t room = width - 4 - mw - 3;
+			fputs("    ", out);
+			put_func(out, f, fw < room ? fw : room, false);
+			fputs(" (", out);
+			put_cell(out, f->module, mw, false);
+			fputs(")\n", out);
+		}
+	}
+out:
+	free(order);
+	sp_seq_groups_release(&g);
+	return err;
+}
+
+/* The flat table (or tree) and the heaviest stacks of one aggregation. */
+static int write_views(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	if (!a->samples) {
+		fprintf(out, "\nNo samples.\n");
+		return 0;
+	}
+	int err = opts->tree || opts->inverted ? sp_report_tree(a, opts, out)
+						: write_table(a, opts, out);
+	if (!err)
+		err = write_stacks(a, opts, out);
+	return err;
+}
+
+/* A section of --group-by: a process or a thread and its kept samples. */
+struct section {
+	struct sp_agg_scope scope;
+	uint64_t samples;
+	int32_t pid, tid;
+	const char *name;
+};
+
+static int by_section(const void *pa, const void *pb)
+{
+	const struct section *x = pa, *y = pb;
+	if (x->samples != y->samples)
+		return x->samples < y->samples ? 1 : -1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/*
+ * One section per process (named by its first thread with a name: the main
+ * thread's comm, usually) or per thread, busiest first, each with its own
+ * views; shares stay of all the report's samples, so sections add up.
+ */
+static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	const struct sp_spool *s = a->spool;
+	size_t nthreads = sp_spool_thread_count(s), nsamples = sp_spool_sample_count(s), n = 0;
+	struct section *sec = calloc(nthreads ? nthreads : 1, sizeof(*sec));
+	uint32_t *of_thread = malloc((nthreads ? nthreads : 1) * sizeof(*of_thread));
+	int err = -ENOMEM;
+	if (!sec || !of_thread)
+		goto out;
+	for (uint32_t t = 0; t < nthreads; t++) {
+		const struct sp_thread *th = sp_spool_thread(s, t);
+		size_t j = n;
+		if (opts->group_by == SP_GROUP_PROCESS)
+			for (j = 0; j < n && sec[j].pid != th->pid; j++)
+				;
+		if (j == n) {
+			sec[n++] = (struct section){
+				.scope = {.kind = opts->group_by, .pid = th->pid, .thread = t},
+				.pid = th->pid,
+				.tid = opts->group_by == SP_GROUP_PROCESS ? th->pid : th->tid,
+				.name = th->name,
+			};
+		} else if (!sec[j].name[0] || th->tid == th->pid) {
+			sec[j].name = th->name; /* the main thread names its process */
+		}
+		of_thread[t] = (uint32_t)j;
+	}
+	for (size_t i = 0; i < nsamples; i++) {
+		uint32_t t = sp_spool_sample(s, i)->thread;
+		if (sp_agg_kept(a, i) && t < nthreads)
+			sec[of_thread[t]].samples++;
+	}
+	qsort(sec, n, sizeof(*sec), by_section);
+	err = 0;
+	for (size_t i = 0; !err && i < n && sec[i].samples; i++) {
+		struct sp_agg part;
+		if (opts->group_by == SP_GROUP_PROCESS)
+			fprintf(out, "\n== Process %" PRId32 " (%s): %.1f%% (%" PRIu64 " sample%s)\n",
+				sec[i].pid, sec[i].name[0] ? sec[i].name : "[unknown]",
+				pct(sec[i].samples, a->whole), sec[i].samples,
+				sec[i].samples == 1 ? "" : "s");
+		else
+			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (%s): %.1f%% (%" PRIu64
+				     " sample%s)\n", sec[i].pid, sec[i].tid,
+				sec[i].name[0] ? sec[i].name : "[unknown]", pct(sec[i].samples, a->whole),
+				sec[i].samples, sec[i].samples == 1 ? "" : "s");
+		err = sp_agg_build_scoped(&part, s, a->sym, opts, &sec[i].scope);
+		if (!err) {
+			part.whole = a->whole;
+			err = write_views(&part, opts, out);
+		}
+		sp_agg_release(&part);
+	}
+out:
+	free(sec);
+	free(of_thread);
+	return err;
+}
+
+int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	sp_text_header(a, opts, out);
+	if (a->samples && opts->group_by != SP_GROUP_NONE)
+		return write_sections(a, opts, out);
+	return write_views(a, opts, out);
+}

@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: MIT */
+/* The text report's header: the spool, counters, error statistics, symbol sources, filters. */
+#include "report/views.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LINE_COLUMNS SP_TEXT_COLUMNS /* the header's width */
+#define pct sp_text_pct
+
+#define HEADER_INDENT 12 /* "Counters:   " */
+#define ROW_INDENT 14
+
+/* A ", "-separated list that wraps at LINE_COLUMNS onto lines indented like the header. */
+struct item_list {
+	FILE *out;
+	size_t col;
+	unsigned n;
+};
+
+static void __attribute__((format(printf, 2, 3))) put_item(struct item_list *l, const char *fmt,
+							    ...)
+{
+	char text[96];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	size_t n = strlen(text);
+	if (!l->n) {
+		l->col += n;
+	} else if (l->col + 2 + n + 1 > LINE_COLUMNS) { /* +1: room for a comma after it */
+		fprintf(l->out, ",\n%*s", HEADER_INDENT, "");
+		l->col = HEADER_INDENT + n;
+	} else {
+		fputs(", ", l->out);
+		l->col += 2 + n;
+	}
+	fputs(text, l->out);
+	l->n++;
+}
+
+/* "N things", or "1 thing" when one is singular. */
+static void put_count(struct item_list *l, uint64_t n, const char *one, const char *many)
+{
+	put_item(l, "%" PRIu64 " %s", n, n == 1 ? one : many);
+}
+
+/*
+ * The recorder's own counters.  The first four always show; the rest are
+ * problems and show only when non-zero, so a clean recording takes one line.
+ */
+static void write_counters(const struct sp_summary *sum, FILE *out)
+{
+	struct item_list l = {.out = out, .col = HEADER_INDENT};
+	fputs("Counters:   ", out);
+	put_count(&l, sum->sample_events, "sample event", "sample events");
+	put_item(&l, "%" PRIu64 " written", sum->samples);
+	put_item(&l, "%" PRIu64 " lost", sum->lost_events);
+	put_item(&l, "kernel frames %s", sum->kernel_enabled ? "on" : "off");
+	const struct {
+		uint64_t n;
+		const char *one, *many;
+	} problems[] = {
+		{sum->missing_pid_samples, "missing pid", "missing pid"},
+		{sum->missing_tid_samples, "missing tid", "missing tid"},
+		{sum->missing_timestamp_samples, "missing timestamp", "missing timestamp"},
+		{sum->idle_tid_samples, "idle tid", "idle tid"},
+		{sum->empty_stack_samples, "empty stack", "empty stacks"},
+		{sum->truncated_frame_markers, "truncation marker", "truncation markers"},
+	};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(problems); i++)
+		if (problems[i].n)
+			put_count(&l, problems[i].n, problems[i].one, problems[i].many);
+	fputc('\n', out);
+}
+
+/* One line of the error breakdown: a stop reason or an error kind. */
+struct count_row {
+	uint64_t n;
+	const char *name, *text;
+};
+
+/* Heaviest first; the tables' own order among equals (insertion sort is stable). */
+static void sort_rows(struct count_row *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && v[j - 1].n < v[j].n; j--) {
+			struct count_row x = v[j];
+			v[j] = v[j - 1];
+			v[j - 1] = x;
+		}
+}
+
+static void write_rows(const struct count_row *v, size_t n, int name_w, int count_w,
+		       uint64_t whole, FILE *out)
+{
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%*s%-*s  %*" PRIu64 " %6.1f%%  %s\n", ROW_INDENT, "", name_w, v[i].name,
+			count_w, v[i].n, pct(v[i].n, whole), v[i].text);
+}
+
+/*
+ * Why stacks ended early and which samples failed, by stop reason and by
+ * error kind, with shares of the sample events.  Printed only when some count
+ * is non-zero.
+ */
+static void write_error_stats(const struct sp_summary *sum, FILE *out)
+{
+	struct count_row stops[SP_STOP_COUNT_], kinds[SP_ERR_COUNT_];
+	size_t nstops = 0, nkinds = 0;
+	uint64_t stopped = 0, failed = 0, top = 0;
+	int name_w = 0;
+	for (unsigned i = 0; i < SP_STOP_COUNT_; i++) {
+		if (i == SP_STOP_ROOT || !sum->stop_reasons[i])
+			continue;
+		stops[nstops++] = (struct count_row){sum->stop_reasons[i], sp_stop_reason_name(i),
+						     sp_stop_reason_text(i)};
+		stopped += sum->stop_reasons[i];
+	}
+	for (unsigned i = 0; i < SP_ERR_COUNT_; i++) {
+		if (!sum->error_stats[i])
+			continue;
+		kinds[nkinds++] = (struct count_row){sum->error_stats[i], sp_error_kind_name(i),
+						     sp_error_kind_text(i)};
+		failed += sum->error_stats[i];
+	}
+	if (!nstops && !nkinds)
+		return;
+	sort_rows(stops, nstops);
+	sort_rows(kinds, nkinds);
+	for (size_t i = 0; i < nstops + nkinds; i++) {
+		const struct count_row *r = i < nstops ? &stops[i] : &kinds[i - nstops];
+		int w = (int)strlen(r->name);
+		name_w = w > name_w ? w : name_w;
+		top = r->n > top ? r->n : top;
+	}
+	char digits[24];
+	int count_w = snprintf(digits, sizeof(digits), "%" PRIu64, top);
+	/* Stop reasons count every unwound sample; error kinds can strike before a sample is one. */
+	uint64_t whole = sum->sample_events ? sum->sample_events : sum->samples;
+
+	if (nstops) {
+		fprintf(out, "Unwinding:  %" PRIu64 " stack%s where DWARF unwinding stopped early"
+			     " (%.1f%% of samples)\n", stopped, stopped == 1 ? "" : "s",
+			pct(stopped, whole));
+		write_rows(stops, nstops, name_w, count_w, whole, out);
+		/* Where DWARF stopped early, the kernel's frame-pointer chain may go on. */
+		if (sum->spliced_stacks || sum->ignored_user_callchain_frames) {
+			struct item_list l = {.out = out, .col = HEADER_INDENT};
+			fprintf(out, "%*s", HEADER_INDENT, "");
+			put_count(&l, sum->spliced_stacks, "stack continued by frame pointers",
+				  "stacks continued by frame pointers");
+			put_count(&l, sum->ignored_user_callchain_frames, "callchain frame unused",
+				  "callchain frames unused");
+			fputc('\n', out);
+		}
+	}
+	if (nkinds) {
+		fprintf(out, "Errors:     %" PRIu64 " sample error%s (%.1f%% of samples)\n", failed,
+			failed == 1 ? "" : "s", pct(failed, whole));
+		write_rows(kinds, nkinds, name_w, count_w, whole, out);
+	}
+}
+
+/* A list of ids as "1,2,3" into buf (cut when long). */
+static void put_ids(char *buf, size_t cap, const int32_t *ids, size_t n)
+{
+	size_t len = 0;
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && len + 1 < cap; i++)
+		len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId32, i ? "," : "", ids[i]);
+}
+
+void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	const struct sp_report_filter *f = &opts->filter;
+	if (!sp_filter_active(f))
+		return;
+	struct item_list l = {.out = out, .col = HEADER_INDENT};
+	char ids[64];
+	fputs("Filters:    ", out);
+	if (f->npids) {
+		put_ids(ids, sizeof(ids), f->pids, f->npids);
+		put_item(&l, "pid %s", ids);
+	}
+	if (f->ntids) {
+		put_ids(ids, sizeof(ids), f->tids, f->ntids);
+		put_item(&l, "tid %s", ids);
+	}
+	if (f->comm)
+		put_item(&l, "comm '%.60s'", f->comm);
+	if (f->module)
+		put_item(&l, "module '%.60s'", f->module);
+	if (f->focus)
+		put_item(&l, "focus '%.60s'", f->focus);
+	if (f->exclude)
+		put_item(&l, "exclude '%.60s'", f->exclude);
+	if (f->has_start && f->has_end)
+		put_item(&l, "time %g-%g s", (double)f->start_ns / 1e9, (double)f->end_ns / 1e9);
+	else if (f->has_start)
+		put_item(&l, "time from %g s", (double)f->start_ns / 1e9);
+	else if (f->has_end)
+		put_item(&l, "time until %g s", (double)f->end_ns / 1e9);
+	fprintf(out, "\nKept:       %" PRIu64 " of %" PRIu64 " samples (%.1f%%)\n", a->samples,
+		a->all_samples, pct(a->samples, a->all_samples));
+}
+
+void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	const struct sp_spool *s = a->spool;
+	const struct sp_spool_meta *meta = sp_spool_meta(s);
+	const struct sp_summary *sum = sp_spool_summary(s);
+	struct sp_symbolizer_stats st;
+	sp_symbolizer_stats(a->sym, &st);
+
+	fprintf(out, "Spool:      %s\n", opts->spool_path ? opts->spool_path : "(buffer)");
+	fprintf(out, "Command:    %s\n", meta && meta->command && *meta->command ? meta->command
+									: "(unknown)");
+	fprintf(out, "Event:      %s", meta && meta->event_source == SP_EVENT_CYCLES ? "cycles"
+										: "cpu-clock");
+	if (meta && meta->frequency_hz)
+		fprintf(out, " at %" PRIu32 " Hz", meta->frequency_hz);
+	fputc('\n', out);
+	double secs = (double)(a->last_ns - a->first_ns) / 1e9;
+	fprintf(out, "Duration:   %.3f s\n", secs);
+	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->samples,
+		sp_spool_lost_total(s));
+	sp_text_filters(a, opts, out);
+	fprintf(out, "Empty:      %.1f%% of samples had no stack (%" PRIu64 ")\n",
+		pct(a->empty_samples, a->samples), a->empty_samples);
+	fprintf(out, "Truncated:  %.1f%% of samples had a truncated stack (%" PRIu64 ")\n",
+		pct(a->truncated_samples, a->samples), a->truncated_samples);
+	/* A recording cut short has no summary trailer: its counters were never written. */
+	if (sum) {
+		write_counters(sum, out);
+		write_error_stats(sum, out);
+	}
+	if (st.files_unproven)
+		fprintf(out, "Unproven:   %" PRIu64 " module file%s differ%s from the recorded one%s;"
+			     " shown as module+offset\n", st.files_unproven,
+			st.files_unproven == 1 ? "" : "s", st.files_unproven == 1 ? "s" : "",
+			st.files_unproven == 1 ? "" : "s");
+	if (st.files_unreadable)
+		fprintf(out, "Unreadable: %" PRIu64 " module file%s missing or not ELF;"
+			     " shown as module+offset\n", st.files_unreadable,
+			st.files_unreadable == 1 ? "" : "s");
+	if (st.debug_files_mismatched)
+		fprintf(out, "Debug files: %" PRIu64 " refused: build-id or CRC differs from the"
+			     " module file's\n", st.debug_files_mismatched);
+	if (sp_spool_truncated(s) || !sum)
+		fprintf(out, "Note:       the recording was cut short; only its intact prefix"
+			     " is shown\n");
+}

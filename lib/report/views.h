@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The views (private): the text report and what its parts share (column
+ * widths, percentages, function cells, the flat table's order, the header:
+ * lib/report/text_cells.c, text_header.c), call trees, folded stacks, the
+ * JSON summary.  Above aggregation; the dispatcher calls the entry points.
+ */
+#ifndef SP_REPORT_VIEWS_H
+#define SP_REPORT_VIEWS_H
+
+#include "report/aggregate.h"
+
+#include <stdio.h>
+
+/* ---- views (lib/report/report_text.c, report_tree.c, report_folded.c, report_json.c) */
+
+int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+/* Call trees (lib/report/report_tree.c): top-down, or bottom-up with opts->inverted. */
+int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+int sp_report_folded(struct sp_agg *a, FILE *out);
+/* JSON summary (lib/report/report_json.c). */
+int sp_report_json(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+
+/* ---- shared by the text views ------------------------------------------- */
+
+#define SP_TEXT_COLUMNS 80
+#define SP_TEXT_MIN_COLUMNS 80
+/* The table's share limit: opts->percent_limit, 0 when unset. */
+static inline double sp_text_limit(const struct sp_report_opts *opts)
+{
+	return opts->percent_limit > 0 ? opts->percent_limit : 0;
+}
+/* The text views' width: opts->width, at least SP_TEXT_MIN_COLUMNS, else SP_TEXT_COLUMNS. */
+static inline size_t sp_text_width(const struct sp_report_opts *opts)
+{
+	return opts->width >= SP_TEXT_MIN_COLUMNS ? opts->width : SP_TEXT_COLUMNS;
+}
+/* 100 * part / whole, 0 when whole is 0. */
+double sp_text_pct(uint64_t part, uint64_t whole);
+/* The order of the flat table (opts->sort), ties by name. */
+int sp_text_func_cmp(const struct sp_agg *a, uint32_t x, uint32_t y, uint32_t sort);
+/*
+ * The functions of the flat table in order (opts->sort, ties by name), those
+ * under opts->percent_limit left out: a malloc'd array of *shown ids.
+ */
+int sp_text_func_order(const struct sp_agg *a, const struct sp_report_opts *opts,
+		       uint32_t **order, size_t *shown);
+/* By name, module, inline, file and line: the identity of a function across spools. */
+int sp_text_name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y);
+/* A function (name and marks) in a column of width w, cut with "..." when longer. */
+void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad);
+/* Columns a function's name and marks take. */
+size_t sp_text_func_width(const struct sp_agg_func *f);
+void sp_text_put_cell(FILE *out, const char *s, size_t w, bool pad);
+/* The header: spool, counters, filters. */
+void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+/* Print the filters set and how many samples they kept; nothing when none is. */
+void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
+
+/* (lib/report/heaviest.c) */
+/*
+ * The complete stacks of a merged by function sequence (leaf first), into g,
+ * and their order, heaviest first, ties by names (malloc'd *order).  0 or -ENOMEM.
+ */
+int sp_agg_heaviest(struct sp_agg *a, struct sp_seq_groups *g, uint32_t **order);
+
+#endif

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/spool/: the spool file (private, not installed).
+ *
+ * Owns: the format, version 1 (stackpulse-spool(5)): its constants and the
+ * reader's tables (this header); the writer the recorder appends to
+ * (spool_writer.c), the validating reader that keeps a damaged file's intact
+ * prefix (spool_reader.c), stack expansion over the prefix tree
+ * (spool_stack.c), and the record-by-record dump (spool_dump.c).
+ * May call: util only.
+ */
+#ifndef SP_SPOOL_H
+#define SP_SPOOL_H
+
+#include "util/util.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* "SPSPOOL" plus a NUL, so `file` and `head` show what the file is. */
+#define SP_SPOOL_MAGIC "SPSPOOL"
+#define SP_SPOOL_MAGIC_LEN 8
+#define SP_SPOOL_VERSION 1
+/* Magic plus the little-endian u16 version. */
+#define SP_SPOOL_HEADER_LEN (SP_SPOOL_MAGIC_LEN + 2)
+/* A uvarint of a 64-bit value never takes more than this many bytes. */
+#define SP_VARINT_MAX 10
+
+/*
+ * Record types.  0 is never written: a zero type byte is what a crash leaves
+ * in a preallocated or zero-filled tail, so the reader treats it as damage.
+ * Types above SP_REC_LAST_ are unknown to this version and are skipped.
+ */
+enum sp_spool_record {
+	SP_REC_INVALID = 0,
+	SP_REC_META = 1,
+	SP_REC_MODULE = 2,
+	SP_REC_FRAME = 3,
+	SP_REC_STACK = 4,
+	SP_REC_THREAD = 5,
+	SP_REC_THREAD_NAME = 6,
+	SP_REC_SAMPLE = 7,
+	SP_REC_EXEC = 8,
+	SP_REC_LOST = 9,
+	SP_REC_SUMMARY = 10,
+	/* Symbol records, written by `stackpulse symbolize` and at record end (lib/symbols/symstore.c). */
+	SP_REC_SYM_STRINGS = 11,
+	SP_REC_SYM_FRAME = 12,
+	SP_REC_SYM_KERNEL = 13,
+	SP_REC_SYM_PERF_MAP = 14,
+	SP_REC_LAST_ = SP_REC_SYM_PERF_MAP,
+};
+
+/* String ids of optional strings are stored plus one; 0 is "none". */
+#define SP_SYM_NO_STRING UINT32_MAX
+
+/* EXEC flags; bits a reader does not know are ignored. */
+#define SP_EXEC_PYTHON 1u
+
+/* Unchecked LEB128 encoders for callers that reserved SP_VARINT_MAX bytes per value. */
+static inline uint8_t *sp_enc_uvarint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *sp_enc_svarint(uint8_t *p, int64_t v)
+{
+	return sp_enc_uvarint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/*
+ * Room for element n of an array of elem-byte elements: returns the
+ * (possibly moved) array, or NULL on overflow or ENOMEM with arr untouched.
+ * Doubling keeps appends amortized O(1).
+ */
+static inline void *sp_grow_array(void *arr, size_t *cap, size_t n, size_t elem)
+{
+	if (n < *cap)
+		return arr;
+	size_t c = *cap ? *cap * 2 : 16;
+	if (c > SIZE_MAX / elem)
+		return NULL;
+	void *q = realloc(arr, c * elem);
+	if (q)
+		*cap = c;
+	return q;
+}
+
+/* Grow arr (a typed pointer lvalue) to hold element n; 0 or -ENOMEM. */
+#define SP_GROW(arr, n, cap)                                                   \
+	__extension__({                                                        \
+		void *q_ = sp_grow_array((arr), &(cap), (n), sizeof(*(arr)));  \
+		if (q_)                                                        \
+			(arr) = q_;                                            \
+		q_ ? 0 : -ENOMEM;                                              \
+	})
+
+/* ---- the reader's tables, shared with the dump (lib/spool/spool_dump.c) ------ */
+
+/* One record in file order: its type (SP_REC_INVALID for an unknown type) and table index. */
+struct sp_spool_log {
+	uint32_t index;
+	uint8_t type;
+};
+
+struct sp_spool_unknown {
+	uint8_t type;
+	bool damaged; /* a symbol record that did not parse, or followed one that did not */
+	uint64_t length;
+};
+
+/* One function of a stored inline chain (a SYM_FRAME entry); strings are ids into sym_strings. */
+struct sp_spool_sym {
+	uint8_t kind, origin;
+	uint32_t flags;
+	uint32_t name, module;
+	uint32_t file; /* SP_SYM_NO_STRING when none */
+	uint32_t line;
+	uint64_t symbol_offset;
+};
+
+/* A SYM_FRAME record: the chain of frame, innermost first, at syms[first..first+n). */
+struct sp_spool_symframe {
+	uint32_t frame, first, n;
+};
+
+/* A SYM_KERNEL record: a kallsyms symbol a stored kernel frame was named from. */
+struct sp_spool_ksym {
+	uint64_t addr, size; /* size 0: unknown */
+	uint32_t name;
+	uint32_t module;     /* SP_SYM_NO_STRING for vmlinux */
+};
+
+/* A SYM_PERF_MAP record: a perf map line a stored frame was named from. */
+struct sp_spool_pmline {
+	int32_t pid;
+	uint64_t start, size;
+	uint32_t name;
+};
+
+/* A THREAD_NAME record; the thread's name points at the latest one's string. */
+struct sp_spool_name {
+	uint32_t thread;
+	char *name;
+};
+
+struct sp_spool_lost {
+	uint64_t count, timestamp_ns;
+};
+
+struct sp_spool {
+	struct sp_spool_meta meta; /* strings point at the owned copies below */
+	char *command, *hostname, *kernel_release;
+	uint16_t version;
+	bool truncated;
+	uint64_t last_timestamp_ns; /* base of the next sample's delta */
+
+	struct sp_module *modules; /* paths owned */
+	size_t nmodules, modules_cap;
+	struct sp_frame *frames;
+	size_t nframes, frames_cap;
+	/* Stack node id -> parent and frame; entry 0 is the empty stack. */
+	uint32_t *stack_parent, *stack_frame;
+	size_t nstacks, stacks_cap;
+	struct sp_thread *threads;
+	size_t nthreads, threads_cap;
+	struct sp_spool_name *names;
+	size_t nnames, names_cap;
+	struct sp_sample *samples;
+	size_t nsamples, samples_cap;
+	struct sp_exec *execs;
+	size_t nexecs, execs_cap;
+	struct sp_spool_lost *losts;
+	size_t nlosts, losts_cap;
+	uint64_t lost_total;
+	/* Every SUMMARY record; the last one is the spool's summary. */
+	struct sp_summary *summaries;
+	size_t nsummaries, summaries_cap;
+	struct sp_spool_unknown *unknowns;
+	size_t nunknowns, unknowns_cap;
+	/* Symbol records: every SYM_STRINGS string in order, then what refers to them. */
+	char **sym_strings;
+	size_t nsym_strings, sym_strings_cap;
+	uint32_t *strrec_first; /* per SYM_STRINGS record: its first string id */
+	size_t nstrrecs, strrecs_cap;
+	struct sp_spool_sym *syms;
+	size_t nsyms, syms_cap;
+	struct sp_spool_symframe *symframes; /* a later one for a frame replaces an earlier */
+	size_t nsymframes, symframes_cap;
+	struct sp_spool_ksym *ksyms;
+	size_t nksyms, ksyms_cap;
+	struct sp_spool_pmline *pmlines;
+	size_t npmlines, pmlines_cap;
+	bool sym_damaged; /* symbol records from the first damaged one on are ignored */
+	size_t intact_len; /* bytes of the file up to the end of the last record kept */
+	struct sp_spool_log *log;
+	size_t nlog, log_cap;
+};
+
+/* ---- writer extras for symbol records (lib/spool/spool_writer.c) -------------- */
+
+/* Append whole, already encoded records (lib/symbols/symstore.c's output).  0 or -errno. */
+int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);
+/* Flush, then read the spool written so far back into *out.  0 or -errno. */
+int sp_spool_writer_read_back(struct sp_spool_writer *w, struct sp_spool **out);
+
+#endif

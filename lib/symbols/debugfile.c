@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/* Separate debug files: where a module file's debug file may be, and proof that it is its own. */
+#include "symbols/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define GLOBAL_DEBUG_DIR "/usr/lib/debug"
+
+/*
+ * The .gnu_debuglink CRC is the CRC-32 of the whole debug file, the same
+ * polynomial zlib computes (GDB's "Debugging Information in Separate Files").
+ */
+static bool file_crc32(int fd, uint32_t *out)
+{
+	unsigned char buf[65536];
+	uLong crc = crc32(0L, Z_NULL, 0);
+	off_t off = 0;
+	for (;;) {
+		ssize_t n = pread(fd, buf, sizeof(buf), off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return false;
+		if (n == 0)
+			break;
+		crc = crc32(crc, buf, (uInt)n);
+		off += n;
+	}
+	*out = (uint32_t)crc;
+	return true;
+}
+
+bool sp_debug_file_matches(const struct sp_debug_query *q, int fd)
+{
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return false;
+	if (q->build_id_len) {
+		sp_elf_init();
+		Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+		if (!elf)
+			return false;
+		uint8_t id[SP_BUILD_ID_MAX];
+		size_t n = elf_kind(elf) == ELF_K_ELF ? sp_elf_build_id(elf, id, sizeof(id)) : 0;
+		elf_end(elf);
+		return n == q->build_id_len && !memcmp(id, q->build_id, n);
+	}
+	/* Without a build-id only the debug link's CRC can tell. */
+	uint32_t crc;
+	return q->debuglink && file_crc32(fd, &crc) && crc == q->debuglink_crc;
+}
+
+/* The search's state: the module file's identity, what was found, what was refused. */
+struct search {
+	const struct sp_debug_query *q;
+	struct stat main_st;
+	bool have_main_st;
+	struct sp_debug_found *out;
+	/* Listing only (sp_debug_file_candidates): every candidate path, none opened. */
+	bool listing;
+	char **list;
+	size_t nlist;
+};
+
+/*
+ * Try one candidate path.  Returns 1 when it is the debug file (out->fd and
+ * out->path set), 0 to go on searching, -ENOMEM.
+ */
+static int try_path(struct search *s, char *path)
+{
+	if (s->listing) {
+		char **l = realloc(s->list, (s->nlist + 1) * sizeof(*l));
+		if (!l) {
+			free(path);
+			return -ENOMEM;
+		}
+		s->list = l;
+		s->list[s->nlist++] = path;
+		return 0;
+	}
+	/* O_NONBLOCK: a FIFO planted at a candidate path must not hang the report. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0) {
+		free(path);
+		return 0;
+	}
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (s->have_main_st && st.st_dev == s->main_st.st_dev &&
+	     st.st_ino == s->main_st.st_ino)) {
+		/* Not a file, or the module file itself (a debug link naming its own file). */
+		close(fd);
+		free(path);
+		return 0;
+	}
+	if (sp_debug_file_matches(s->q, fd)) {
+		s->out->fd = fd;
+		s->out->path = path;
+		return 1;
+	}
+	close(fd);
+	s->out->mismatched++;
+	if (!s->out->first_mismatch)
+		s->out->first_mismatch = path;
+	else
+		free(path);
+	return 0;
+}
+
+static int try_fmt(struct search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int try_fmt(struct search *s, const char *fmt, ...)
+{
+	char *path;
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vasprintf(&path, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	return try_path(s, path);
+}
+
+/* DIR/.build-id/xx/rest.debug, the layout of Debian's -dbg and -dbgsym packages. */
+static int try_build_id(struct search *s, const char *dir, size_t dir_len)
+{
+	const struct sp_debug_query *q = s->q;
+	if (!q->build_id_len)
+		return 0;
+	char hex[2 * SP_BUILD_ID_MAX + 1];
+	for (size_t i = 0; i < q->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", q->build_id[i]);
+	return try_fmt(s, "%.*s/.build-id/%.2s/%s.debug", (int)dir_len, dir, hex, hex + 2);
+}
+
+/* DIR/LINK, then DIR/FILEDIR/LINK (the /usr/lib/debug/usr/bin/prog.debug layout). */
+static int try_debuglink_in(struct search *s, const char *dir, size_t dir_len,
+			    const char *file_dir, size_t file_dir_len)
+{
+	const char *link = s->q->debuglink;
+	int r = try_fmt(s, "%.*s/%s", (int)dir_len, dir, link);
+	if (r || !file_dir_len)
+		return r;
+	return try_fmt(s, "%.*s%.*s/%s", (int)dir_len, dir, (int)file_dir_len, file_dir, link);
+}
+
+static int search(struct search *s);
+
+int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *out)
+{
+	*out = (struct sp_debug_found){.fd = -1};
+	struct search s = {.q = q, .out = out};
+	s.have_main_st = q->path && !stat(q->path, &s.main_st);
+	int r = search(&s);
+	if (r < 0) {
+		sp_debug_found_release(out);
+		return r;
+	}
+	return 0;
+}
+
+int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n)
+{
+	struct sp_debug_found unused = {.fd = -1};
+	struct search s = {.q = q, .out = &unused, .listing = true};
+	int r = search(&s);
+	if (r < 0) {
+		for (size_t i = 0; i < s.nlist; i++)
+			free(s.list[i]);
+		free(s.list);
+		return r;
+	}
+	*paths = s.list;
+	*n = s.nlist;
+	return 0;
+}
+
+/* Every candidate in order, until one is q's debug file: 1 found, 0 none, -ENOMEM. */
+static int search(struct search *s)
+{
+	const struct sp_debug_query *q = s->q;
+	/* A link is a file name: one with a '/' could point anywhere, so it is not followed. */
+	bool link = q->debuglink && *q->debuglink && !strchr(q->debuglink, '/');
+	const char *file_dir = q->path && q->path[0] == '/' ? q->path : NULL;
+	size_t file_dir_len = 0;
+	if (file_dir) {
+		const char *slash = strrchr(file_dir, '/');
+		file_dir_len = (size_t)(slash - file_dir);
+	}
+	int r = 0;
+
+	/* 1. The user's directories, by build-id and by debug link. */
+	for (const char *d = q->dirs; d && *d && !r;) {
+		size_t len = strcspn(d, ":");
+		if (len && d[0] == '/') {
+			r = try_build_id(s, d, len);
+			if (!r && link)
+				r = try_debuglink_in(s, d, len, file_dir, file_dir_len);
+		}
+		d += len;
+		d += *d == ':';
+	}
+	/* 2. The global build-id tree. */
+	if (!r)
+		r = try_build_id(s, GLOBAL_DEBUG_DIR, strlen(GLOBAL_DEBUG_DIR));
+	/* 3. The debug link beside the file, in .debug/ beside it, under /usr/lib/debug. */
+	if (!r && link && file_dir) {
+		r = try_fmt(s, "%.*s/%s", (int)file_dir_len, file_dir, q->debuglink);
+		if (!r)
+			r = try_fmt(s, "%.*s/.debug/%s", (int)file_dir_len, file_dir, q->debuglink);
+		if (!r)
+			r = try_fmt(s, GLOBAL_DEBUG_DIR "%.*s/%s", (int)file_dir_len, file_dir,
+				    q->debuglink);
+	}
+	return r;
+}
+
+void sp_debug_found_release(struct sp_debug_found *f)
+{
+	if (f->fd >= 0)
+		close(f->fd);
+	free(f->path);
+	free(f->first_mismatch);
+	*f = (struct sp_debug_found){.fd = -1};
+}

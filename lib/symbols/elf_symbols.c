@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/* Names from ELF symbol tables: the function symbol holding an address of a proven module file. */
+#include "symbols/symbolizer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+		      struct sym_hit *hit)
+{
+	if (!f->symtab_built) {
+		int err = sp_symtab_build(&f->symtab, f->mod);
+		if (err)
+			return err;
+		f->symtab_built = true;
+	}
+	const struct sp_symtab_entry *se = sp_symtab_find(&f->symtab, svma);
+	if (se) {
+		const char *name = se->name;
+		/*
+		 * libdwfl appends the symbol version of .dynsym names
+		 * ("__libc_start_main@@GLIBC_2.34"): noise in a profile, and
+		 * the demangler rejects it, so it is cut off first.
+		 */
+		const char *at = strchr(name + 1, '@');
+		const char *bare = at ? sp_arena_strndup(&sym->strings, name, (size_t)(at - name))
+				      : name;
+		char *dem = !bare || sym->opts.no_demangle ? NULL : sp_demangle(bare);
+		if (dem)
+			hit->name = sp_arena_strndup(&sym->strings, dem, strlen(dem));
+		else if (bare && bare != name)
+			hit->name = bare;
+		else if (bare)
+			hit->name = sp_arena_strndup(&sym->strings, name, strlen(name));
+		free(dem);
+		if (!hit->name)
+			return -ENOMEM;
+		hit->offset = svma - se->addr;
+	}
+	return 0;
+}

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: MIT */
+/* Names of kernel frames, from kallsyms. */
+#include "symbols/symbolizer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+static bool is_kernel_frame(const struct sp_spool *s, const struct sp_frame *fr)
+{
+	if (fr->mode == SP_FRAME_KERNEL)
+		return true;
+	const struct sp_module *m = fr->module_id == SP_NO_MODULE ? NULL
+								 : sp_spool_module(s, fr->module_id);
+	return fr->mode == SP_FRAME_USER && m && (m->flags & SP_MODULE_KERNEL);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Read kallsyms once, for every kernel address of the spool at once: the
+ * file is streamed a single time and only the symbols those addresses need
+ * are kept (DESIGN decision 9).  Trouble leaves ksyms_state UNUSABLE and is
+ * counted; only -ENOMEM is an error.
+ */
+static int load_kallsyms(struct sp_symbolizer *sym)
+{
+	sym->ksyms_state = SOURCE_UNUSABLE;
+	if (sym->opts.no_kernel_symbols)
+		return 0;
+	const char *path = sym->opts.kallsyms_path;
+	if (!path) {
+		/* The running kernel's symbols name another kernel's addresses wrongly. */
+		const struct sp_spool_meta *meta = sp_spool_meta(sym->spool);
+		struct utsname uts;
+		if (meta && meta->kernel_release && *meta->kernel_release &&
+		    (uname(&uts) || strcmp(uts.release, meta->kernel_release))) {
+			sym->stats.kallsyms_other_kernel = true;
+			return 0;
+		}
+		path = DEFAULT_KALLSYMS;
+	}
+	size_t n = 0;
+	uint64_t *addrs = malloc((sym->nframes ? sym->nframes : 1) * sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	for (size_t i = 0; i < sym->nframes; i++) {
+		const struct sp_frame *fr = sp_spool_frame(sym->spool, (uint32_t)i);
+		if (fr && is_kernel_frame(sym->spool, fr))
+			addrs[n++] = fr->abs_ip;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || addrs[i] != addrs[u - 1])
+			addrs[u++] = addrs[i];
+	int err = sp_kallsyms_load(path, addrs, u, &sym->ksyms);
+	free(addrs);
+	if (err == -ENOMEM)
+		return err;
+	if (err) {
+		sym->stats.kallsyms_error = err;
+		return 0;
+	}
+	const struct sp_kallsyms_stats *ks = sp_kallsyms_stats(sym->ksyms);
+	sym->stats.kallsyms_read = true;
+	sym->stats.kallsyms_lines = ks->lines;
+	sym->stats.kallsyms_kept = ks->kept;
+	sym->stats.kallsyms_malformed = ks->malformed;
+	sym->stats.kallsyms_restricted = ks->restricted;
+	if (!ks->restricted)
+		sym->ksyms_state = SOURCE_LOADED;
+	return 0;
+}
+
+int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
+			  struct sp_resolved_frame *rf)
+{
+	rf->kind = SP_KIND_KERNEL;
+	rf->module = "[kernel]";
+	if (sym->ksyms_state == SOURCE_UNLOADED) {
+		int err = load_kallsyms(sym);
+		if (err)
+			return err;
+	}
+	const struct sp_ksym *ks =
+		sym->ksyms_state == SOURCE_LOADED ? sp_kallsyms_find(sym->ksyms, fr->abs_ip) : NULL;
+	if (ks) {
+		rf->name = ks->name;
+		rf->module = ks->module ? sp_arena_printf(&sym->strings, "[%s]", ks->module)
+					: "[kernel.kallsyms]";
+		rf->origin = SP_ORIGIN_KERNEL_SYMBOLS;
+		rf->symbol_offset = fr->abs_ip - ks->addr;
+		sym->stats.kernel_frames_named++;
+		return rf->module ? 0 : -ENOMEM;
+	}
+	sym->stats.kernel_frames_unnamed++;
+	rf->name = sp_arena_printf(&sym->strings, "[kernel]+0x%" PRIx64, fr->abs_ip);
+	return rf->name ? 0 : -ENOMEM;
+}
+
+/* The kallsyms symbol a resolved kernel frame was named from. */
+int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
+			       struct sp_frame_source *out)
+{
+	if (!sym->ksyms)
+		return 0;
+	const struct sp_ksym *ks = sp_kallsyms_find(sym->ksyms, fr->abs_ip);
+	if (!ks)
+		return 0;
+	*out = (struct sp_frame_source){
+		.origin = SP_ORIGIN_KERNEL_SYMBOLS,
+		.start = ks->addr,
+		.size = ks->end == UINT64_MAX ? 0 : ks->end - ks->addr,
+		.name = ks->name,
+		.module = ks->module,
+	};
+	return 1;
+}

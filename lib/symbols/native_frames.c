@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/* Names from a native symbolizer plug-in (the seeds' NativeSymbolizer). */
+#include "symbols/symbolizer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Groups for the plug-in (the seeds' NativeSymbolizer) of opts.native, which they copy. */
+int sp_sym_setup_native(struct sp_symbolizer *sym)
+{
+	struct sp_symbolizer_opts *o = &sym->opts;
+	if (!o->native)
+		return 0;
+	bool *eligible = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*eligible));
+	if (!eligible)
+		return -ENOMEM;
+	for (size_t i = 0; i < sym->nmodules; i++) {
+		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)i);
+		eligible[i] = m && sp_sym_has_file(m);
+	}
+	int err = sp_native_groups_new(sym->spool, o->native, eligible, &sym->native);
+	free(eligible);
+	o->native = NULL; /* the groups keep their own copy */
+	return err;
+}
+
+static const char *arena_copy(struct sp_symbolizer *sym, const char *s)
+{
+	return s ? sp_arena_strndup(&sym->strings, s, strlen(s)) : NULL;
+}
+
+/*
+ * Name a frame of a file-backed module through the plug-in (the seeds'
+ * NativeSymbolizer::symbolize_one): its functions, innermost first, become
+ * the frame and its inline chain as the ELF/DWARF backend would make them,
+ * with SP_ORIGIN_ELF.  rf is untouched when the plug-in knows nothing.
+ */
+int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
+				 const struct sp_frame *fr, struct sp_resolved_frame *rf)
+{
+	const struct sp_native_symbol *ns;
+	size_t n;
+	int err = sp_native_groups_symbolize(sym->native, fr->module_id, fr->abs_ip, &ns, &n);
+	if (err == SP_NATIVE_FAILED)
+		sym->stats.native_backend_errors++;
+	if (err || !n)
+		return err == SP_NATIVE_FAILED ? 0 : err;
+	const struct sp_native_symbol *outer = &ns[n - 1];
+	if (!(rf->name = arena_copy(sym, outer->name)) ||
+	    (outer->file && !(rf->file = arena_copy(sym, outer->file))))
+		return -ENOMEM;
+	rf->line = outer->line;
+	rf->symbol_offset = outer->symbol_offset;
+	rf->origin = SP_ORIGIN_ELF;
+	if (rf->file && rf->line)
+		sym->stats.frames_with_lines++;
+	if (n == 1 || sym->opts.no_inline)
+		return 0;
+	struct sp_resolved_frame *c = sp_sym_chain_alloc(sym, n);
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i + 1 < n; i++) {
+		c[i] = *rf;
+		c[i].name = arena_copy(sym, ns[i].name);
+		c[i].file = arena_copy(sym, ns[i].file);
+		if (!c[i].name || (ns[i].file && !c[i].file))
+			return -ENOMEM;
+		c[i].line = ns[i].line;
+		c[i].flags |= SP_RFRAME_INLINE;
+		c[i].symbol_offset = 0;
+	}
+	c[n - 1] = *rf;
+	sp_sym_chain_set(sym, frame_id, c, n);
+	return 0;
+}

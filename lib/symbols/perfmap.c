@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/* Perf map files (/tmp/perf-PID.map): bounded parsing into a table where later lines win. */
+#include "symbols/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BYTES (64ull << 20)
+#define DEFAULT_MAX_LINES (1u << 20)
+#define DEFAULT_MAX_LINE 4096
+
+/* One line that named a function, in file order (its index is its age). */
+struct line_entry {
+	uint64_t start, end;
+	uint32_t name;
+};
+
+void sp_perf_map_init(struct sp_perf_map *m)
+{
+	memset(m, 0, sizeof(*m));
+}
+
+void sp_perf_map_release(struct sp_perf_map *m)
+{
+	free(m->ranges);
+	free(m->names);
+	sp_perf_map_init(m);
+}
+
+/* "START SIZE NAME": 1 ok, 0 malformed, -1 START + SIZE wraps. */
+static int parse_line(const char *p, size_t len, uint64_t *start, uint64_t *size,
+		      const char **name, size_t *name_len)
+{
+	const char *end = p + len;
+	if (end > p && end[-1] == '\r')
+		end--;
+	if (!sp_text_parse_hex(&p, end, start) || p == end || !sp_text_is_blank(*p))
+		return 0;
+	while (p < end && sp_text_is_blank(*p))
+		p++;
+	if (!sp_text_parse_hex(&p, end, size) || p == end || !sp_text_is_blank(*p))
+		return 0;
+	while (p < end && sp_text_is_blank(*p))
+		p++;
+	if (p == end || memchr(p, '\0', (size_t)(end - p)) || *size == 0)
+		return 0;
+	/* end == 2^64 is not representable either: the range must end below it. */
+	if (*size > UINT64_MAX - *start)
+		return -1;
+	*name = p;
+	*name_len = (size_t)(end - p);
+	return 1;
+}
+
+static int add_name(struct sp_perf_map *m, const char *s, size_t n, uint32_t *off)
+{
+	if (m->names_len + n + 1 > UINT32_MAX)
+		return -ENOMEM;
+	if (m->names_len + n + 1 > m->names_cap) {
+		size_t cap = m->names_cap ? m->names_cap : 4096;
+		while (cap < m->names_len + n + 1)
+			cap *= 2;
+		char *p = realloc(m->names, cap);
+		if (!p)
+			return -ENOMEM;
+		m->names = p;
+		m->names_cap = cap;
+	}
+	memcpy(m->names + m->names_len, s, n);
+	m->names[m->names_len + n] = '\0';
+	*off = (uint32_t)m->names_len;
+	m->names_len += n + 1;
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int by_start(const void *a, const void *b, void *ctx)
+{
+	const struct line_entry *e = ctx;
+	uint64_t x = e[*(const uint32_t *)a].start, y = e[*(const uint32_t *)b].start;
+	return x < y ? -1 : x > y;
+}
+
+/* A max-heap of line indices: the newest line on top. */
+static void heap_push(uint32_t *h, size_t *n, uint32_t v)
+{
+	size_t i = (*n)++;
+	while (i > 0 && h[(i - 1) / 2] < v) {
+		h[i] = h[(i - 1) / 2];
+		i = (i - 1) / 2;
+	}
+	h[i] = v;
+}
+
+static void heap_pop(uint32_t *h, size_t *n)
+{
+	uint32_t v = h[--*n];
+	size_t i = 0;
+	for (;;) {
+		size_t c = 2 * i + 1;
+		if (c >= *n)
+			break;
+		if (c + 1 < *n && h[c + 1] > h[c])
+			c++;
+		if (h[c] <= v)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	if (*n)
+		h[i] = v;
+}
+
+/*
+ * Paint the lines in file order, each over the earlier ones: sweep the
+ * sorted range boundaries with a heap of the lines covering the current
+ * point, the newest on top.  O(n log n) for n lines.
+ */
+static int build_ranges(struct sp_perf_map *m, const struct line_entry *e, size_t n)
+{
+	if (n == 0)
+		return 0;
+	uint64_t *pos = malloc(2 * n * sizeof(*pos));
+	uint32_t *order = malloc(n * sizeof(*order));
+	uint32_t *heap = malloc(n * sizeof(*heap));
+	/* Each boundary starts at most one range. */
+	m->ranges = malloc(2 * n * sizeof(*m->ranges));
+	int err = -ENOMEM;
+	if (!pos || !order || !heap || !m->ranges)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		pos[2 * i] = e[i].start;
+		pos[2 * i + 1] = e[i].end;
+		order[i] = (uint32_t)i;
+	}
+	qsort(pos, 2 * n, sizeof(*pos), cmp_u64);
+	size_t npos = 0;
+	for (size_t i = 0; i < 2 * n; i++)
+		if (npos == 0 || pos[i] != pos[npos - 1])
+			pos[npos++] = pos[i];
+	qsort_r(order, n, sizeof(*order), by_start, (void *)e);
+	size_t next = 0, nheap = 0;
+	for (size_t i = 0; i + 1 < npos; i++) {
+		uint64_t p = pos[i];
+		while (next < n && e[order[next]].start == p)
+			heap_push(heap, &nheap, order[next++]);
+		while (nheap && e[heap[0]].end <= p)
+			heap_pop(heap, &nheap);
+		if (!nheap)
+			continue;
+		const struct line_entry *w = &e[heap[0]];
+		struct sp_perf_map_range *last = m->n ? &m->ranges[m->n - 1] : NULL;
+		if (last && last->end == p && last->sym_start == w->start &&
+		    last->name == w->name) {
+			last->end = pos[i + 1];
+			continue;
+		}
+		m->ranges[m->n++] = (struct sp_perf_map_range){
+			.start = p, .end = pos[i + 1],
+			.sym_start = w->start, .sym_size = w->end - w->start, .name = w->name,
+		};
+	}
+	err = 0;
+out:
+	free(pos);
+	free(order);
+	free(heap);
+	return err;
+}
+
+int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_limits *lim)
+{
+	struct sp_perf_map_limits l = lim ? *lim : (struct sp_perf_map_limits){0};
+	if (!l.max_bytes)
+		l.max_bytes = DEFAULT_MAX_BYTES;
+	if (!l.max_lines)
+		l.max_lines = DEFAULT_MAX_LINES;
+	if (!l.max_line)
+		l.max_line = DEFAULT_MAX_LINE;
+	struct sp_line_reader r;
+	int err = sp_line_reader_init(&r, fd, l.max_line, l.max_bytes);
+	if (err)
+		return err;
+	struct line_entry *e = NULL;
+	size_t n = 0, cap = 0;
+	const char *line;
+	size_t len;
+	unsigned flags;
+	while ((err = sp_line_reader_next(&r, &line, &len, &flags)) == 1) {
+		if (m->stats.lines == l.max_lines) {
+			m->stats.limited = true;
+			break;
+		}
+		m->stats.lines++;
+		uint64_t start, size;
+		const char *name;
+		size_t name_len;
+		/*
+		 * The process appends while we read: a last line without its
+		 * newline may be cut anywhere, even inside a number.
+		 */
+		int ok = flags ? 0 : parse_line(line, len, &start, &size, &name, &name_len);
+		if (ok <= 0) {
+			if (ok < 0)
+				m->stats.overflow++;
+			else
+				m->stats.malformed++;
+			continue;
+		}
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 256;
+			struct line_entry *ne = realloc(e, c * sizeof(*ne));
+			if (!ne) {
+				err = -ENOMEM;
+				break;
+			}
+			e = ne;
+			cap = c;
+		}
+		e[n].start = start;
+		e[n].end = start + size;
+		if ((err = add_name(m, name, name_len, &e[n].name)))
+			break;
+		n++;
+		m->stats.entries++;
+	}
+	if (r.limited)
+		m->stats.limited = true;
+	sp_line_reader_release(&r);
+	if (err >= 0)
+		err = build_ranges(m, e, n);
+	free(e);
+	return err < 0 ? err : 0;
+}
+
+const struct sp_perf_map_range *sp_perf_map_find(const struct sp_perf_map *m, uint64_t addr)
+{
+	size_t lo = 0, hi = m->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (m->ranges[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == 0 || addr >= m->ranges[lo - 1].end)
+		return NULL;
+	return &m->ranges[lo - 1];
+}
+
+static uint64_t stamp_us(const struct statx_timestamp *t)
+{
+	return t->tv_sec < 0 ? 0 : (uint64_t)t->tv_sec * 1000000 + t->tv_nsec / 1000;
+}
+
+int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, uint64_t not_before_us,
+		     const struct sp_perf_map_limits *lim, unsigned *verdict)
+{
+	char path[4096];
+	*verdict = SP_PERF_MAP_MISSING;
+	if (snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)pid) >= (int)sizeof(path))
+		return 0;
+	/*
+	 * /tmp is writable by everyone: a symlink planted there must not lead
+	 * us elsewhere (O_NOFOLLOW), nor a FIFO hang us (O_NONBLOCK).
+	 */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			*verdict = SP_PERF_MAP_INSECURE;
+		return errno == ENOMEM ? -ENOMEM : 0;
+	}
+	struct statx st;
+	int err = 0;
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MODE | STATX_MTIME | STATX_BTIME,
+		  &st))
+		goto out; /* counted as missing: nothing can be said about the file */
+	if (!S_ISREG(st.stx_mode) || (st.stx_mode & (S_IWGRP | S_IWOTH))) {
+		*verdict = SP_PERF_MAP_INSECURE;
+		goto out;
+	}
+	if (not_before_us) {
+		uint64_t written = stamp_us(&st.stx_mtime);
+		if ((st.stx_mask & STATX_BTIME) && stamp_us(&st.stx_btime) < written)
+			written = stamp_us(&st.stx_btime);
+		if (written + SP_PERF_MAP_TIME_MARGIN_US < not_before_us) {
+			*verdict = SP_PERF_MAP_STALE;
+			goto out;
+		}
+	}
+	err = sp_perf_map_read_fd(m, fd, lim);
+	if (err) {
+		sp_perf_map_release(m);
+		goto out;
+	}
+	*verdict = SP_PERF_MAP_USED;
+out:
+	close(fd);
+	return err;
+}

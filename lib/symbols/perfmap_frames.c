@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/* Names of anonymous (JIT, Python) code from perf maps, and the Python runtime frames they stand in for. */
+#include "symbols/symbolizer.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * The process a frame outside every module belongs to: frames are interned
+ * without one, so it comes from the samples whose stacks hold the frame.
+ * Computed once for all frames: each stack node is marked with its samples'
+ * pid, or PID_MANY when processes share it, walking up only until a node
+ * already carries the same mark.
+ */
+int sp_sym_compute_frame_pids(struct sp_symbolizer *sym)
+{
+	const struct sp_spool *s = sym->spool;
+	size_t nstacks = sp_spool_stack_count(s);
+	int32_t *node = malloc((nstacks ? nstacks : 1) * sizeof(*node));
+	sym->frame_pid = malloc((sym->nframes ? sym->nframes : 1) * sizeof(*sym->frame_pid));
+	if (!node || !sym->frame_pid) {
+		free(node);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nstacks; i++)
+		node[i] = PID_NONE;
+	for (size_t i = 0; i < sym->nframes; i++)
+		sym->frame_pid[i] = PID_NONE;
+	for (size_t i = 0; i < sp_spool_sample_count(s); i++) {
+		const struct sp_sample *x = sp_spool_sample(s, i);
+		const struct sp_thread *t = sp_spool_thread(s, x->thread);
+		if (!t)
+			continue;
+		int32_t pid = t->pid;
+		for (uint32_t id = x->stack_id; id && id < nstacks; id = sp_spool_stack_parent(s, id)) {
+			if (node[id] == pid || node[id] == PID_MANY)
+				break;
+			node[id] = node[id] == PID_NONE ? pid : PID_MANY;
+		}
+	}
+	for (size_t id = 1; id < nstacks; id++) {
+		uint32_t f = sp_spool_stack_frame(s, (uint32_t)id);
+		if (node[id] == PID_NONE || f >= sym->nframes)
+			continue;
+		int32_t *fp = &sym->frame_pid[f];
+		*fp = *fp == PID_NONE || *fp == node[id] ? node[id] : PID_MANY;
+	}
+	free(node);
+	return 0;
+}
+
+/*
+ * The process's start when the recording saw it: its exec marker (the
+ * recorder writes a not-Python marker at every exec), converted from
+ * CLOCK_MONOTONIC to µs since the epoch with the spool's two anchors.  0
+ * when the process was already running when the recording began (attached,
+ * or forked without exec): then nothing in the spool says when it started.
+ */
+static uint64_t process_start_us(const struct sp_spool *s, int32_t pid)
+{
+	const struct sp_spool_meta *meta = sp_spool_meta(s);
+	for (size_t i = 0; i < sp_spool_exec_count(s); i++) {
+		const struct sp_exec *e = sp_spool_exec(s, i);
+		if (e->pid != pid || e->is_python_runtime || !e->timestamp_ns)
+			continue;
+		uint64_t since = e->timestamp_ns > meta->start_monotonic_ns
+					 ? e->timestamp_ns - meta->start_monotonic_ns : 0;
+		return meta->start_timestamp_us + since / 1000;
+	}
+	return 0;
+}
+
+/*
+ * The seeds' PID-reuse guard: the latest marker of the process decides; or,
+ * with ever, any marker that said Python.
+ */
+static bool is_python_process(const struct sp_spool *s, int32_t pid, bool ever)
+{
+	bool python = false;
+	for (size_t i = 0; i < sp_spool_exec_count(s); i++) {
+		const struct sp_exec *e = sp_spool_exec(s, i);
+		if (e->pid == pid)
+			python = e->is_python_runtime || (ever && python);
+	}
+	return python;
+}
+
+/* May pid's perf map name its anonymous code (opts.perf_map_policy)? */
+static bool perf_map_allowed(const struct sp_symbolizer *sym, int32_t pid)
+{
+	switch (sym->opts.perf_map_policy) {
+	case SP_PERF_MAPS_NONE:
+		return false;
+	case SP_PERF_MAPS_PYTHON:
+		return is_python_process(sym->spool, pid, false);
+	case SP_PERF_MAPS_PIDS:
+		return sym->opts.perf_map_npids &&
+		       bsearch(&pid, sym->perf_map_pids, sym->opts.perf_map_npids,
+			       sizeof(pid), sp_cmp_pid);
+	default:
+		return true;
+	}
+}
+
+/* The perf map of pid, read on first use; NULL when none may or can be used. */
+static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc_map **out)
+{
+	*out = NULL;
+	uint32_t idx;
+	if (sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx)) {
+		if (sym->maps[idx].state == SOURCE_LOADED)
+			*out = &sym->maps[idx];
+		return 0;
+	}
+	if (sp_array_reserve((void **)&sym->maps, &sym->maps_cap, sym->nmaps + 1,
+			     sizeof(*sym->maps)))
+		return -ENOMEM;
+	struct proc_map *pm = &sym->maps[sym->nmaps];
+	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNUSABLE};
+	sp_perf_map_init(&pm->map);
+	int err = sp_map_put(&sym->map_index, (uint64_t)(uint32_t)pid, (uint32_t)sym->nmaps);
+	if (err)
+		return err;
+	sym->nmaps++;
+	if (!perf_map_allowed(sym, pid))
+		return 0;
+	unsigned verdict;
+	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid,
+			       process_start_us(sym->spool, pid), NULL, &verdict);
+	if (err == -ENOMEM)
+		return err;
+	if (err)
+		verdict = SP_PERF_MAP_MISSING; /* a read error: as good as no file */
+	switch (verdict) {
+	case SP_PERF_MAP_USED:
+		break;
+	case SP_PERF_MAP_INSECURE:
+		sym->stats.perf_maps_insecure++;
+		return 0;
+	case SP_PERF_MAP_STALE:
+		sym->stats.perf_maps_stale++;
+		return 0;
+	default:
+		sym->stats.perf_maps_missing++;
+		return 0;
+	}
+	sym->stats.perf_maps_read++;
+	sym->stats.perf_maps_limited += pm->map.stats.limited;
+	sym->stats.perf_map_lines_malformed += pm->map.stats.malformed + pm->map.stats.overflow;
+	pm->module = sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
+	if (!pm->module)
+		return -ENOMEM;
+	pm->state = SOURCE_LOADED;
+	*out = pm;
+	return 0;
+}
+
+static const char *base_name(const char *p)
+{
+	const char *s = strrchr(p, '/');
+	return s && s[1] ? s + 1 : p;
+}
+
+/*
+ * Name a frame of anonymous code of pid from its perf map; rf untouched when
+ * it cannot.  in_anon: the frame is in an anonymous mapping, where a runtime
+ * would have written a map; only those count as missing one.  A frame outside
+ * every mapping is more often a stale register (the first sample after an
+ * exec carries the old image's pc) than JIT code.
+ */
+int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct sp_frame *fr,
+			    bool in_anon, struct sp_resolved_frame *rf)
+{
+	if (sym->opts.perf_map_policy == SP_PERF_MAPS_NONE) {
+		sym->stats.perf_map_frames_denied++;
+		return 0;
+	}
+	const struct proc_map *pm;
+	int err = process_map(sym, pid, &pm);
+	if (err || !pm) {
+		if (!err && !perf_map_allowed(sym, pid))
+			sym->stats.perf_map_frames_denied++;
+		else if (!err && in_anon)
+			sym->stats.perf_map_frames_unmapped++;
+		return err;
+	}
+	const struct sp_perf_map_range *r = sp_perf_map_find(&pm->map, fr->abs_ip);
+	if (!r)
+		return 0;
+	const char *name = sp_perf_map_name(&pm->map, r);
+	if (!strncmp(name, "py::", 4)) {
+		/* CPython's trampolines (-X perf): "py::QUALNAME:FILENAME". */
+		const char *func = name + 4, *colon = strchr(func, ':');
+		const char *file = colon && colon[1] ? colon + 1 : NULL;
+		rf->name = sp_arena_strndup(&sym->strings, func,
+					    colon ? (size_t)(colon - func) : strlen(func));
+		rf->file = file;
+		rf->module = file ? base_name(file) : "[python]";
+		rf->kind = SP_KIND_PYTHON;
+	} else {
+		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
+		rf->name = dem ? sp_arena_strndup(&sym->strings, dem, strlen(dem)) : name;
+		free(dem);
+		rf->module = pm->module;
+		rf->flags |= SP_RFRAME_JIT;
+	}
+	if (!rf->name)
+		return -ENOMEM;
+	rf->origin = SP_ORIGIN_PERF_MAP;
+	rf->symbol_offset = fr->abs_ip - r->sym_start;
+	sym->stats.perf_map_frames_named++;
+	return 0;
+}
+
+/*
+ * The seeds: native frames inside the Python runtime get PYTHON_RUNTIME and
+ * HIDDEN_DEFAULT, so views can hide interpreter machinery.  Here: a frame of
+ * a file-backed module that sp_is_python_module names (python3.12,
+ * libpython3.12.so.1.0), in a process the recording marked a Python runtime,
+ * whose perf map the policy allows and that map was read (now, if not yet):
+ * its py:: frames then stand in the stacks for the interpreter's.  Without
+ * them (no -X perf, no map) hiding the interpreter would leave nothing in
+ * its place, so nothing is flagged.
+ */
+int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
+			       const struct sp_frame *fr)
+{
+	const struct sp_module *m =
+		fr->module_id < sym->nmodules ? sp_spool_module(sym->spool, fr->module_id) : NULL;
+	if (!m || !sp_sym_has_file(m) || !sp_is_python_module(m->path) ||
+	    !is_python_process(sym->spool, m->pid, true) || !perf_map_allowed(sym, m->pid))
+		return 0;
+	const struct proc_map *pm;
+	int err = process_map(sym, m->pid, &pm);
+	if (err || !pm)
+		return err;
+	const uint32_t flags = SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT;
+	sym->frames[frame_id].flags |= flags;
+	for (uint32_t i = 0; sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
+		sym->chain[frame_id][i].flags |= flags;
+	sym->stats.python_runtime_frames++;
+	return 0;
+}
+
+/* Copy what sp_symbolizer_new's caller lent: the pid list, sorted. */
+int sp_sym_setup_perf_map_pids(struct sp_symbolizer *sym)
+{
+	struct sp_symbolizer_opts *o = &sym->opts;
+	if (o->perf_map_policy != SP_PERF_MAPS_PIDS || !o->perf_map_pids)
+		o->perf_map_npids = 0;
+	if (o->perf_map_npids) {
+		sym->perf_map_pids = malloc(o->perf_map_npids * sizeof(*sym->perf_map_pids));
+		if (!sym->perf_map_pids)
+			return -ENOMEM;
+		memcpy(sym->perf_map_pids, o->perf_map_pids,
+		       o->perf_map_npids * sizeof(*sym->perf_map_pids));
+		qsort(sym->perf_map_pids, o->perf_map_npids, sizeof(*sym->perf_map_pids), sp_cmp_pid);
+	}
+	o->perf_map_pids = sym->perf_map_pids;
+	return 0;
+}
+
+/* The perf map line a resolved frame was named from, in its process's map. */
+int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+				 const struct sp_frame *fr, struct sp_frame_source *out)
+{
+	const struct sp_module *m = fr->module_id == SP_NO_MODULE
+					    ? NULL : sp_spool_module(sym->spool, fr->module_id);
+	int32_t pid = m ? m->pid : sym->frame_pid ? sym->frame_pid[frame_id] : PID_NONE;
+	uint32_t idx;
+	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx) ||
+	    sym->maps[idx].state != SOURCE_LOADED)
+		return 0;
+	const struct sp_perf_map *pm = &sym->maps[idx].map;
+	const struct sp_perf_map_range *r = sp_perf_map_find(pm, fr->abs_ip);
+	if (!r)
+		return 0;
+	*out = (struct sp_frame_source){
+		.origin = SP_ORIGIN_PERF_MAP,
+		.pid = pid,
+		.start = r->sym_start,
+		.size = r->sym_size,
+		.name = sp_perf_map_name(pm, r),
+	};
+	return 1;
+}
+
+int sp_cmp_pid(const void *a, const void *b)
+{
+	int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+	return x < y ? -1 : x > y;
+}

@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/* The symbolizer: module files indexed, the order in which frames are resolved, stats. */
+#include "symbols/symbolizer.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 0x100000001b3ULL; /* FNV-1a */
+	return h;
+}
+
+static uint64_t file_key_hash(const struct sp_module *m)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	if (m->build_id_len)
+		return sp_hash64(hash_bytes(h ^ 1, m->build_id, m->build_id_len));
+	const char *path = m->path ? m->path : "";
+	h = hash_bytes(h, path, strlen(path));
+	uint64_t ids[] = {m->inode, m->dev_major, m->dev_minor, m->file_size,
+			  (uint64_t)m->mtime_ns};
+	return sp_hash64(hash_bytes(h, ids, sizeof(ids)));
+}
+
+static bool same_file_key(const struct sp_module *a, const struct sp_module *b)
+{
+	if (a->build_id_len || b->build_id_len)
+		return a->build_id_len == b->build_id_len &&
+		       !memcmp(a->build_id, b->build_id, a->build_id_len);
+	return a->inode == b->inode && a->dev_major == b->dev_major &&
+	       a->dev_minor == b->dev_minor && a->file_size == b->file_size &&
+	       a->mtime_ns == b->mtime_ns && !strcmp(a->path ? a->path : "", b->path ? b->path : "");
+}
+
+static const char *display_name(struct sp_arena *a, const struct sp_module *m)
+{
+	if (m->flags & SP_MODULE_KERNEL)
+		return "[kernel]";
+	const char *p = m->path;
+	/* perf names anonymous executable mappings "//anon". */
+	if (!p || !*p || !strcmp(p, "//anon"))
+		return "[anon]";
+	size_t n;
+	p = sp_path_name_span(p, &n);
+	return sp_arena_strndup(a, p, n);
+}
+
+/* Give every module its file entry, merging modules that share a key. */
+static int index_modules(struct sp_symbolizer *sym)
+{
+	struct sp_map by_key;
+	int err = 0;
+	sp_map_init(&by_key);
+	for (size_t i = 0; i < sym->nmodules; i++) {
+		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)i);
+		sym->module_file[i] = NO_FILE;
+		sym->module_name[i] = m ? display_name(&sym->strings, m) : "[unknown]";
+		if (!sym->module_name[i]) {
+			err = -ENOMEM;
+			goto out;
+		}
+		if (!m || !sp_sym_has_file(m))
+			continue;
+		/* Probe past hash collisions: the key hash is not the key. */
+		uint64_t h = file_key_hash(m);
+		uint32_t idx;
+		while (sp_map_get(&by_key, h, &idx) && !same_file_key(sym->files[idx].rep, m))
+			h = sp_hash64(h + 1);
+		if (!sp_map_get(&by_key, h, &idx)) {
+			idx = (uint32_t)sym->nfiles++;
+			sym->files[idx].rep = m;
+			/*
+			 * A deleted file is looked for at its old path: whatever
+			 * is there now is used only if the proof below holds.
+			 */
+			sym->files[idx].open_path = sp_arena_strndup(&sym->strings, m->path,
+								     sp_path_len_undeleted(m->path));
+			if (!sym->files[idx].open_path) {
+				err = -ENOMEM;
+				goto out;
+			}
+			sp_map_init(&sym->files[idx].cache);
+			sp_map_init(&sym->files[idx].cu_index);
+			sym->files[idx].owner = sym;
+			err = sp_map_put(&by_key, h, idx);
+			if (err)
+				goto out;
+		}
+		sym->module_file[i] = idx;
+	}
+out:
+	sp_map_release(&by_key);
+	return err;
+}
+
+int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
+		      struct sp_symbolizer **out)
+{
+	if (!s || !out || (opts && (opts->perf_map_policy > SP_PERF_MAPS_PIDS ||
+				    opts->stored_symbols > SP_STORED_NONE)))
+		return -SP_E_BAD_ARG;
+	struct sp_symbolizer *sym = calloc(1, sizeof(*sym));
+	if (!sym)
+		return -ENOMEM;
+	int err = -ENOMEM;
+	sym->spool = s;
+	if (opts)
+		sym->opts = *opts;
+	sp_arena_init(&sym->strings);
+	sp_map_init(&sym->map_index);
+	/* The caller's strings need not outlive this call. */
+	if (sym->opts.kallsyms_path &&
+	    !(sym->opts.kallsyms_path = sp_arena_strndup(&sym->strings, sym->opts.kallsyms_path,
+							  strlen(sym->opts.kallsyms_path))))
+		goto fail;
+	if (!sym->opts.perf_map_dir)
+		sym->opts.perf_map_dir = DEFAULT_PERF_MAP_DIR;
+	else if (!(sym->opts.perf_map_dir = sp_arena_strndup(&sym->strings,
+							       sym->opts.perf_map_dir,
+							       strlen(sym->opts.perf_map_dir))))
+		goto fail;
+	sym->nmodules = sp_spool_module_count(s);
+	sym->nframes = sp_spool_frame_count(s);
+	sym->files = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->files));
+	sym->module_file = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->module_file));
+	sym->module_name = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->module_name));
+	sym->frames = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->frames));
+	sym->resolved = calloc(sym->nframes ? sym->nframes : 1, 1);
+	sym->chain = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain));
+	sym->chain_len = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain_len));
+	sym->frame_src = calloc(sym->nframes ? sym->nframes : 1, 1);
+	if (!sym->files || !sym->module_file || !sym->module_name || !sym->frames ||
+	    !sym->resolved || !sym->chain || !sym->chain_len || !sym->frame_src)
+		goto fail;
+	/* Stored names are demangled: --no-demangle needs the files. */
+	if (sym->opts.stored_symbols != SP_STORED_NONE && !sym->opts.no_demangle &&
+	    sp_symstore_index(s, &sym->stored))
+		goto fail;
+
+	/*
+	 * Separate debug files are looked for by find_debuginfo below, which
+	 * counts the candidates it refuses; libdwfl's own search (this path:
+	 * the user's directories, beside the file, .debug/, /usr/lib/debug)
+	 * serves only DWARF alternate files (dwz) and, when DEBUGINFOD_URLS is
+	 * set, debuginfod.
+	 */
+	const char *dirs = sym->opts.debug_dirs ? sym->opts.debug_dirs
+						: getenv("STACKPULSE_DEBUG_DIRS");
+	if (dirs && *dirs) {
+		if (!(sym->debug_dirs = sp_arena_strndup(&sym->strings, dirs, strlen(dirs))))
+			goto fail;
+		if (asprintf(&sym->debuginfo_path, "%s:%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
+			sym->debuginfo_path = NULL;
+			goto fail;
+		}
+	} else if (!(sym->debuginfo_path = strdup(DEFAULT_DEBUG_PATH))) {
+		goto fail;
+	}
+	sym->opts.debug_dirs = sym->debug_dirs;
+	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
+	sym->opts.cache_dir = NULL;
+	const char *urls = getenv("DEBUGINFOD_URLS");
+#ifdef SP_NO_DEBUGINFOD
+	(void)urls; /* built with configure --disable-debuginfod */
+	sym->debuginfod = false;
+#else
+	sym->debuginfod = urls && *urls;
+#endif
+	sym->callbacks = (Dwfl_Callbacks){
+		.find_elf = dwfl_build_id_find_elf,
+		.find_debuginfo = sp_sym_find_debuginfo,
+		.section_address = dwfl_offline_section_address,
+		.debuginfo_path = &sym->debuginfo_path,
+	};
+	err = index_modules(sym);
+	if (!err)
+		err = sp_sym_setup_perf_map_pids(sym);
+	if (!err)
+		err = sp_sym_setup_native(sym);
+	if (err)
+		goto fail;
+	sp_elf_init();
+	*out = sym;
+	return 0;
+fail:
+	sp_symbolizer_free(sym);
+	return err;
+}
+
+void sp_symbolizer_free(struct sp_symbolizer *sym)
+{
+	if (!sym)
+		return;
+	for (size_t i = 0; i < sym->nfiles; i++) {
+		struct file_entry *f = &sym->files[i];
+		if (f->symcache_new)
+			sp_sym_symcache_save(sym, f);
+		free(f->fhits);
+		if (f->dwfl)
+			dwfl_end(f->dwfl);
+		sp_elf_info_release(&f->info);
+		sp_symtab_release(&f->symtab);
+		sp_map_release(&f->cache);
+		sp_map_release(&f->cu_index);
+		if (f->given_fd)
+			close(f->given_fd - 1);
+		free(f->map_files);
+	}
+	for (size_t i = 0; i < sym->ncus; i++)
+		free(sym->cus[i].r);
+	free(sym->cus);
+	free(sym->files);
+	free(sym->module_file);
+	free(sym->module_name);
+	free(sym->frames);
+	free(sym->resolved);
+	free(sym->chain);
+	free(sym->chain_len);
+	for (struct chain_block *b = sym->chain_blocks, *next; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(sym->hits);
+	free(sym->src);
+	sp_kallsyms_free(sym->ksyms);
+	for (size_t i = 0; i < sym->nmaps; i++)
+		sp_perf_map_release(&sym->maps[i].map);
+	free(sym->maps);
+	sp_map_release(&sym->map_index);
+	free(sym->frame_pid);
+	free(sym->perf_map_pids);
+	sp_native_groups_free(sym->native);
+	sp_stack_cache_free(sym->stacks);
+	free(sym->stored);
+	free(sym->frame_src);
+	free(sym->debuginfo_path);
+	free(sym->cache_dir);
+	sp_arena_release(&sym->strings);
+	free(sym);
+}
+
+void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out)
+{
+	*out = sym->stats;
+	sp_stack_cache_add_stats(sym->stacks, out);
+}
+
+/*
+ * Give a named native frame what DWARF knows of its address: the source
+ * position of the containing function (rf), and unless no_inline, the
+ * chain of inlined functions before it.
+ */
+static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
+			 struct sp_resolved_frame *rf, const struct sym_hit *hit)
+{
+	if (!hit->nsrc)
+		return 0;
+	const struct src_entry *src = &sym->src[hit->src];
+	size_t n = hit->nsrc;
+	rf->file = src[n - 1].file;
+	rf->line = src[n - 1].line;
+	if (rf->file && rf->line)
+		sym->stats.frames_with_lines++;
+	if (n == 1 || sym->opts.no_inline)
+		return 0;
+	struct sp_resolved_frame *c = sp_sym_chain_alloc(sym, n);
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i + 1 < n; i++) {
+		c[i] = *rf;
+		c[i].name = src[i].name;
+		c[i].file = src[i].file;
+		c[i].line = src[i].line;
+		c[i].flags |= SP_RFRAME_INLINE;
+		c[i].symbol_offset = 0;
+	}
+	c[n - 1] = *rf;
+	sp_sym_chain_set(sym, frame_id, c, n);
+	return 0;
+}
+
+static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
+			struct sp_resolved_frame *rf)
+{
+	if (fr->module_id == SP_NO_MODULE || fr->module_id >= sym->nmodules) {
+		/* Code outside every recorded mapping may still be a runtime's, named in its map. */
+		if (!sym->frame_pid) {
+			int err = sp_sym_compute_frame_pids(sym);
+			if (err)
+				return err;
+		}
+		int32_t pid = sym->frame_pid[frame_id];
+		if (pid != PID_NONE && pid != PID_MANY) {
+			int err = sp_sym_resolve_perf_map(sym, pid, fr, false, rf);
+			if (err || rf->origin == SP_ORIGIN_PERF_MAP)
+				return err;
+		}
+		rf->kind = SP_KIND_UNKNOWN;
+		rf->module = "[unknown]";
+		rf->name = sp_arena_printf(&sym->strings, "[unknown]+0x%" PRIx64, fr->abs_ip);
+		return rf->name ? 0 : -ENOMEM;
+	}
+	const struct sp_module *m = sp_spool_module(sym->spool, fr->module_id);
+	if (m && (m->flags & SP_MODULE_KERNEL))
+		return sp_sym_resolve_kernel(sym, fr, rf);
+	rf->module = sym->module_name[fr->module_id];
+	if (m && (m->flags & SP_MODULE_ANON)) {
+		int err = sp_sym_resolve_perf_map(sym, m->pid, fr, true, rf);
+		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
+			return err;
+	}
+	if (sym->native && m && sp_sym_has_file(m)) {
+		int err = sp_sym_resolve_native(sym, frame_id, fr, rf);
+		if (err || rf->origin == SP_ORIGIN_ELF)
+			return err;
+	}
+	/* A plug-in replaces the built-in ELF/DWARF backend for every module. */
+	uint32_t fi = sym->native ? NO_FILE : sym->module_file[fr->module_id];
+	if (m && fi != NO_FILE) {
+		struct file_entry *f = &sym->files[fi];
+		if (f->state == FILE_UNOPENED)
+			sp_sym_open_file(sym, f);
+		uint64_t svma;
+		if (f->state == FILE_PROVEN && sp_sym_frame_svma(m, f, fr, &svma)) {
+			const struct sym_hit *hit;
+			int err = sp_sym_lookup_symbol(sym, f, svma, &hit);
+			if (err)
+				return err;
+			if (hit->name) {
+				rf->name = hit->name;
+				rf->symbol_offset = hit->offset;
+				rf->origin = SP_ORIGIN_ELF;
+				return attach_source(sym, frame_id, rf, hit);
+			}
+		}
+	}
+	/* Module-relative, so the same code reads the same in every process. */
+	rf->name = sp_arena_printf(&sym->strings, "%s+0x%" PRIx64, rf->module, fr->rel_ip);
+	return rf->name ? 0 : -ENOMEM;
+}
+
+/* Resolve frame_id into sym->frames (and sym->chain), once. */
+static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
+{
+	struct sp_resolved_frame *rf = &sym->frames[frame_id];
+	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
+	if (!fr)
+		return -SP_E_BAD_ARG;
+	*rf = (struct sp_resolved_frame){
+		.module = "",
+		.kind = SP_KIND_NATIVE,
+		.origin = SP_ORIGIN_ADDRESS_ONLY,
+		.pc = fr->abs_ip,
+	};
+	int err = 0;
+	bool stored = false;
+	if (fr->mode != SP_FRAME_TRUNCATED && sym->stored) {
+		err = sp_sym_resolve_stored(sym, frame_id, rf, &stored);
+		if (err)
+			return err;
+	}
+	if (!sym->frame_src[frame_id])
+		sym->frame_src[frame_id] = SP_FRAME_SRC_LIVE;
+	if (fr->mode == SP_FRAME_TRUNCATED) {
+		rf->name = "[truncated]";
+		rf->kind = SP_KIND_TRUNCATED;
+		rf->flags = SP_RFRAME_TRUNCATED;
+	} else if (!stored) {
+		err = fr->mode == SP_FRAME_KERNEL ? sp_sym_resolve_kernel(sym, fr, rf)
+						  : resolve_user(sym, frame_id, fr, rf);
+	}
+	if (!err && rf->kind == SP_KIND_NATIVE)
+		err = sp_sym_flag_python_runtime(sym, frame_id, fr);
+	if (err)
+		return err;
+	if (rf->kind != SP_KIND_TRUNCATED) {
+		if (rf->origin != SP_ORIGIN_ADDRESS_ONLY)
+			sym->stats.frames_named++;
+		else
+			sym->stats.frames_address_only++;
+	}
+	sym->resolved[frame_id] = 1;
+	return 0;
+}
+
+int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
+			      const struct sp_resolved_frame **frames, size_t *n)
+{
+	if (frame_id >= sym->nframes)
+		return -SP_E_BAD_ARG;
+	if (!sym->resolved[frame_id]) {
+		int err = resolve_frame(sym, frame_id);
+		if (err)
+			return err;
+	}
+	if (sym->chain[frame_id]) {
+		*frames = sym->chain[frame_id];
+		*n = sym->chain_len[frame_id];
+	} else {
+		*frames = &sym->frames[frame_id];
+		*n = 1;
+	}
+	return 0;
+}
+
+int sp_symbolizer_resolve(struct sp_symbolizer *sym, uint32_t frame_id,
+			  const struct sp_resolved_frame **out)
+{
+	const struct sp_resolved_frame *frames;
+	size_t n;
+	int err = sp_symbolizer_resolve_all(sym, frame_id, &frames, &n);
+	if (!err)
+		*out = &frames[n - 1];
+	return err;
+}
+
+unsigned sp_symbolizer_frame_src(const struct sp_symbolizer *sym, uint32_t frame_id)
+{
+	return frame_id < sym->nframes ? sym->frame_src[frame_id] : SP_FRAME_SRC_NONE;
+}
+
+int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+			       struct sp_frame_source *out)
+{
+	*out = (struct sp_frame_source){0};
+	if (frame_id >= sym->nframes || !sym->resolved[frame_id] ||
+	    sym->frame_src[frame_id] == SP_FRAME_SRC_STORED)
+		return 0;
+	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
+	const struct sp_resolved_frame *rf = &sym->frames[frame_id];
+	if (rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
+		return sp_sym_kernel_frame_source(sym, fr, out);
+	if (rf->origin == SP_ORIGIN_PERF_MAP)
+		return sp_sym_perf_map_frame_source(sym, frame_id, fr, out);
+	return 0;
+}

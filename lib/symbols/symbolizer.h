@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The symbolizer's private layout, shared by lib/symbols/symbolizer.c and the
+ * files of its sources of names: module files (elf_files.c), ELF symbols
+ * (elf_symbols.c), DWARF inline chains (dwarf_inline.c), the answers kept
+ * per address and the symbol cache (symbol_hits.c), separate debug files
+ * (debug_search.c), kallsyms (kernel_frames.c), perf maps
+ * (perfmap_frames.c), the spool's stored names (stored_frames.c), a native
+ * plug-in (native_frames.c), inline chain storage (chains.c).
+ * symbolizer.c calls the sources; a source calls chains.c and the parsers,
+ * never symbolizer.c.
+ */
+#ifndef SP_SYMBOLIZER_H
+#define SP_SYMBOLIZER_H
+
+#include "symbols/symbols.h"
+
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+
+#define NO_FILE UINT32_MAX
+#define DEFAULT_DEBUG_PATH ":.debug:/usr/lib/debug"
+
+enum file_state {
+	FILE_UNOPENED = 0,
+	FILE_PROVEN,     /* symbols usable */
+	FILE_UNPROVEN,   /* opened, but not the recorded file: never use its symbols */
+	FILE_UNREADABLE, /* missing, unreadable, not ELF, or libdwfl refused it */
+};
+
+#define DEFAULT_KALLSYMS "/proc/kallsyms"
+#define DEFAULT_PERF_MAP_DIR "/tmp"
+
+/* Frame pids for frames outside every module: none seen yet, or several processes. */
+#define PID_NONE INT32_MIN
+#define PID_MANY (INT32_MIN + 1)
+
+enum source_state {
+	SOURCE_UNLOADED = 0,
+	SOURCE_LOADED,
+	SOURCE_UNUSABLE, /* disabled, denied, missing or rejected: the fallback form */
+};
+
+/* One process's perf map, looked for on its first frame in anonymous code. */
+struct proc_map {
+	int32_t pid;
+	uint8_t state;      /* enum source_state */
+	const char *module; /* "perf-PID.map", the module shown for its JIT frames */
+	struct sp_perf_map map;
+};
+
+/*
+ * One function at an address as DWARF describes it: an inlined function, or
+ * the function that holds the code.  Entries of one address are contiguous
+ * in sym->src, innermost first.
+ */
+struct src_entry {
+	const char *name; /* NULL: the containing function, unknown to DWARF (the ELF symbol names it) */
+	const char *file; /* source file, NULL when unknown */
+	uint32_t line;    /* 0 when unknown */
+	bool is_inline;
+};
+
+/* Cached result of one (file, svma) lookup. */
+struct sym_hit {
+	const char *name; /* NULL: no symbol covers the address */
+	uint64_t offset;  /* svma - symbol start */
+	uint32_t src;     /* first entry in sym->src */
+	uint32_t nsrc;    /* entries; 0 when DWARF says nothing of the address */
+	bool used;        /* asked for by this symbolizer (not only read from the cache) */
+};
+
+/* One code range of a function defined in a CU, to find the function holding an address. */
+struct fn_range {
+	uint64_t lo, hi; /* [lo, hi), DWARF addresses */
+	Dwarf_Die die;   /* the DW_TAG_subprogram: valid as long as its Dwarf */
+};
+
+/* The functions of one CU, sorted by lo: built on the CU's first lookup. */
+struct cu_funcs {
+	struct fn_range *r;
+	size_t n, cap;
+	int err; /* -ENOMEM while collecting */
+};
+
+/* The symbol cache (lib/symbols/symcache.c) of one module file. */
+enum symcache_state {
+	SYMCACHE_UNREAD = 0,
+	SYMCACHE_READ, /* read, or nothing usable there */
+	SYMCACHE_OFF,  /* no cache directory, no build-id, or names made another way */
+};
+
+/* A lookup's answer, by address, as the cache file keeps it. */
+struct file_hit {
+	uint64_t svma;
+	uint32_t hit; /* index into sym->hits */
+};
+
+/* Separate debug file search of one module file. */
+enum debug_state {
+	DEBUG_UNSEARCHED = 0,
+	DEBUG_FOUND,     /* debug_path names it */
+	DEBUG_NONE,      /* searched, nothing usable */
+};
+
+/*
+ * One module file, shared by every module (in any process) that maps it.
+ * Keyed by build-id when recorded, else by path + inode + dev + size + mtime
+ * (so that a module is proven exactly when its file entry is).
+ */
+struct file_entry {
+	const struct sp_module *rep; /* first module seen with this key: path and identity */
+	const char *open_path;       /* rep->path without a " (deleted)" suffix */
+	uint8_t state;               /* enum file_state */
+	Dwfl *dwfl;                  /* one handle per file, base 0: addresses are svmas */
+	Dwfl_Module *mod;
+	struct sp_elf_info info;     /* PT_LOAD segments, for modules without a recorded bias */
+	struct sp_symtab symtab;     /* built on the first lookup */
+	bool symtab_built;
+	struct sp_map cache;         /* svma -> index into sym->hits */
+	struct sp_symbolizer *owner; /* for the debug file search, called back by libdwfl */
+	const char *debuglink;       /* the file's .gnu_debuglink name, or NULL */
+	uint32_t debuglink_crc;
+	uint8_t debug_state;         /* enum debug_state */
+	const char *debug_path;      /* the separate debug file in use, or NULL */
+	bool debug_cached;           /* read from its decompressed copy (counted once) */
+	bool debug_debuginfod;       /* debug_path came from a debuginfod server */
+	bool own_dwarf;              /* the proven image has DWARF of its own (.debug_info) */
+	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
+	int given_fd;                /* +1: an image handed over by sp_symbolizer_use_file, or 0 */
+	char *map_files;             /* the /proc/PID/map_files path tried, or NULL */
+	uint8_t symcache;            /* enum symcache_state */
+	bool symcache_new;           /* a lookup found what the cache file lacks */
+	struct file_hit *fhits;      /* every hit of this file, for the cache file */
+	size_t nfhits, fhits_cap;
+};
+
+/* Resolved frames of inline chains, allocated in blocks that never move. */
+struct chain_block {
+	struct chain_block *next;
+	size_t used, cap;
+	struct sp_resolved_frame f[];
+};
+
+struct sp_symbolizer {
+	const struct sp_spool *spool;
+	struct sp_symbolizer_opts opts;
+	struct sp_arena strings;
+	Dwfl_Callbacks callbacks;    /* must outlive every Dwfl */
+	char *debuginfo_path;        /* pointed to by callbacks (alternate files, debuginfod) */
+	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
+	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
+	char *cache_dir;             /* decompressed debug file copies, or NULL */
+	struct file_entry *files;
+	size_t nfiles;
+	uint32_t *module_file;       /* by module id: file index or NO_FILE */
+	const char **module_name;    /* by module id: display basename */
+	size_t nmodules;
+	struct sp_resolved_frame *frames; /* by frame id */
+	uint8_t *resolved;                /* by frame id: frames[i] is filled */
+	size_t nframes;
+	/* By frame id: the inline chain (innermost first, frames[i]'s copy last), or NULL. */
+	struct sp_resolved_frame **chain;
+	uint32_t *chain_len;
+	struct chain_block *chain_blocks;
+	struct sym_hit *hits;
+	size_t nhits, hits_cap;
+	struct src_entry *src;       /* DWARF functions of every hit, by hit->src */
+	size_t nsrc, src_cap;
+	struct cu_funcs *cus;        /* the function ranges of every CU looked into */
+	size_t ncus, cus_cap;
+	struct sp_kallsyms *ksyms;   /* sparse: the symbols of this spool's kernel frames */
+	uint8_t ksyms_state;         /* enum source_state */
+	struct proc_map *maps;
+	size_t nmaps, maps_cap;
+	struct sp_map map_index;     /* pid -> index into maps */
+	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
+	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/symbols/symstore.c) */
+	uint8_t *frame_src;          /* by frame id: enum sp_frame_src */
+	struct sp_symbolizer_stats stats;
+	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */
+	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
+	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbols/stack_cache.c) */
+};
+
+/* Does m name a file to open?  Kernel, anonymous and pseudo-path modules do not. */
+static inline bool sp_sym_has_file(const struct sp_module *m)
+{
+	if (m->flags & (SP_MODULE_KERNEL | SP_MODULE_ANON))
+		return false;
+	/* Pseudo-paths ([vdso], [heap], anon:...) name no file to open. */
+	return m->path && m->path[0] == '/';
+}
+
+/* ---- inline chain storage (lib/symbols/chains.c) --------------------------- */
+
+/* Room for n resolved frames that stay where they are for the symbolizer's life; NULL: no memory. */
+struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n);
+/* frame_id's inline chain is c[0..n), innermost first: kept and counted. */
+void sp_sym_chain_set(struct sp_symbolizer *sym, uint32_t frame_id, struct sp_resolved_frame *c,
+		      size_t n);
+
+/* ---- module files (lib/symbols/elf_files.c) -------------------------------- */
+
+/*
+ * Open, prove and hand f to libdwfl, once; the outcome is kept in f->state
+ * (FILE_PROVEN: f->dwfl and f->mod are usable) and counted.
+ */
+void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f);
+/* Static address of a frame in its module's file, or false when it has none. */
+bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
+		       const struct sp_frame *fr, uint64_t *svma);
+
+/* ---- ELF symbols (lib/symbols/elf_symbols.c) ------------------------------- */
+
+/*
+ * The ELF symbol holding svma in proven file f: hit->name (demangled unless
+ * no_demangle, symbol version cut) and hit->offset; hit->name NULL when no
+ * symbol holds it.  0 or -ENOMEM.
+ */
+int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+		      struct sym_hit *hit);
+
+/* ---- DWARF inline chains and lines (lib/symbols/dwarf_inline.c) ------------ */
+
+/* Append e to sym->src.  0 or -ENOMEM. */
+int sp_sym_push_src(struct sp_symbolizer *sym, const struct src_entry *e);
+/*
+ * The functions DWARF places at svma in f, innermost first, into sym->src
+ * (hit->src, hit->nsrc; 0 entries without DWARF).  0 or -ENOMEM.
+ */
+int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+			 struct sym_hit *hit);
+
+/* ---- separate debug files (lib/symbols/debug_search.c) --------------------- */
+
+/* libdwfl's find_debuginfo callback (Dwfl_Callbacks): the search of lib/symbols/debugfile.c, counted. */
+int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name);
+/*
+ * Is f's separate debug file on this machine (not from debuginfod)?  Found,
+ * it is counted and kept as the callback would.
+ */
+bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry *f);
+
+/* ---- answers per (file, address), the symbol cache (lib/symbols/symbol_hits.c) */
+
+/* The names of svma in proven file f, found once: *out lives as long as sym. */
+int sp_sym_lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+			 const struct sym_hit **out);
+/* Write f's answers to its symbol cache file when worth keeping; failures are silent. */
+void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f);
+
+/* ---- kernel frames (lib/symbols/kernel_frames.c) --------------------------- */
+
+/* Name a kernel frame from kallsyms (read once), else [kernel]+0xADDR.  0 or -ENOMEM. */
+int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
+			  struct sp_resolved_frame *rf);
+/* 1 and *out when frame fr (resolved, named from kallsyms) has its symbol in sym->ksyms. */
+int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
+			       struct sp_frame_source *out);
+
+/* ---- anonymous code: perf maps (lib/symbols/perfmap_frames.c) -------------- */
+
+/* sym->frame_pid: the one process whose samples hold each frame.  0 or -ENOMEM. */
+int sp_sym_compute_frame_pids(struct sp_symbolizer *sym);
+/* Name a frame of anonymous code of pid from its perf map; rf untouched when it cannot. */
+int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct sp_frame *fr,
+			    bool in_anon, struct sp_resolved_frame *rf);
+/* Flag a Python runtime frame that a perf map's py:: frames stand in for. */
+int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
+			       const struct sp_frame *fr);
+/* Copy opts.perf_map_pids (the caller's), sorted.  0 or -ENOMEM. */
+int sp_sym_setup_perf_map_pids(struct sp_symbolizer *sym);
+/* 1 and *out when frame_id (resolved, named from a perf map) has its line in a loaded map. */
+int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+				 const struct sp_frame *fr, struct sp_frame_source *out);
+
+/* ---- the spool's stored names (lib/symbols/stored_frames.c) ---------------- */
+
+/* Take frame_id's chain from the spool's symbol records: *done when it was used. */
+int sp_sym_resolve_stored(struct sp_symbolizer *sym, uint32_t frame_id,
+			  struct sp_resolved_frame *rf, bool *done);
+
+/* ---- a native plug-in (lib/symbols/native_frames.c) ------------------------ */
+
+/* Set up opts.native's groups (the plug-in is copied).  0, -ENOMEM or its error. */
+int sp_sym_setup_native(struct sp_symbolizer *sym);
+/* Name a file-backed module's frame through the plug-in; rf untouched when it knows nothing. */
+int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
+			  const struct sp_frame *fr, struct sp_resolved_frame *rf);
+
+/* ---- streamed stacks (lib/symbols/stack_cache.c, lib/symbols/symbolizer_api.c) */
+
+/* One streamed (pid, stack id) pair: its frame ids, leaf first, in cache->ids. */
+struct stack_entry {
+	uint32_t off, len;
+};
+
+struct sp_stack_cache {
+	struct sp_map index; /* (pid << 32 | stack id) -> entry: the key is exact, no probing */
+	struct stack_entry *entries;
+	size_t nentries, entries_cap;
+	uint32_t *ids;
+	size_t nids, ids_cap;
+	uint64_t hits, misses;
+};
+
+#endif

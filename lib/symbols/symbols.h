@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/symbols/: names for a spool's frames (private, not installed).
+ *
+ * Owns: the symbolizer and its resolution order (symbolizer.c, over the
+ * private layout in symbolizer.h), one file per source of names: ELF symbols
+ * of proven module files (elf_frames.c, symtab.c), DWARF inline chains and
+ * lines (dwarf_inline.c), the answers kept per file address and the symbol
+ * cache (symbol_hits.c, symcache.c), separate debug files (debug_search.c,
+ * debugfile.c, debugcache.c), kernel frames from kallsyms (kernel_frames.c,
+ * kallsyms.c), anonymous code from perf maps (perfmap_frames.c, perfmap.c),
+ * names stored in the spool (stored_frames.c, symstore.c), a native
+ * plug-in (native_backend.c), C++ demangling (demangle.c); and on top of
+ * the symbolizer, streamed stacks (symbolizer_api.c, stack_cache.c) and
+ * `symbolize` (symbolize.c).
+ * May call: spool (reader, writer) and util.  Never record, unwind or report.
+ */
+#ifndef SP_SYMBOLS_H
+#define SP_SYMBOLS_H
+
+#include "spool/spool.h"
+
+#include <elfutils/libdwfl.h>
+
+/* ---- C++ name demangling (lib/symbols/demangle.c) ------------------------------ */
+
+/*
+ * Demangle an Itanium C++ ABI name ("_Z...").  Returns a malloc'd string the
+ * caller frees, or NULL when name is not mangled, the demangler rejects it,
+ * or no C++ runtime is available (the caller keeps the raw name).
+ */
+char *sp_demangle(const char *name);
+
+/* ---- sorted function symbols of a module file (lib/symbols/symtab.c) ----------- */
+
+struct sp_symtab_entry {
+	uint64_t addr, size; /* module (static) addresses; size 0 covers nothing */
+	const char *name;    /* borrowed from libelf: lives as long as the Dwfl */
+	uint64_t end_hint;   /* while building: end of the symbol's section */
+	uint8_t rank;        /* binding: global 0, weak 1, local 2 */
+	uint32_t ndx;        /* index in libdwfl's symbol table */
+};
+
+struct sp_symtab {
+	struct sp_symtab_entry *e;
+	size_t n;
+};
+
+/*
+ * Collect the function symbols libdwfl finds for mod (its symbol table, a
+ * separate debug file's, .dynsym, .gnu_debugdata), one per address, sorted.
+ * Labels without a size extend to the next symbol within their section.
+ * 0 or -ENOMEM; a module without symbols gives an empty table.
+ */
+int sp_symtab_build(struct sp_symtab *t, Dwfl_Module *mod);
+void sp_symtab_release(struct sp_symtab *t);
+/* The symbol whose [addr, addr + size) holds addr, or NULL. */
+const struct sp_symtab_entry *sp_symtab_find(const struct sp_symtab *t, uint64_t addr);
+
+/* ---- separate debug files (lib/symbols/debugfile.c) ------------------------------ */
+
+/* A module file whose debug information may be in a separate file. */
+struct sp_debug_query {
+	const char *path;        /* the module file (absolute), or NULL */
+	const uint8_t *build_id; /* its GNU build-id, when build_id_len > 0 */
+	size_t build_id_len;
+	const char *debuglink;   /* its .gnu_debuglink file name, or NULL */
+	uint32_t debuglink_crc;  /* the CRC-32 the debug link records */
+	const char *dirs;        /* colon-separated directories searched first, or NULL */
+};
+
+/* What a search found and refused. */
+struct sp_debug_found {
+	int fd;               /* the debug file, open read-only; -1 when none was found */
+	char *path;           /* its path (malloc'd), NULL when none */
+	uint32_t mismatched;  /* candidates refused: another build-id, or the wrong CRC */
+	char *first_mismatch; /* the first refused candidate's path (malloc'd), or NULL */
+};
+
+/*
+ * True when the ELF file open on fd is q's debug file: the same build-id
+ * when q has one (a candidate without one is refused), else the CRC-32 of
+ * the whole file equals q's debug link CRC.
+ */
+bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
+/*
+ * Look for q's separate debug file, in this order (GDB's and libdwfl's
+ * conventions): for each absolute directory DIR of q->dirs,
+ * DIR/.build-id/xx/rest.debug, DIR/LINK and DIR/FILEDIR/LINK; then
+ * /usr/lib/debug/.build-id/xx/rest.debug; then FILEDIR/LINK (not the file
+ * itself), FILEDIR/.debug/LINK and /usr/lib/debug/FILEDIR/LINK, where LINK
+ * is the debug link name and FILEDIR the module file's directory.  The first
+ * candidate that sp_debug_file_matches wins; those that exist but do not
+ * match are counted and the first is named.  Returns 0 (out->fd says whether
+ * one was found) or -ENOMEM; release out with sp_debug_found_release.
+ */
+int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *out);
+void sp_debug_found_release(struct sp_debug_found *f);
+/*
+ * Every path sp_debug_file_find would try for q, in its order, none opened:
+ * *paths is a malloc'd array of *n malloc'd strings.  0 or -ENOMEM.
+ */
+int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n);
+
+/* ---- decompressed copies of debug files (lib/symbols/debugcache.c) -------------- */
+
+/*
+ * The cache directory: dir when not NULL, else $STACKPULSE_CACHE_DIR, else
+ * $XDG_CACHE_HOME/stackpulse, else $HOME/.cache/stackpulse.  An empty or
+ * relative dir or $STACKPULSE_CACHE_DIR switches the cache off (NULL).
+ * Returns a malloc'd path or NULL.
+ */
+char *sp_debug_cache_dir(const char *dir);
+/*
+ * When the debug file open on fd keeps at least 256 KiB of compressed
+ * sections (SHF_COMPRESSED; libdw would inflate them all on every open),
+ * return an fd on its copy with every section inflated:
+ * CACHE_DIR/debug/HEXBUILDID.debug, made now (and *made set) when missing.
+ * A copy is used only when it is a regular file of this user that group and
+ * others cannot write, with the given build-id.  *path is its malloc'd path.
+ * -1 when no copy is needed or none can be made: go on with fd.
+ */
+int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
+			int fd, char **path, bool *made);
+/* mkdir -p of a cache directory, each level made private to the user (0700).  0 or -errno. */
+int sp_cache_make_dirs(const char *path);
+/*
+ * Open a cache file we may trust: a regular file (not through a symlink) of
+ * this user that group and others cannot write; *st is its fstat.  An fd,
+ * or -1 when it is missing or not trusted.
+ */
+struct stat;
+struct sp_arena;
+int sp_cache_open_own(const char *path, struct stat *st);
+
+/* ---- names found before, kept by build-id (lib/symbols/symcache.c) -------------- */
+
+/* Deepest inline chain kept for one address; a longer one is not cached. */
+#define SYMCACHE_MAX_SRC 256
+
+/* One function DWARF places at an address (lib/symbols/symbolizer.h's src entries). */
+struct sp_symcache_src {
+	const char *name; /* NULL: the containing function, unknown to DWARF */
+	const char *file; /* NULL when unknown */
+	uint32_t line;    /* 0 when unknown */
+	bool is_inline;
+};
+
+/* What one (file, svma) lookup found: the ELF symbol and the DWARF chain, innermost first. */
+struct sp_symcache_hit {
+	uint64_t svma;
+	const char *name; /* NULL: no symbol covers the address */
+	uint64_t offset;  /* svma - symbol start */
+	uint32_t nsrc;
+	const struct sp_symcache_src *src;
+};
+
+/* Append h to b in the cache's entry encoding.  0, -E2BIG (h left out) or -ENOMEM. */
+int sp_symcache_put(struct sp_buf *b, const struct sp_symcache_hit *h);
+/* Where a cached file's DWARF was: what must be found again before its cache is used. */
+enum sp_symcache_source {
+	SP_SYMCACHE_OWN = 0,      /* in the module file itself */
+	SP_SYMCACHE_SEPARATE = 1, /* in a separate debug file, found on this machine */
+};
+
+/*
+ * Replace CACHE_DIR/symbols/HEXBUILDID.sym with the count entries of
+ * entries (made by sp_symcache_put), atomically (a temporary file renamed).
+ * 0, or -errno / -E2BIG when it was not written.
+ */
+int sp_symcache_write(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
+		      uint8_t source, const struct sp_buf *entries, size_t count);
+
+/* A cache file read whole and checked (magic, format, CRC-32). */
+struct sp_symcache_file {
+	uint8_t *data;
+	size_t len;
+	uint8_t source; /* enum sp_symcache_source */
+};
+
+/*
+ * Read CACHE_DIR/symbols/HEXBUILDID.sym when it is to be trusted (see
+ * sp_cache_open_own) and whole.  0; -ENOENT when there is none to trust;
+ * -SP_E_SPOOL_CORRUPT when it is damaged; -ENOMEM.  Close with
+ * sp_symcache_close.
+ */
+int sp_symcache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
+		     struct sp_symcache_file *out);
+void sp_symcache_close(struct sp_symcache_file *cf);
+/*
+ * Call fn for each entry of cf: its strings are copied into a, its src
+ * array is valid during the call only.  0; -SP_E_SPOOL_CORRUPT at the first
+ * value out of bounds (the entries before it were passed); fn's error or
+ * -ENOMEM.
+ */
+int sp_symcache_each(const struct sp_symcache_file *cf, struct sp_arena *a,
+		     int (*fn)(void *ctx, const struct sp_symcache_hit *h), void *ctx);
+
+/* ---- sparse kernel symbols from kallsyms (lib/symbols/kallsyms.c) ----------------- */
+
+/* One kernel function that is the nearest symbol below some needed address. */
+struct sp_ksym {
+	uint64_t addr;      /* start */
+	uint64_t end;       /* the next symbol's address; UINT64_MAX when none follows */
+	const char *name;
+	const char *module; /* kernel module ("ext4") for "[ext4]" symbols, NULL for vmlinux */
+};
+
+struct sp_kallsyms_stats {
+	uint64_t lines;          /* lines read */
+	uint64_t kept;           /* symbols kept: the nearest below some needed address */
+	uint64_t malformed;      /* lines skipped: bad address, type or name, too long, NUL */
+	uint64_t zero_addresses; /* symbols listed at address 0 (kernel.kptr_restrict) */
+	uint64_t resolved;       /* needed addresses that fall inside a kept symbol */
+	bool restricted;         /* no text symbol had a non-zero address: nothing usable */
+	bool limited;            /* the file was larger than the byte limit: read in part */
+};
+
+struct sp_kallsyms;
+
+/*
+ * Read a kallsyms file ("ADDRESS TYPE NAME[\t[MODULE]]" per line, the format
+ * of /proc/kallsyms) once, keeping only what the sorted, duplicate-free
+ * addresses addrs[0..n) need: for each, the text symbol (type t, T, w or W)
+ * nearest at or below it, bounded above by the next symbol of any type but
+ * absolute (a, A).  Memory is O(n), whatever the file's size.  Lines are
+ * untrusted: malformed or overlong ones are skipped and counted.  A file
+ * whose every address reads 0 (kernel.kptr_restrict) loads with
+ * stats.restricted set and resolves nothing.  *out owns the result.
+ * Returns 0, -errno from open/read, -ENOMEM, -SP_E_BAD_ARG when addrs is not
+ * sorted.
+ */
+int sp_kallsyms_load(const char *path, const uint64_t *addrs, size_t n,
+		     struct sp_kallsyms **out);
+/*
+ * The symbol holding addr, which must be one of the needed addresses given
+ * to sp_kallsyms_load (others may find nothing); NULL when none does.
+ * Borrowed: lives as long as k.
+ */
+const struct sp_ksym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t addr);
+const struct sp_kallsyms_stats *sp_kallsyms_stats(const struct sp_kallsyms *k);
+void sp_kallsyms_free(struct sp_kallsyms *k);
+
+/* ---- perf maps: /tmp/perf-PID.map (lib/symbols/perfmap.c) ------------------------- */
+
+/*
+ * The perf map convention (Linux tools/perf/Documentation/jit-interface.txt):
+ * a process that generates code appends "START SIZE NAME" lines, START and
+ * SIZE in hex, NAME to the end of the line.  The file is written by the
+ * profiled process, so it is untrusted and bounded here.
+ */
+struct sp_perf_map_limits {
+	uint64_t max_bytes;  /* read at most this much of the file; 0 = default 64 MiB */
+	size_t max_lines;    /* parse at most this many lines; 0 = default 4 Mi */
+	size_t max_line;     /* longer lines are skipped; 0 = default 4096 bytes */
+};
+
+struct sp_perf_map_stats {
+	uint64_t lines;      /* lines read */
+	uint64_t entries;    /* lines that gave a function */
+	uint64_t malformed;  /* bad numbers, missing or NUL-holding names, size 0, too long */
+	uint64_t overflow;   /* START + SIZE wraps past 2^64 */
+	bool limited;        /* the byte or line limit stopped the reading */
+};
+
+/* One piece of the address space and the function the map names there. */
+struct sp_perf_map_range {
+	uint64_t start, end; /* [start, end) */
+	uint64_t sym_start;  /* where the function's own line says it starts */
+	uint64_t sym_size;
+	uint32_t name;       /* offset of the NUL-terminated name in names */
+};
+
+/*
+ * A parsed map: non-overlapping ranges sorted by start.  Where lines overlap
+ * the later one wins, as a later line describes code written later over the
+ * same addresses; the parts of an earlier function that no later line covers
+ * keep its name.
+ */
+struct sp_perf_map {
+	struct sp_perf_map_range *ranges;
+	size_t n;
+	char *names;
+	size_t names_len, names_cap;
+	struct sp_perf_map_stats stats;
+};
+
+void sp_perf_map_init(struct sp_perf_map *m);
+void sp_perf_map_release(struct sp_perf_map *m);
+/*
+ * Parse the map readable from fd (read from its current position) into m,
+ * which must be freshly initialised.  lim may be NULL (defaults).  Returns 0,
+ * -errno from read(2), or -ENOMEM; bad lines are counted, not errors.
+ */
+int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_limits *lim);
+/* Why a process's map file was or was not used (sp_perf_map_load). */
+enum sp_perf_map_verdict {
+	SP_PERF_MAP_USED = 0,
+	SP_PERF_MAP_MISSING,  /* no such file, or it cannot be opened */
+	SP_PERF_MAP_INSECURE, /* a symlink, not a regular file, or writable by group or others */
+	SP_PERF_MAP_STALE,    /* created or last written before its process began */
+};
+
+/* Slack for file times against a process's start: coarse file clocks, clock slew. */
+#define SP_PERF_MAP_TIME_MARGIN_US 2000000ull
+
+/*
+ * Read DIR/perf-PID.map into m (freshly initialised) once it passes the
+ * checks a file written by someone else deserves: opened without following
+ * a symlink, a regular file, not writable by group or others (mode & 022).
+ * The owner is not compared with the process's uid, which spools do not
+ * record.  When not_before_us is non-zero (the process's start, µs since the
+ * epoch), a file whose birth time (when the file system keeps one) or
+ * modification time is more than SP_PERF_MAP_TIME_MARGIN_US older was
+ * written by an earlier process with the same pid.  *verdict says which
+ * check failed; m is then left empty.  Returns 0 (whatever the verdict),
+ * -ENOMEM, or -errno when reading fails.
+ */
+int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, uint64_t not_before_us,
+		     const struct sp_perf_map_limits *lim, unsigned *verdict);
+
+/* The range holding addr, or NULL. */
+const struct sp_perf_map_range *sp_perf_map_find(const struct sp_perf_map *m, uint64_t addr);
+static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
+					   const struct sp_perf_map_range *r)
+{
+	return m->names + r->name;
+}
+
+/* ---- symbol records in spools (lib/symbols/symstore.c) --------------------------- */
+
+/*
+ * Encodes resolved frames as the spool's symbol records (stackpulse-spool(5),
+ * types 11 to 14), to be appended after the records of s.  Strings are
+ * interned, reusing those s already stores.  s must outlive the encoder.
+ */
+struct sp_symenc;
+
+int sp_symenc_new(const struct sp_spool *s, struct sp_symenc **out);
+void sp_symenc_free(struct sp_symenc *e);
+/* One SYM_FRAME record: the n >= 1 frames of frame_id's chain, innermost first. */
+int sp_symenc_add_frame(struct sp_symenc *e, uint32_t frame_id,
+			const struct sp_resolved_frame *chain, size_t n);
+/* A kallsyms symbol a frame was named from (size 0: unknown; module NULL: vmlinux). */
+int sp_symenc_add_kernel_symbol(struct sp_symenc *e, uint64_t addr, uint64_t size,
+				const char *name, const char *module);
+/* A perf map line a frame was named from, as the map wrote it. */
+int sp_symenc_add_perf_map_line(struct sp_symenc *e, int32_t pid, uint64_t start,
+				uint64_t size, const char *name);
+uint64_t sp_symenc_frames(const struct sp_symenc *e);
+/* Append every record to out: the strings first, then the rest.  0 or -ENOMEM. */
+int sp_symenc_finish(struct sp_symenc *e, struct sp_buf *out);
+
+/*
+ * Index of the stored chains of s by frame id (*by_frame malloc'd, NULL
+ * when s stores none; the latest record of a frame wins).  0 or -ENOMEM.
+ */
+int sp_symstore_index(const struct sp_spool *s, uint32_t **by_frame);
+/*
+ * The stored chain of frame_id into out[0..min(n, max)), innermost first;
+ * returns n, the chain's length (0: nothing stored).  Strings are the spool's.
+ */
+size_t sp_symstore_get(const struct sp_spool *s, const uint32_t *by_frame, uint32_t frame_id,
+		       struct sp_resolved_frame *out, size_t max);
+
+/* ---- what `symbolize` and the recorder ask of a symbolizer ------------------ */
+/* (lib/symbols/symbolizer.c, elf_files.c for use_file, debug_search.c for lookup places) */
+
+/* Where a resolved frame came from. */
+enum sp_frame_src {
+	SP_FRAME_SRC_NONE = 0,          /* not resolved yet */
+	SP_FRAME_SRC_LIVE,              /* from the files, kallsyms, perf maps */
+	SP_FRAME_SRC_STORED,            /* from the spool's symbol records */
+	SP_FRAME_SRC_RESOLVED_AGAIN,    /* stored, but the options excluded it: from the files */
+};
+
+unsigned sp_symbolizer_frame_src(const struct sp_symbolizer *sym, uint32_t frame_id);
+
+/* The kallsyms symbol or perf map line a frame resolved from the sources was named from. */
+struct sp_frame_source {
+	uint8_t origin;       /* SP_ORIGIN_KERNEL_SYMBOLS or SP_ORIGIN_PERF_MAP */
+	int32_t pid;          /* perf map: its process */
+	uint64_t start, size; /* size 0: unknown */
+	const char *name;     /* as the file wrote it; borrowed from the symbolizer */
+	const char *module;   /* kallsyms module, NULL for vmlinux */
+};
+
+/* 1 and *out for a frame named from kallsyms or a perf map now, else 0. */
+int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+			       struct sp_frame_source *out);
+
+/*
+ * Symbolize module_id's file from the image open on fd (duplicated; the
+ * caller keeps fd) instead of its path: the recorder's handle on a file
+ * deleted or replaced since.  The image must still prove to be the recorded
+ * file.  Call before the module's first frame is resolved.  0, -errno,
+ * -SP_E_BAD_ARG (no such module file, or already opened).
+ */
+int sp_symbolizer_use_file(struct sp_symbolizer *sym, uint32_t module_id, int fd);
+
+/* Where the symbolizer looked for a module's symbols, for a user who wants to add them. */
+struct sp_lookup_places {
+	uint32_t file;   /* the module file's index (modules sharing a file share it); UINT32_MAX: none */
+	const char *why; /* static text: why it had no names */
+	char **places;   /* owned: the module file, map_files, debug file candidates, debuginfod */
+	size_t nplaces;
+};
+
+/* Fill out for module_id (after its frames were resolved).  0 or -ENOMEM. */
+int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
+				struct sp_lookup_places *out);
+void sp_lookup_places_release(struct sp_lookup_places *p);
+
+/* ---- a native symbolizer plug-in's instances (lib/symbols/native_backend.c) ------- */
+
+struct sp_native_groups;
+
+/* A plug-in callback failed (not -ENOMEM): the frame keeps its address form. */
+#define SP_NATIVE_FAILED 1
+
+/*
+ * Group the modules flagged in eligible (by module id: the file-backed user
+ * modules) for be: one group per run of non-overlapping modules of a
+ * process.  Instances are made on first use.  0, -SP_E_BAD_ARG (a callback
+ * missing), -ENOMEM.
+ */
+int sp_native_groups_new(const struct sp_spool *s, const struct sp_native_backend *be,
+			 const bool *eligible, struct sp_native_groups **out);
+void sp_native_groups_free(struct sp_native_groups *ng);
+/*
+ * The plug-in's functions at addr in module module_id, innermost first, into
+ * *syms (valid until the next call) and *n (0: nothing known, or a module
+ * outside every group).  Returns 0, -ENOMEM, or SP_NATIVE_FAILED once per
+ * failed call (a group whose create or set_modules failed fails once, then
+ * gives nothing).
+ */
+int sp_native_groups_symbolize(struct sp_native_groups *ng, uint32_t module_id, uint64_t addr,
+			       const struct sp_native_symbol **syms, size_t *n);
+
+/* ---- streamed stacks (lib/symbols/symbolizer_api.c, lib/symbols/stack_cache.c) --- */
+
+/* Frame ids of the (pid, stack id) pairs streamed so far. */
+struct sp_stack_cache;
+
+void sp_stack_cache_free(struct sp_stack_cache *c);
+/* Adds the cache's hit and miss counts to st. */
+void sp_stack_cache_add_stats(const struct sp_stack_cache *c, struct sp_symbolizer_stats *st);
+/* qsort/bsearch order of int32_t pids (lib/symbols/perfmap_frames.c). */
+int sp_cmp_pid(const void *a, const void *b);
+
+/* ---- naming replaced images at record end (lib/symbols/symbolize.c) ------ */
+
+/*
+ * At record end, name the frames of modules whose file was deleted or
+ * replaced from the images the recorder kept open (DESIGN decision 7):
+ * fd_by_module[id] (n entries) is such an image's fd, or -1.  Reads the
+ * spool written so far back, resolves the frames of those modules that the
+ * samples use, and appends their symbol records to w (lib/symbols/symbolize.c).
+ * *frames gets how many were stored.  0 or -errno.
+ */
+int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,
+			uint64_t *frames);
+
+#endif

@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: MIT */
+/* CFI rule tables: libdw's CFI rows compiled lazily into compact per-module rules. */
+#include "unwind/unwind.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * A table is a per-file cache in front of libdw.  A lookup that misses asks
+ * dwarf_cfi_addrframe for the pc (plus a check of the row's start, see
+ * true_start), compiles the row it returns (the register state over
+ * [start, end), DWARF 5 §6.4.1) into a struct sp_cfi_row and keeps it:
+ * rows are append-only (stable indices for the cache), and `order` keeps
+ * their indices sorted by start for binary search.  Rows never overlap.  A
+ * direct-mapped cache of row indices, keyed by a hash of the pc and checked
+ * against the row's range, answers repeated lookups without the search.
+ *
+ * Nothing here is locked: libdw's Dwarf_CFI caches are not thread-safe
+ * either, so a table is used by one thread at a time.
+ */
+
+#define CACHE_BITS 10
+#define CACHE_SIZE (1u << CACHE_BITS)
+#define EXPR_MAX_OPS 64   /* longer CFA expressions compile to SP_CFI_BAD */
+#define EVAL_STACK 16     /* DWARF expression stack depth we evaluate */
+#define ENTRY_CODE 64     /* bytes after e_entry taken as entry code when no FDE covers them */
+
+/* One op of a copied CFA expression; DW_OP_bregx is folded into DW_OP_breg0 + reg. */
+struct cfi_op {
+	uint8_t atom;
+	uint8_t reg;
+	uint64_t num;
+};
+
+struct sp_cfi_table {
+	Dwarf_CFI *eh;  /* .eh_frame (dwarf_getcfi_elf), ours to dwarf_cfi_end */
+	Dwarf *dw;      /* only for .debug_frame; NULL when the file has none */
+	Dwarf_CFI *dbg; /* .debug_frame, owned by dw */
+	uint64_t entry; /* e_entry, 0 when none */
+	struct sp_cfi_row *rows;
+	uint32_t *order;
+	uint32_t nrows, cap;
+	struct cfi_op *ops;
+	uint32_t nops, ops_cap;
+	uint32_t cache[CACHE_SIZE]; /* row index + 1, 0 = empty */
+};
+
+static bool has_section(Elf *elf, const char *name)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+		return false;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		GElf_Shdr sh;
+		const char *n;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS)
+			continue;
+		n = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (n && strcmp(n, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+int sp_cfi_table_new(Elf *elf, struct sp_cfi_table **out)
+{
+	struct sp_cfi_table *t;
+	GElf_Ehdr eh;
+
+	sp_elf_init();
+	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
+		return -SP_E_ELF_MALFORMED;
+	/* The rules use x86-64 DWARF register numbers (SysV x86-64 ABI §3.6.2). */
+	if (eh.e_machine != EM_X86_64 || eh.e_ident[EI_CLASS] != ELFCLASS64)
+		return -SP_E_ELF_MALFORMED;
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->entry = eh.e_entry;
+	t->eh = dwarf_getcfi_elf(elf);
+	if (has_section(elf, ".debug_frame")) {
+		t->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+		if (t->dw)
+			t->dbg = dwarf_getcfi(t->dw);
+	}
+	if (!t->eh && !t->dbg) {
+		sp_cfi_table_free(t);
+		return -SP_E_NO_CFI;
+	}
+	*out = t;
+	return 0;
+}
+
+void sp_cfi_table_free(struct sp_cfi_table *t)
+{
+	if (!t)
+		return;
+	if (t->eh)
+		dwarf_cfi_end(t->eh);
+	if (t->dw)
+		dwarf_end(t->dw);
+	free(t->rows);
+	free(t->order);
+	free(t->ops);
+	free(t);
+}
+
+/* ---- compiling one row ------------------------------------------------- */
+
+/* Callee-saved registers a row tracks, in saved/saved_off order. */
+static const uint8_t saved_regs[SP_CFI_NSAVED] = {
+	SP_DW_RBP, SP_DW_RBX, SP_DW_R12, SP_DW_R13, SP_DW_R14, SP_DW_R15,
+};
+
+/*
+ * Index of each DWARF register in the kernel's sigcontext gregs (struct
+ * sigcontext_64, arch/x86/include/uapi/asm/sigcontext.h; glibc's mcontext_t
+ * gregs follow it): r8..r15, rdi, rsi, rbp, rbx, rdx, rax, rcx, rsp, rip.
+ */
+static const uint8_t greg_index[SP_DW_NREGS] = {
+	[SP_DW_RAX] = 13, [SP_DW_RDX] = 12, [SP_DW_RCX] = 14, [SP_DW_RBX] = 11,
+	[SP_DW_RSI] = 9,  [SP_DW_RDI] = 8,  [SP_DW_RBP] = 10, [SP_DW_RSP] = 15,
+	[SP_DW_R8] = 0,   [SP_DW_R9] = 1,   [SP_DW_R10] = 2,  [SP_DW_R11] = 3,
+	[SP_DW_R12] = 4,  [SP_DW_R13] = 5,  [SP_DW_R14] = 6,  [SP_DW_R15] = 7,
+	[SP_DW_RIP] = 16,
+};
+
+/* DW_OP_bregN / DW_OP_bregx: base register and offset; false for anything else. */
+static bool op_breg(const Dwarf_Op *op, unsigned *reg, int64_t *off)
+{
+	if (op->atom >= DW_OP_breg0 && op->atom <= DW_OP_breg31) {
+		*reg = op->atom - DW_OP_breg0;
+		*off = (int64_t)op->number;
+		return true;
+	}
+	if (op->atom == DW_OP_bregx) {
+		if (op->number > 255)
+			return false;
+		*reg = (unsigned)op->number;
+		*off = (int64_t)op->number2;
+		return true;
+	}
+	return false;
+}
+
+/* A rule libdw describes as "the value is at (or is) regN + k", as an address. */
+struct loc {
+	enum { LOC_SAME, LOC_UNDEF, LOC_CFA, LOC_REG, LOC_OTHER } base;
+	bool value;   /* val_offset / val_expression: the value, not a slot */
+	unsigned reg; /* LOC_REG */
+	int64_t off;
+};
+
+/*
+ * Classify dwarf_frame_register's answer.  libdw spells the CFI register
+ * rules (DWARF 5 §6.4.1) as: same_value = no ops and NULL; undefined = no
+ * ops and ops_mem; offset(N) = call_frame_cfa [plus_uconst N]; val_offset
+ * adds stack_value; register(R) = bregx R 0, stack_value; expression E =
+ * call_frame_cfa followed by E (the CFA is pushed first, §6.4.2.3), plus
+ * stack_value for val_expression.
+ */
+static struct loc classify(const Dwarf_Op *ops, size_t nops)
+{
+	struct loc l = { .base = LOC_OTHER };
+	unsigned reg;
+	int64_t off;
+
+	if (nops == 0) {
+		l.base = ops ? LOC_UNDEF : LOC_SAME;
+		return l;
+	}
+	if (ops[nops - 1].atom == DW_OP_stack_value) {
+		l.value = true;
+		nops--;
+	}
+	if (nops == 0)
+		return l;
+	if (ops[0].atom == DW_OP_call_frame_cfa) {
+		if (nops == 1) {
+			l.base = LOC_CFA;
+		} else if (nops == 2 && ops[1].atom == DW_OP_plus_uconst) {
+			l.base = LOC_CFA;
+			l.off = (int64_t)ops[1].number;
+		} else if (nops == 2 && op_breg(&ops[1], &reg, &off)) {
+			/* expression `bregN k`: the pushed CFA is left below, unused */
+			l.base = LOC_REG;
+			l.reg = reg;
+			l.off = off;
+		}
+		return l;
+	}
+	if (nops == 1 && op_breg(&ops[0], &reg, &off)) {
+		l.base = LOC_REG;
+		l.reg = reg;
+		l.off = off;
+	}
+	return l;
+}
+
+/*
+ * A location as CFA + off.  A `bregN k` expression converts when N is the
+ * register the CFA is defined from (CFA = regN + cfa_off, so regN + k =
+ * CFA + k - cfa_off).
+ */
+static bool loc_cfa_off(const struct loc *l, const struct sp_cfi_row *row, int64_t *off)
+{
+	if (l->base == LOC_CFA) {
+		*off = l->off;
+		return true;
+	}
+	if (l->base == LOC_REG && row->kind == SP_CFI_CFA_REG && l->reg == row->cfa_reg) {
+		*off = l->off - row->cfa_off;
+		return true;
+	}
+	return false;
+}
+
+static unsigned saved_rule(const struct loc *l, const struct sp_cfi_row *row, unsigned dwreg,
+			   int16_t *slot)
+{
+	int64_t off;
+
+	if (l->base == LOC_SAME)
+		return SP_CFI_SAME;
+	/* register(R) naming itself is same_value; another register we do not track */
+	if (l->base == LOC_REG && l->value && l->reg == dwreg && l->off == 0)
+		return SP_CFI_SAME;
+	if (l->base != LOC_UNDEF && loc_cfa_off(l, row, &off) && off >= INT16_MIN &&
+	    off <= INT16_MAX) {
+		*slot = (int16_t)off;
+		return l->value ? SP_CFI_VAL_CFA : SP_CFI_AT_CFA;
+	}
+	return SP_CFI_UNDEF;
+}
+
+static void set_saved(struct sp_cfi_row *row, unsigned i, unsigned rule)
+{
+	row->saved = (uint16_t)((row->saved & ~(3u << (2 * i))) | (rule << (2 * i)));
+}
+
+/*
+ * A signal frame whose FDE describes every register as saved in a sigcontext
+ * gregs array at rsp + base (glibc's __restore_rt: each register is
+ * `DW_CFA_expression r, breg7 off` and the CFA is `breg7 off(rsp); deref`).
+ * True with row->cfa_off = base when the FDE has exactly that layout.
+ */
+static bool compile_ucontext(Dwarf_Frame *f, Dwarf_Op *cfa, size_t ncfa, struct sp_cfi_row *row)
+{
+	int64_t base = 0, off;
+	unsigned reg;
+
+	for (unsigned r = 0; r < SP_DW_NREGS; r++) {
+		Dwarf_Op mem[3], *ops;
+		size_t nops;
+		struct loc l;
+
+		if (dwarf_frame_register(f, (int)r, mem, &ops, &nops) != 0)
+			return false;
+		l = classify(ops, nops);
+		if (l.base != LOC_REG || l.value || l.reg != SP_DW_RSP)
+			return false;
+		if (r == 0)
+			base = l.off - 8 * (int64_t)greg_index[r];
+		else if (l.off != base + 8 * (int64_t)greg_index[r])
+			return false;
+	}
+	if (ncfa != 2 || !op_breg(&cfa[0], &reg, &off) || cfa[1].atom != DW_OP_deref ||
+	    reg != SP_DW_RSP || off != base + 8 * (int64_t)greg_index[SP_DW_RSP])
+		return false;
+	if (base < 0 || base > INT32_MAX)
+		return false;
+	row->kind = SP_CFI_UCONTEXT;
+	row->cfa_reg = SP_DW_RSP;
+	row->cfa_off = (int32_t)base;
+	return true;
+}
+
+static bool expr_op_supported(const Dwarf_Op *op)
+{
+	switch (op->atom) {
+	case DW_OP_lit0 ... DW_OP_lit31:
+	case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+	case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+	case DW_OP_constu: case DW_OP_consts:
+	case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or: case DW_OP_xor:
+	case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
+	case DW_OP_ge: case DW_OP_gt: case DW_OP_lt: case DW_OP_le: case DW_OP_eq: case DW_OP_ne:
+	case DW_OP_plus_uconst: case DW_OP_neg: case DW_OP_not:
+	case DW_OP_deref: case DW_OP_dup: case DW_OP_drop: case DW_OP_swap: case DW_OP_over:
+	case DW_OP_nop:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Copy a CFA expression into the pool: 1, 0 when unsupported (row stays BAD), -ENOMEM. */
+static int copy_expr(struct sp_cfi_table *t, const Dwarf_Op *ops, size_t nops,
+		     struct sp_cfi_row *row)
+{
+	if (nops > EXPR_MAX_OPS)
+		return 0;
+	for (size_t i = 0; i < nops; i++) {
+		unsigned reg;
+		int64_t off;
+
+		if (op_breg(&ops[i], &reg, &off)) {
+			if (reg >= SP_DW_NREGS)
+				return 0;
+		} else if (!expr_op_supported(&ops[i])) {
+			return 0;
+		}
+	}
+	if (t->nops + nops > t->ops_cap) {
+		uint32_t cap = t->ops_cap ? t->ops_cap * 2 : 64;
+		struct cfi_op *p;
+
+		while (cap < t->nops + nops)
+			cap *= 2;
+		p = realloc(t->ops, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		t->ops = p;
+		t->ops_cap = cap;
+	}
+	for (size_t i = 0; i < nops; i++) {
+		struct cfi_op *o = &t->ops[t->nops + i];
+		unsigned reg;
+		int64_t off;
+
+		if (op_breg(&ops[i], &reg, &off)) {
+			o->atom = DW_OP_breg0;
+			o->reg = (uint8_t)reg;
+			o->num = (uint64_t)off;
+		} else {
+			o->atom = ops[i].atom;
+			o->reg = 0;
+			o->num = ops[i].number;
+		}
+	}
+	row->kind = SP_CFI_CFA_EXPR;
+	row->expr = t->nops;
+	row->expr_len = (uint8_t)nops;
+	t->nops += (uint32_t)nops;
+	return 1;
+}
+
+/*
+ * Compile the row libdw computed for pc.  Returns 0 (row filled; kind BAD
+ * when a rule does not fit) or -ENOMEM.
+ */
+static int compile_row(struct sp_cfi_table *t, Dwarf_Frame *f, uint64_t pc,
+		       struct sp_cfi_row *row)
+{
+	Dwarf_Addr start, end;
+	bool signal = false;
+	Dwarf_Op *cfa, mem[3], *ops;
+	size_t ncfa, nops;
+	struct loc ra;
+	unsigned reg;
+	int64_t off;
+	int ra_reg, rc;
+
+	memset(row, 0, sizeof(*row));
+	row->kind = SP_CFI_BAD;
+	ra_reg = dwarf_frame_info(f, &start, &end, &signal);
+	if (start > pc || end <= pc) {
+		start = pc;
+		end = pc + 1;
+	}
+	row->start = start;
+	row->len = end - start > UINT32_MAX ? UINT32_MAX : (uint32_t)(end - start);
+	row->flags = signal ? SP_CFI_F_SIGNAL : 0;
+	for (unsigned i = 0; i < SP_CFI_NSAVED; i++)
+		set_saved(row, i, SP_CFI_UNDEF);
+	if (ra_reg != SP_DW_RIP)
+		return 0;
+
+	/* An undefined return address marks the outermost frame (DWARF 5 §6.4.4). */
+	if (dwarf_frame_register(f, SP_DW_RIP, mem, &ops, &nops) != 0)
+		return 0;
+	ra = classify(ops, nops);
+	if (ra.base == LOC_UNDEF) {
+		row->kind = SP_CFI_ROOT;
+		return 0;
+	}
+	if (dwarf_frame_cfa(f, &cfa, &ncfa) != 0 || ncfa == 0)
+		return 0;
+	if (signal && compile_ucontext(f, cfa, ncfa, row))
+		return 0;
+
+	if (ncfa == 1 && op_breg(&cfa[0], &reg, &off)) {
+		if (reg >= SP_DW_NREGS || off < INT32_MIN || off > INT32_MAX)
+			return 0;
+		row->kind = SP_CFI_CFA_REG;
+		row->cfa_reg = (uint8_t)reg;
+		row->cfa_off = (int32_t)off;
+	} else {
+		rc = copy_expr(t, cfa, ncfa, row);
+		if (rc <= 0)
+			return rc;
+	}
+
+	if (ra.value || !loc_cfa_off(&ra, row, &off) || off < INT32_MIN || off > INT32_MAX) {
+		row->kind = SP_CFI_BAD;
+		return 0;
+	}
+	row->ra_off = (int32_t)off;
+
+	for (unsigned i = 0; i < SP_CFI_NSAVED; i++) {
+		struct loc l = { .base = LOC_UNDEF };
+
+		if (dwarf_frame_register(f, saved_regs[i], mem, &ops, &nops) == 0)
+			l = classify(ops, nops);
+		/*
+		 * elfutils' x86-64 default rules (backends/x86_64_cfi.c, 0.188)
+		 * mark DWARF register 0 (rax) same-value instead of 3 (rbx),
+		 * so an FDE that never mentions rbx reads as "rbx undefined".
+		 * The psABI keeps unmentioned callee-saved registers, and
+		 * compilers do not emit DW_CFA_undefined for rbx: treat it as
+		 * same-value.
+		 */
+		if (saved_regs[i] == SP_DW_RBX && l.base == LOC_UNDEF)
+			l.base = LOC_SAME;
+		set_saved(row, i, saved_rule(&l, row, saved_regs[i], &row->saved_off[i]));
+	}
+	return 0;
+}
+
+/* ---- the table ---------------------------------------------------------- */
+
+static inline uint32_t cache_slot(uint64_t pc)
+{
+	return (uint32_t)((pc * 0x9e3779b97f4a7c15ULL) >> (64 - CACHE_BITS));
+}
+
+/* Number of rows whose start is <= pc (index into order). */
+static uint32_t upper_bound(const struct sp_cfi_table *t, uint64_t pc)
+{
+	uint32_t lo = 0, hi = t->nrows;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (t->rows[t->order[mid]].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* Insert row (which contains pc and no existing row does) at sorted position pos. */
+static int insert_row(struct sp_cfi_table *t, struct sp_cfi_row *row, uint64_t pc, uint32_t pos,
+		      uint32_t *idx)
+{
+	uint64_t end = row->start + row->len;
+
+	if (t->nrows == t->cap) {
+		uint32_t cap = t->cap ? t->cap * 2 : 64;
+		struct sp_cfi_row *r = realloc(t->rows, cap * sizeof(*r));
+		uint32_t *o;
+
+		if (!r)
+			return -ENOMEM;
+		t->rows = r;
+		o = realloc(t->order, cap * sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		t->order = o;
+		t->cap = cap;
+	}
+	/*
+	 * .eh_frame and .debug_frame may describe neighbouring ranges
+	 * differently; clip to the gap around pc so rows never overlap.  The
+	 * row before ends at or below pc and the one after starts above it.
+	 */
+	if (pos > 0) {
+		const struct sp_cfi_row *prev = &t->rows[t->order[pos - 1]];
+
+		if (prev->start + prev->len > row->start)
+			row->start = prev->start + prev->len;
+	}
+	if (pos < t->nrows && t->rows[t->order[pos]].start < end)
+		end = t->rows[t->order[pos]].start;
+	if (row->start > pc || end <= pc) {
+		row->start = pc;
+		end = pc + 1;
+	}
+	row->len = (uint32_t)(end - row->start);
+	t->rows[t->nrows] = *row;
+	memmove(&t->order[pos + 1], &t->order[pos], (t->nrows - pos) * sizeof(*t->order));
+	t->order[pos] = t->nrows;
+	*idx = t->nrows++;
+	return 0;
+}
+
+/* End of the row libdw reports for pc; 0 when it has none. */
+static uint64_t row_end(Dwarf_CFI *cfi, uint64_t pc)
+{
+	Dwarf_Frame *f = NULL;
+	Dwarf_Addr start, end = 0;
+
+	if (dwarf_cfi_addrframe(cfi, pc, &f) != 0)
+		return 0;
+	if (dwarf_frame_info(f, &start, &end, NULL) < 0)
+		end = 0;
+	free(f);
+	return end;
+}
+
+/*
+ * libdw (0.188) restores a row's start along with the register state at
+ * DW_CFA_restore_state, so a row after an epilogue's remember/restore pair
+ * claims to start where the state was remembered and would swallow the
+ * epilogue's own rows (seen in glibc's msort_with_tmp: a return address
+ * read from the wrong slot).  The end is right.  So check that the start
+ * belongs to the same row (its end matches); when it does not, every
+ * address below the real start ends earlier, and a binary search on "ends
+ * at end" finds the real start.
+ */
+static uint64_t true_start(Dwarf_CFI *cfi, uint64_t start, uint64_t end, uint64_t pc)
+{
+	uint64_t lo = start, hi = pc; /* row_end(lo) != end, row_end(hi) == end */
+
+	if (start >= pc || row_end(cfi, start) == end)
+		return start;
+	while (hi - lo > 1) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (row_end(cfi, mid) == end)
+			hi = mid;
+		else
+			lo = mid;
+	}
+	return hi;
+}
+
+/* Ask libdw for pc's row, .eh_frame first, then .debug_frame. */
+static int compile_at(struct sp_cfi_table *t, uint64_t pc, struct sp_cfi_row *row)
+{
+	Dwarf_CFI *srcs[2] = { t->eh, t->dbg };
+
+	for (unsigned i = 0; i < 2; i++) {
+		Dwarf_Frame *f = NULL;
+		uint64_t end, start;
+		int rc;
+
+		if (!srcs[i] || dwarf_cfi_addrframe(srcs[i], pc, &f) != 0)
+			continue;
+		rc = compile_row(t, f, pc, row);
+		free(f); /* libdw hands the caller a malloc'd frame */
+		if (rc == 0) {
+			end = row->start + row->len;
+			start = true_start(srcs[i], row->start, end, pc);
+			row->len = (uint32_t)(end - start);
+			row->start = start;
+		}
+		return rc;
+	}
+	memset(row, 0, sizeof(*row));
+	/*
+	 * The kernel enters a process at e_entry with no return address
+	 * (SysV ABI, process initialization), so code there is the outermost
+	 * frame.  glibc 2.36's ld.so entry (RTLD_START: _start calling
+	 * _dl_start, then _dl_start_user calling _dl_init, 61 bytes) has no
+	 * FDE; without this, every sample taken while ld.so loads a program
+	 * would end as truncated.
+	 */
+	row->kind = t->entry && pc - t->entry < ENTRY_CODE ? SP_CFI_ROOT : SP_CFI_NONE;
+	row->start = pc;
+	row->len = 1;
+	return 0;
+}
+
+/* The search and compile path, kept out of line so the cache hit stays short. */
+static __attribute__((noinline)) const struct sp_cfi_row *lookup_slow(struct sp_cfi_table *t,
+								       uint64_t pc, uint32_t slot)
+{
+	uint32_t pos = upper_bound(t, pc), idx;
+	const struct sp_cfi_row *row;
+	struct sp_cfi_row fresh;
+
+	if (pos > 0) {
+		idx = t->order[pos - 1];
+		row = &t->rows[idx];
+		if (pc - row->start < row->len)
+			goto found;
+	}
+	if (compile_at(t, pc, &fresh) != 0 || insert_row(t, &fresh, pc, pos, &idx) != 0)
+		return NULL;
+	row = &t->rows[idx];
+found:
+	t->cache[slot] = idx + 1;
+	return row->kind == SP_CFI_NONE ? NULL : row;
+}
+
+const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t pc, bool *hit)
+{
+	uint32_t slot = cache_slot(pc), c = t->cache[slot];
+
+	if (c) {
+		const struct sp_cfi_row *row = &t->rows[c - 1];
+
+		/* unsigned wrap makes pc < start fail the range check too */
+		if (pc - row->start < row->len) {
+			*hit = true;
+			return row->kind == SP_CFI_NONE ? NULL : row;
+		}
+	}
+	*hit = false;
+	return lookup_slow(t, pc, slot);
+}
+
+/* ---- the CFA expression evaluator --------------------------------------- */
+
+/*
+ * A bounded stack machine for the DWARF expression subset CFA rules use
+ * (DWARF 5 §2.5.1): no branches, so it ends after expr_len steps; memory is
+ * read only from the stack copy.  Relational operators compare signed
+ * (§2.5.1.4).
+ */
+unsigned sp_cfi_eval_cfa(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
+			 const struct sp_regs *regs, const struct sp_stack_mem *stack, uint64_t *cfa)
+{
+	uint64_t st[EVAL_STACK], a, b;
+	unsigned sp = 0, rc;
+	const struct cfi_op *op = &t->ops[row->expr], *end = op + row->expr_len;
+
+#define NEED(k) do { if (sp < (k)) return SP_STOP_BAD_RULE; } while (0)
+#define PUSH(v) do { \
+		uint64_t v_ = (v); \
+		if (sp == EVAL_STACK) \
+			return SP_STOP_BAD_RULE; \
+		st[sp++] = v_; \
+	} while (0)
+	for (; op < end; op++) {
+		switch (op->atom) {
+		case DW_OP_breg0:
+			if (!(regs->valid & (1u << op->reg)))
+				return SP_STOP_BAD_RULE;
+			PUSH(regs->regs[op->reg] + op->num);
+			break;
+		case DW_OP_lit0 ... DW_OP_lit31:
+			PUSH((uint64_t)(op->atom - DW_OP_lit0));
+			break;
+		case DW_OP_const1u: case DW_OP_const1s: case DW_OP_const2u: case DW_OP_const2s:
+		case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
+		case DW_OP_constu: case DW_OP_consts:
+			/* libdw already sign-extended the signed forms into number */
+			PUSH(op->num);
+			break;
+		case DW_OP_dup:
+			NEED(1);
+			PUSH(st[sp - 1]);
+			break;
+		case DW_OP_over:
+			NEED(2);
+			PUSH(st[sp - 2]);
+			break;
+		case DW_OP_drop:
+			NEED(1);
+			sp--;
+			break;
+		case DW_OP_swap:
+			NEED(2);
+			a = st[sp - 1];
+			st[sp - 1] = st[sp - 2];
+			st[sp - 2] = a;
+			break;
+		case DW_OP_deref:
+			NEED(1);
+			rc = sp_stack_read(stack, st[sp - 1], &st[sp - 1]);
+			if (rc)
+				return rc;
+			break;
+		case DW_OP_plus_uconst:
+			NEED(1);
+			st[sp - 1] += op->num;
+			break;
+		case DW_OP_neg:
+			NEED(1);
+			st[sp - 1] = 0 - st[sp - 1];
+			break;
+		case DW_OP_not:
+			NEED(1);
+			st[sp - 1] = ~st[sp - 1];
+			break;
+		case DW_OP_nop:
+			break;
+		default:
+			/* binary operators: b = second entry, a = top */
+			NEED(2);
+			a = st[--sp];
+			b = st[sp - 1];
+			switch (op->atom) {
+			case DW_OP_plus: b += a; break;
+			case DW_OP_minus: b -= a; break;
+			case DW_OP_and: b &= a; break;
+			case DW_OP_or: b |= a; break;
+			case DW_OP_xor: b ^= a; break;
+			case DW_OP_shl: b = a >= 64 ? 0 : b << a; break;
+			case DW_OP_shr: b = a >= 64 ? 0 : b >> a; break;
+			case DW_OP_shra:
+				b = (uint64_t)((int64_t)b >> (a >= 63 ? 63 : a));
+				break;
+			case DW_OP_ge: b = (int64_t)b >= (int64_t)a; break;
+			case DW_OP_gt: b = (int64_t)b > (int64_t)a; break;
+			case DW_OP_lt: b = (int64_t)b < (int64_t)a; break;
+			case DW_OP_le: b = (int64_t)b <= (int64_t)a; break;
+			case DW_OP_eq: b = b == a; break;
+			case DW_OP_ne: b = b != a; break;
+			default: return SP_STOP_BAD_RULE;
+			}
+			st[sp - 1] = b;
+			break;
+		}
+	}
+#undef NEED
+#undef PUSH
+	if (sp == 0)
+		return SP_STOP_BAD_RULE;
+	*cfa = st[sp - 1];
+	return 0;
+}

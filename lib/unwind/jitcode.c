@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/* Generated code of one live process: function entries and code bytes for frames proven from code. */
+#include "unwind/unwind.h"
+#include "symbols/symbols.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/*
+ * DESIGN decision 4 at record time.  A frame in anonymous executable memory
+ * is proven from the instructions between its function's entry and the pc
+ * (lib/unwind/codeframe.c).  The entry comes from one of two places, never from a
+ * scan backwards (which cannot tell code from data):
+ *
+ *  - the process's perf map (/tmp/perf-PID.map, the JIT interface of
+ *    Linux tools/perf/Documentation/jit-interface.txt): the start of the
+ *    function whose line covers the pc;
+ *  - a trampoline arena: a region that is nothing but copies of one short
+ *    straight-line function laid out back to back at a fixed stride, as
+ *    CPython 3.12/3.13 fill theirs for -X perf (11-byte trampolines, at an
+ *    11-byte stride in 3.12 and a 16-byte one in 3.13).  The region's first
+ *    copy gives the template and its stride (checked against the second
+ *    copy); the copy holding the pc is checked byte for byte.
+ *
+ * Code bytes are read once per entry with process_vm_readv(2) and kept until
+ * an executable mapping over them arrives or the perf map changes (JIT code
+ * is rewritten in place only after such a change).
+ */
+
+#define CODE_MAX 4096       /* bytes read per function: a pc further in proves nothing */
+#define ARENA_PROBE 64      /* bytes read at a region's start to recognise an arena */
+#define MAP_RECHECK 1024    /* look at the perf map's size every this many lookups */
+#define MAP_DIR "/tmp"
+
+struct jit_fn {
+	uint64_t entry;
+	uint32_t pool_off, len; /* len 0: the bytes could not be read */
+};
+
+struct jit_arena {
+	uint32_t stride, len; /* stride 0: the region is not an arena */
+};
+
+struct sp_jit_code {
+	pid_t pid;
+	uint64_t not_before_us; /* the process's start: older maps belong to someone else */
+	struct sp_perf_map map;
+	int64_t map_size;       /* file size when the map was read; -1: never read */
+	uint32_t since_check;   /* lookups since the map's size was looked at */
+	bool map_tried;
+	struct sp_map fn_index; /* entry -> index into fns */
+	struct jit_fn *fns;
+	size_t nfns, fns_cap;
+	uint8_t *pool;
+	size_t pool_len, pool_cap;
+	struct sp_map arena_index; /* region start -> index into arenas */
+	struct jit_arena *arenas;
+	size_t narenas, arenas_cap;
+};
+
+/* The process's start in µs since the epoch (/proc/PID/stat starttime + btime), 0 if unknown. */
+static uint64_t process_start_us(pid_t pid)
+{
+	char path[64], buf[1024];
+	unsigned long long btime = 0, start = 0;
+	FILE *f = fopen("/proc/stat", "re");
+	if (!f)
+		return 0;
+	while (fgets(buf, sizeof(buf), f))
+		if (sscanf(buf, "btime %llu", &btime) == 1)
+			break;
+	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* Field 22; count from the last ')' since comm may hold spaces and parentheses. */
+	char *p = strrchr(buf, ')');
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			 "%*d %*d %*d %*d %llu", &start) != 1 || !btime)
+		return 0;
+	long hz = sysconf(_SC_CLK_TCK);
+	return btime * 1000000ull + start * 1000000ull / (unsigned long long)(hz > 0 ? hz : 100);
+}
+
+struct sp_jit_code *sp_jit_code_new(pid_t pid)
+{
+	struct sp_jit_code *j = calloc(1, sizeof(*j));
+	if (!j)
+		return NULL;
+	j->pid = pid;
+	j->not_before_us = process_start_us(pid);
+	j->map_size = -1;
+	sp_perf_map_init(&j->map);
+	sp_map_init(&j->fn_index);
+	sp_map_init(&j->arena_index);
+	return j;
+}
+
+static void forget_code(struct sp_jit_code *j)
+{
+	sp_map_release(&j->fn_index);
+	sp_map_init(&j->fn_index);
+	sp_map_release(&j->arena_index);
+	sp_map_init(&j->arena_index);
+	j->nfns = j->narenas = j->pool_len = 0;
+}
+
+void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end)
+{
+	if (!j)
+		return;
+	bool hit = false;
+	for (size_t i = 0; i < j->nfns && !hit; i++)
+		hit = j->fns[i].entry >= start && j->fns[i].entry < end;
+	for (size_t i = 0; i < j->arena_index.cap && !hit; i++)
+		hit = j->arena_index.used[i] && j->arena_index.keys[i] >= start &&
+		      j->arena_index.keys[i] < end;
+	if (hit)
+		forget_code(j);
+}
+
+void sp_jit_code_free(struct sp_jit_code *j)
+{
+	if (!j)
+		return;
+	forget_code(j);
+	sp_map_release(&j->fn_index);
+	sp_map_release(&j->arena_index);
+	sp_perf_map_release(&j->map);
+	free(j->fns);
+	free(j->pool);
+	free(j->arenas);
+	free(j);
+}
+
+/* Read len bytes of the target at addr into buf; returns how many arrived. */
+static size_t read_target(pid_t pid, uint64_t addr, void *buf, size_t len)
+{
+	struct iovec local = {.iov_base = buf, .iov_len = len};
+	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
+	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
+	return n > 0 ? (size_t)n : 0;
+}
+
+/* (Re)read the perf map when its size changed (it only grows while the process lives). */
+static void refresh_map(struct sp_jit_code *j)
+{
+	char path[64];
+	struct stat st;
+	snprintf(path, sizeof(path), MAP_DIR "/perf-%d.map", (int)j->pid);
+	j->since_check = 0;
+	if (lstat(path, &st) || st.st_size == j->map_size)
+		return;
+	struct sp_perf_map m;
+	unsigned verdict;
+	sp_perf_map_init(&m);
+	if (sp_perf_map_load(&m, MAP_DIR, j->pid, j->not_before_us, NULL, &verdict) ||
+	    verdict != SP_PERF_MAP_USED) {
+		sp_perf_map_release(&m);
+		return;
+	}
+	sp_perf_map_release(&j->map);
+	j->map = m;
+	j->map_size = st.st_size;
+	/* A later line may name new code at an old address: read the bytes again. */
+	forget_code(j);
+}
+
+/* Index in fns of the function at entry, its bytes read (at most len) on first use; -1: no memory. */
+static ptrdiff_t code_at(struct sp_jit_code *j, uint64_t entry, size_t len)
+{
+	uint32_t idx;
+	if (sp_map_get(&j->fn_index, entry, &idx))
+		return idx;
+	if (len > CODE_MAX)
+		len = CODE_MAX;
+	if (sp_array_reserve((void **)&j->fns, &j->fns_cap, j->nfns + 1,
+			     sizeof(*j->fns)))
+		return -1;
+	if (j->pool_len + len > j->pool_cap) {
+		size_t cap = j->pool_cap ? j->pool_cap : 16384;
+		while (cap < j->pool_len + len)
+			cap *= 2;
+		uint8_t *p = realloc(j->pool, cap);
+		if (!p)
+			return -1;
+		j->pool = p;
+		j->pool_cap = cap;
+	}
+	struct jit_fn *f = &j->fns[j->nfns];
+	f->entry = entry;
+	f->pool_off = (uint32_t)j->pool_len;
+	f->len = (uint32_t)read_target(j->pid, entry, j->pool + j->pool_len, len);
+	if (sp_map_put(&j->fn_index, entry, (uint32_t)j->nfns))
+		return -1;
+	j->pool_len += f->len;
+	return (ptrdiff_t)j->nfns++;
+}
+
+/* Recognise (once per region) a trampoline arena; NULL when the region is none. */
+static const struct jit_arena *arena_of(struct sp_jit_code *j, uint64_t start, uint64_t end)
+{
+	uint32_t idx;
+	if (sp_map_get(&j->arena_index, start, &idx))
+		return j->arenas[idx].stride ? &j->arenas[idx] : NULL;
+	uint8_t b[ARENA_PROBE];
+	size_t n = read_target(j->pid, start, b, end - start < sizeof(b) ? end - start : sizeof(b));
+	struct jit_arena a = {0};
+	size_t len = sp_codeframe_return_end(b, n);
+	for (size_t stride = len; len && stride <= (len + 15) / 16 * 16; stride++) {
+		/* The gap between copies must hold padding only: zeros or int3. */
+		bool pad = stride + len <= n;
+		for (size_t i = len; pad && i < stride; i++)
+			pad = b[i] == 0 || b[i] == 0xcc;
+		if (pad && !memcmp(b, b + stride, len)) {
+			a.stride = (uint32_t)stride;
+			a.len = (uint32_t)len;
+			break;
+		}
+	}
+	if (sp_array_reserve((void **)&j->arenas, &j->arenas_cap, j->narenas + 1,
+			     sizeof(*j->arenas)))
+		return NULL;
+	j->arenas[j->narenas] = a;
+	if (sp_map_put(&j->arena_index, start, (uint32_t)j->narenas))
+		return NULL;
+	j->narenas++;
+	return a.stride ? &j->arenas[j->narenas - 1] : NULL;
+}
+
+const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, uint64_t end,
+					 uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	/* A return address may end its function (a call as the last instruction): look up ra - 1. */
+	uint64_t at = after_call ? pc - 1 : pc, entry, size;
+	if (at < start || at >= end)
+		return NULL;
+	const struct sp_perf_map_range *r = sp_perf_map_find(&j->map, at);
+	/* New code gets its line before it runs: look again on a miss, now and then. */
+	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!r && j->since_check >= 16)) {
+		j->map_tried = true;
+		refresh_map(j);
+		r = sp_perf_map_find(&j->map, at);
+	}
+	/* A line whose function reaches outside the mapping describes some other code. */
+	if (r && r->sym_start >= start && r->sym_size <= end - r->sym_start &&
+	    at - r->sym_start < r->sym_size) {
+		entry = r->sym_start;
+		size = r->sym_size;
+	} else {
+		const struct jit_arena *a = arena_of(j, start, end);
+		if (!a)
+			return NULL;
+		entry = start + (at - start) / a->stride * a->stride;
+		size = a->len;
+		if (size > end - entry)
+			return NULL;
+		r = NULL;
+	}
+	/* pool offsets are 32-bit: start over rather than let them wrap (two reads follow) */
+	if (j->pool_len > UINT32_MAX - 2 * CODE_MAX)
+		forget_code(j);
+	ptrdiff_t fi = code_at(j, entry, size), ti = fi;
+	if (fi >= 0 && !r)
+		ti = code_at(j, start, size); /* an arena copy: it must be the template */
+	if (fi < 0 || ti < 0)
+		return NULL;
+	const struct jit_fn *f = &j->fns[fi], *t = &j->fns[ti];
+	if (!f->len || t->len != f->len ||
+	    memcmp(j->pool + t->pool_off, j->pool + f->pool_off, f->len))
+		return NULL;
+	if (sp_codeframe_row(j->pool + f->pool_off, f->len, pc - entry, after_call, out))
+		return NULL;
+	return out;
+}

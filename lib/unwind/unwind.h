@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/unwind/: from a sample's registers and copied stack to return addresses
+ * (private, not installed).
+ *
+ * Owns: CFI rule tables compiled from .eh_frame/.debug_frame (cfi.c), the
+ * DWARF unwinder over the kernel's stack copy (unwind.c), frames proven from
+ * code bytes where there is no CFI (codeframe.c), and the generated code of
+ * live processes read for those proofs (jitcode.c).
+ * May call: util, and the symbols stage's perf-map reader (JIT function
+ * entries, in jitcode.c).  Never record, spool or report.
+ */
+#ifndef SP_UNWIND_H
+#define SP_UNWIND_H
+
+#include "util/util.h"
+
+#include <sys/types.h>
+
+/* ---- CFI rule tables and the unwinder (lib/unwind/cfi.c, lib/unwind/unwind.c) -------- */
+
+/* DWARF register numbers on x86-64. */
+enum {
+	SP_DW_RAX = 0, SP_DW_RDX, SP_DW_RCX, SP_DW_RBX, SP_DW_RSI, SP_DW_RDI,
+	SP_DW_RBP, SP_DW_RSP, SP_DW_R8, SP_DW_R9, SP_DW_R10, SP_DW_R11,
+	SP_DW_R12, SP_DW_R13, SP_DW_R14, SP_DW_R15, SP_DW_RIP,
+	SP_DW_NREGS
+};
+
+/* A register file in DWARF numbering; bit n of valid says regs[n] is known. */
+struct sp_regs {
+	uint64_t regs[SP_DW_NREGS];
+	uint32_t valid;
+};
+
+/* The bytes the kernel copied: [base, base + len) of the target's stack. */
+struct sp_stack_mem {
+	uint64_t base; /* the sampled SP */
+	const uint8_t *data;
+	size_t len;    /* dyn_size, never the requested size */
+};
+
+/* Compiled CFI of one module file, shared by every process that maps it. */
+struct sp_cfi_table;
+
+/*
+ * Build a lazily compiled rule table over elf's .eh_frame (and .debug_frame
+ * when present).  The table keeps elf borrowed: elf must outlive it.
+ * Returns -SP_E_NO_CFI when the file has no CFI at all.
+ */
+int sp_cfi_table_new(Elf *elf, struct sp_cfi_table **out);
+void sp_cfi_table_free(struct sp_cfi_table *t);
+
+/*
+ * One compiled CFI row (lib/unwind/cfi.c): how to recover the caller's registers at
+ * every svma in [start, start + len) (DWARF 5 §6.4.1).  kind says how the CFA
+ * is found; the return address and the callee-saved registers (SysV x86-64
+ * ABI §3.2.1: rbp rbx r12-r15, in that order in saved/saved_off) are at
+ * CFA-relative slots.
+ */
+enum sp_cfi_kind {
+	SP_CFI_CFA_REG,  /* CFA = regs[cfa_reg] + cfa_off (rsp+k, rbp+k, ...) */
+	SP_CFI_CFA_EXPR, /* CFA = DWARF expression, expr_len ops at pool index expr */
+	SP_CFI_ROOT,     /* return address undefined: outermost frame */
+	SP_CFI_UCONTEXT, /* signal frame: all registers in the sigcontext gregs at regs[cfa_reg] + cfa_off */
+	SP_CFI_BAD,      /* a rule the compiler does not represent */
+	SP_CFI_NONE,     /* no FDE covers the range (kept so libdw is asked once) */
+};
+enum sp_cfi_saved_rule { SP_CFI_SAME, SP_CFI_UNDEF, SP_CFI_AT_CFA, SP_CFI_VAL_CFA };
+#define SP_CFI_NSAVED 6
+#define SP_CFI_F_SIGNAL 1u /* the FDE's 'S' augmentation */
+
+struct sp_cfi_row {
+	uint64_t start;
+	uint32_t len;
+	uint8_t kind, flags; /* enum sp_cfi_kind, SP_CFI_F_* */
+	uint8_t cfa_reg, expr_len;
+	union {
+		int32_t cfa_off;
+		uint32_t expr;
+	};
+	int32_t ra_off;      /* return address saved at CFA + ra_off */
+	uint16_t saved;      /* 2 bits (enum sp_cfi_saved_rule) per saved register */
+	int16_t saved_off[SP_CFI_NSAVED];
+};
+
+/*
+ * The row covering svma, compiled from libdw on first use; NULL when no CFI
+ * covers it (or memory ran out).  *hit: the direct-mapped cache answered.
+ * The row is valid until the next lookup in t.  A table mutates on lookup:
+ * use it from one thread at a time.
+ */
+const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t svma, bool *hit);
+/* The CFA of a SP_CFI_CFA_EXPR row: 0, or SP_STOP_BAD_RULE / SP_STOP_STACK_EXHAUSTED. */
+unsigned sp_cfi_eval_cfa(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
+			 const struct sp_regs *regs, const struct sp_stack_mem *stack, uint64_t *cfa);
+
+/*
+ * Read 8 bytes at addr from the stack copy: 0, SP_STOP_STACK_EXHAUSTED when
+ * they reach past the copy, SP_STOP_BAD_RULE when addr is below the sampled SP.
+ */
+static inline unsigned sp_stack_read(const struct sp_stack_mem *s, uint64_t addr, uint64_t *v)
+{
+	if (addr < s->base)
+		return SP_STOP_BAD_RULE;
+	if (addr - s->base > s->len || s->len - (addr - s->base) < 8)
+		return SP_STOP_STACK_EXHAUSTED;
+	__builtin_memcpy(v, s->data + (addr - s->base), 8);
+	return 0;
+}
+
+struct sp_unwind_module;
+/*
+ * A row for pc in module m proven from its code bytes (DESIGN decision 4),
+ * for modules without CFI: out filled and returned, or NULL when nothing is
+ * proven.  ctx is the find callback's; after_call: pc is a return address.
+ */
+typedef const struct sp_cfi_row *(*sp_code_row_fn)(void *ctx, const struct sp_unwind_module *m,
+						    uint64_t pc, bool after_call,
+						    struct sp_cfi_row *out);
+
+/* What the unwinder needs to know about the module containing a pc. */
+struct sp_unwind_module {
+	uint64_t start, end;   /* runtime range */
+	uint64_t load_bias;    /* svma = avma - load_bias */
+	struct sp_cfi_table *cfi; /* NULL: no unwind information */
+	sp_code_row_fn code_row;  /* NULL: nothing is proven from the code */
+};
+
+/* Module lookup for an absolute address; NULL when unmapped. */
+typedef const struct sp_unwind_module *(*sp_find_module_fn)(void *ctx, uint64_t pc);
+
+/* Counters sp_unwind adds to (the caller zeroes them). */
+struct sp_unwind_stats {
+	uint64_t frames;
+	uint64_t code_frames; /* frames stepped with rows proven from code bytes */
+	uint64_t rule_cache_hits, rule_cache_misses;
+};
+
+/*
+ * Unwind one sample with DWARF CFI from the user registers and the copied
+ * stack.  Writes at most max lookup addresses to pcs, leaf first: pcs[0] is
+ * the sampled IP, later entries are return address - 1, except a frame right
+ * after a signal frame, which is the interrupted IP itself, and the signal
+ * frame's own entry, which is its return address (__restore_rt).  Reads only
+ * stack->data.  Sets *n and *stop (enum sp_stop_reason).  Returns 0.
+ */
+int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
+	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
+	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
+
+/*
+ * Frames proven from code bytes (lib/unwind/codeframe.c, DESIGN decision 4).
+ * code[0, len) is a function's machine code from its entry; pc_off is the pc's
+ * offset in it (after_call: a return address, which must follow a call).
+ * Fills row (SP_CFI_CFA_REG, ra at CFA-8) from the straight-line instructions
+ * before the pc and returns SP_CODEFRAME_OK, or says why nothing is proven.
+ */
+enum sp_codeframe_result {
+	SP_CODEFRAME_OK = 0,
+	SP_CODEFRAME_SHORT,      /* pc_off lies past the bytes given */
+	SP_CODEFRAME_UNKNOWN,    /* an instruction the decoder does not know */
+	SP_CODEFRAME_STOPPED,    /* a branch, return or untracked rsp write before the pc */
+	SP_CODEFRAME_MISALIGNED, /* the pc falls inside an instruction */
+	SP_CODEFRAME_NOT_CALL,   /* a return address not preceded by a call */
+};
+int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_call,
+		     struct sp_cfi_row *row);
+/*
+ * Length of a function that runs straight from code[0] to a return with the
+ * stack balanced (the CPython perf trampoline: 11 bytes); 0 when code is not
+ * such a function.
+ */
+size_t sp_codeframe_return_end(const uint8_t *code, size_t len);
+
+/* ---- generated code of live processes (lib/unwind/jitcode.c) -------------------- */
+
+/*
+ * Generated code of one live process (lib/unwind/jitcode.c): function entries from
+ * its perf map or from trampoline arenas, and code bytes read with
+ * process_vm_readv(2) once per entry, for frames proven from code.
+ */
+struct sp_jit_code;
+/* NULL when out of memory. */
+struct sp_jit_code *sp_jit_code_new(pid_t pid);
+void sp_jit_code_free(struct sp_jit_code *j);
+/* An executable mapping replaced [start, end): cached code there is stale. */
+void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end);
+/*
+ * The row at pc in the anonymous mapping [start, end), proven from the code
+ * between its function's entry and pc (sp_codeframe_row); out, or NULL.
+ */
+const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, uint64_t end,
+					 uint64_t pc, bool after_call, struct sp_cfi_row *out);
+
+#endif

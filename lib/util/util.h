@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lib/util/: what every stage builds on (private, not installed).
+ *
+ * Owns: growable buffers and varints (buf.c), the u64 -> u32 hash map
+ * (hashmap.c), string arenas (arena.c), the bounded line reader over
+ * untrusted text files (linereader.c), UTF-8 and JSON string escapes
+ * (escape.c), facts read from ELF files (elf_util.c), module path display
+ * (module_path.c), and the error table (errors.c).
+ * May call: libc and libelf only, never another stage of lib/.
+ */
+#ifndef SP_UTIL_H
+#define SP_UTIL_H
+
+#include "stackpulse.h"
+
+#include <gelf.h>
+#include <libelf.h>
+
+#define SP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ---- growable byte buffer (lib/util/buf.c) ---------------------------------- */
+
+struct sp_buf {
+	uint8_t *data;
+	size_t len, cap;
+};
+
+void sp_buf_init(struct sp_buf *b);
+void sp_buf_release(struct sp_buf *b);
+/* Make room for n more bytes; -ENOMEM on failure. */
+int sp_buf_reserve(struct sp_buf *b, size_t n);
+int sp_buf_append(struct sp_buf *b, const void *p, size_t n);
+/* LEB128 unsigned varint; zigzag for signed. */
+int sp_buf_put_uvarint(struct sp_buf *b, uint64_t v);
+int sp_buf_put_svarint(struct sp_buf *b, int64_t v);
+/* Length-prefixed (uvarint) string. */
+int sp_buf_put_str(struct sp_buf *b, const char *s);
+/* write(2) all n bytes of p to fd, again after EINTR: 0, -errno, or -EIO when it writes nothing. */
+int sp_write_all(int fd, const void *p, size_t n);
+
+/*
+ * Make *p, an array of *cap elements of elem bytes, hold at least need:
+ * realloc'd to the next power-of-two capacity (64 at least), *cap updated.
+ * 0, or -ENOMEM (also when the size would overflow); *p is kept on failure.
+ */
+int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem);
+
+/*
+ * Bounded readers over untrusted bytes.  Each returns 0 and advances *p, or
+ * -SP_E_SPOOL_CORRUPT when the value runs past end or overflows 64 bits.
+ */
+int sp_get_uvarint_long(const uint8_t **p, const uint8_t *end, uint64_t *v);
+/* Most varints of a spool fit one byte: that case inline, the rest out of line. */
+static inline int sp_get_uvarint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	if (*p < end && **p < 0x80) {
+		*v = *(*p)++;
+		return 0;
+	}
+	return sp_get_uvarint_long(p, end, v);
+}
+static inline int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t *v)
+{
+	uint64_t u;
+	int err = sp_get_uvarint(p, end, &u);
+	if (!err)
+		*v = (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+	return err;
+}
+
+/* ---- open-addressing hash map, u64 key -> u32 value (lib/util/hashmap.c) ---- */
+
+struct sp_map {
+	uint64_t *keys;
+	uint32_t *vals;
+	uint8_t *used;
+	size_t cap, len;
+};
+
+void sp_map_init(struct sp_map *m);
+void sp_map_release(struct sp_map *m);
+/* Returns 1 and *val when present, 0 when absent. */
+int sp_map_get(const struct sp_map *m, uint64_t key, uint32_t *val);
+/* Insert or replace; 0 or -ENOMEM. */
+int sp_map_put(struct sp_map *m, uint64_t key, uint32_t val);
+/* 64-bit mixer used to combine keys (e.g. (parent, frame) pairs). */
+static inline uint64_t sp_hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return x;
+}
+
+/* ---- ELF helpers (lib/util/elf_util.c) -------------------------------------- */
+
+struct sp_load_segment {
+	uint64_t vaddr, memsz, offset, filesz;
+	bool exec;
+};
+
+/* Facts read once from a module file. */
+struct sp_elf_info {
+	uint16_t e_type; /* ET_EXEC / ET_DYN */
+	uint8_t build_id_len;
+	uint8_t build_id[SP_BUILD_ID_MAX];
+	size_t nsegs;
+	struct sp_load_segment *segs; /* PT_LOAD, owned */
+};
+
+/* Ensure libelf's version handshake was done (idempotent). */
+void sp_elf_init(void);
+/* Fill info from an open Elf.  -SP_E_ELF_MALFORMED on bad headers. */
+int sp_elf_info_read(Elf *elf, struct sp_elf_info *info);
+void sp_elf_info_release(struct sp_elf_info *info);
+/*
+ * The load bias (avma - svma) of a mapping that starts at avma `start` and
+ * maps file offset `file_offset`: from the PT_LOAD segment containing that
+ * offset (DESIGN decision 7).  -ENOENT when no segment contains it.
+ */
+int sp_elf_load_bias(const struct sp_elf_info *info, uint64_t start, uint64_t file_offset,
+		     uint64_t *bias);
+/* Find the NT_GNU_BUILD_ID note; returns its length (0 when absent). */
+size_t sp_elf_build_id(Elf *elf, uint8_t *out, size_t cap);
+
+/* ---- module paths (lib/util/module_path.c) ------------------------------------ */
+
+/*
+ * The display part of a module path (lib/util/module_path.c): its basename
+ * without the kernel's " (deleted)" suffix, as a span of path (not
+ * NUL-terminated: *len bytes).
+ */
+const char *sp_path_name_span(const char *path, size_t *len);
+/* Length of path without the " (deleted)" suffix the kernel appends in maps. */
+size_t sp_path_len_undeleted(const char *path);
+
+/* ---- string arena (lib/util/arena.c) ----------------------------------------- */
+
+/* Strings that live as long as their owner; freed all at once. */
+struct sp_arena {
+	struct sp_arena_block *blocks;
+};
+
+void sp_arena_init(struct sp_arena *a);
+void sp_arena_release(struct sp_arena *a);
+/* Copy n bytes of s plus a NUL terminator; NULL on allocation failure. */
+const char *sp_arena_strndup(struct sp_arena *a, const char *s, size_t n);
+const char *sp_arena_printf(struct sp_arena *a, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- bounded line reader over untrusted text files (lib/util/linereader.c) ---- */
+
+/*
+ * Lines of a file read through a fixed buffer: a line longer than max_line
+ * bytes is skipped whole (never returned in pieces), and at most max_bytes
+ * are read from the file, so a hostile or runaway file costs bounded memory
+ * and time.
+ */
+struct sp_line_reader {
+	int fd;               /* borrowed */
+	char *buf;            /* owned */
+	size_t cap, start, end;
+	size_t max_line;
+	uint64_t bytes;       /* bytes read from fd so far */
+	uint64_t max_bytes;
+	bool eof;             /* no more bytes will come (end of file or max_bytes) */
+	bool limited;         /* reading stopped at max_bytes, not at the end of the file */
+};
+
+/* What sp_line_reader_next says about the line it returns. */
+enum sp_line_flags {
+	SP_LINE_TOO_LONG = 1u << 0,     /* longer than max_line: skipped, *len is 0 */
+	SP_LINE_UNTERMINATED = 1u << 1, /* the last line, without a final newline */
+};
+
+/* max_line >= 1; max_bytes 0 means no limit.  0 or -ENOMEM. */
+int sp_line_reader_init(struct sp_line_reader *r, int fd, size_t max_line, uint64_t max_bytes);
+void sp_line_reader_release(struct sp_line_reader *r);
+/*
+ * The next line, without its '\n', in *line (valid until the next call) and
+ * *len; it may hold NUL bytes.  *flags gets enum sp_line_flags.  Returns 1 for
+ * a line, 0 at the end, -errno when read(2) fails.  A line cut by max_bytes is
+ * not returned: r->limited then says the file was read only in part.
+ */
+int sp_line_reader_next(struct sp_line_reader *r, const char **line, size_t *len,
+			unsigned *flags);
+
+/* ---- text fields (lib/util/linereader.c) -------------------------------------- */
+
+/* Shared by the kallsyms and perf-map parsers. */
+static inline bool sp_text_is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/*
+ * A hex number (an optional 0x, leading zeros allowed, at most 64 significant
+ * bits) at *p before end: true and *p advanced past it, or false.
+ */
+bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
+
+/* ---- string escapes (lib/util/escape.c) --------------------------------------- */
+
+/* Append s with every byte that is not well-formed UTF-8 replaced by U+FFFD. */
+int sp_buf_put_utf8(struct sp_buf *b, const char *s);
+/* Append s as a quoted JSON string (RFC 8259): escapes, and \ufffd for non-UTF-8 bytes. */
+int sp_json_put_string(struct sp_buf *b, const char *s);
+
+#endif

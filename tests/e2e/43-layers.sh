@@ -1,0 +1,35 @@
+# SPDX-License-Identifier: MIT
+# lib/ is layered (README "Source layout"): scripts/check-layers finds no stage calling a
+# stage above it, no exporter or view including the dispatcher's header, and no circle of
+# includes or calls between files; and it does find each of those when one is planted.
+. "$(dirname "$0")/lib.sh"
+need_cmd python3 "scripts/check-layers"
+need_cmd nm "scripts/check-layers reads the objects' symbols"
+with_timeout 300 make -s -C "$REPO" libstackpulse.a >build.out 2>&1 ||
+	{ fail "make libstackpulse.a failed: $(tail -n 5 build.out)"; finish; }
+
+if python3 "$REPO/scripts/check-layers" "$REPO" >layers.out 2>&1; then
+	ok "$(tail -n 1 layers.out)"
+else
+	fail "scripts/check-layers on this tree: $(cat layers.out)"
+fi
+
+# A copy of lib/ (sources and objects) with one broken rule at a time.
+plant() {
+	rm -rf tree && mkdir tree && cp -R "$REPO/lib" tree/lib
+	printf '%s\n' "$2" >>"tree/lib/$1"
+	python3 "$REPO/scripts/check-layers" tree >planted.out 2>&1
+}
+plant report/export_pprof.c '#include "report/report.h"'
+[ $? -eq 1 ] && grep -q "dispatcher's header" planted.out &&
+	ok "an exporter including report/report.h is refused" ||
+	fail "an exporter including report/report.h was not refused: $(cat planted.out)"
+plant util/buf.c '#include "spool/spool.h"'
+[ $? -eq 1 ] && grep -q "util may not use spool" planted.out &&
+	ok "util including the spool's header is refused" ||
+	fail "util including spool/spool.h was not refused: $(cat planted.out)"
+plant report/aggregate.h '#include "report/views.h"'
+[ $? -eq 1 ] && grep -q "include circle: .*report/aggregate.h.*report/views.h" planted.out &&
+	ok "an include circle (aggregate.h <-> views.h) is found" ||
+	fail "the planted include circle was not found: $(cat planted.out)"
+finish

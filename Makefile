@@ -154,7 +154,7 @@ FUZZ_BIN := $(patsubst tests/fuzz/%.c,build-fuzz/%,$(FUZZ_SRC))
 FUZZ_LIB_OBJ := $(patsubst lib/%.c,build-fuzz/lib/%.o,$(LIB_SRC))
 
 build-fuzz/lib/%.o: lib/%.c $(LIB_HDR) | check-deps
-	@mkdir -p build-fuzz/lib
+	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 build-fuzz/libstackpulse.a: $(FUZZ_LIB_OBJ)
 	$(AR) rcs $@ $^

@@ -18,14 +18,14 @@
 
 #include <linux/perf_event.h>
 
-/* ---- user registers (lib/record/perf_regs.c) ------------------------------------ */
+/* ---- user registers (perf_regs.c) -------------------------------------- */
 
 /* Convert a perf sample's user register array (sample_regs_user order) to DWARF numbering. */
 void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out);
 /* The sample_regs_user mask the recorder asks for. */
 uint64_t sp_perf_regs_mask(void);
 
-/* ---- perf record decoding (lib/record/perf_record.c) -------------------------- */
+/* ---- perf record decoding (perf_record.c) ------------------------------ */
 
 /* What the records of our events carry, from perf_event_attr. */
 struct sp_perf_layout {
@@ -103,7 +103,7 @@ int sp_perf_parse_lost(const void *rec, size_t len, struct sp_perf_lost *out);
 int sp_perf_record_time(const struct sp_perf_layout *l, const void *rec, size_t len,
 			uint64_t *time);
 
-/* ---- perf events and rings (lib/record/perf_event.c) -------------------------- */
+/* ---- perf events and rings (perf_event.c) ------------------------------ */
 
 /* One mmap'd ring per CPU; every event on that CPU writes into it (SET_OUTPUT). */
 struct sp_ring {
@@ -159,7 +159,7 @@ typedef void (*sp_record_fn)(void *ctx, const struct perf_event_header *rec, siz
 int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt);
 void sp_events_release(struct sp_events *e);
 
-/* ---- process and module state (lib/record/process.c) -------------------------- */
+/* ---- process and module state (process.c) ------------------------------ */
 
 /* One backing file, opened once and shared by every mapping of it. */
 struct sp_modfile {

@@ -89,7 +89,7 @@ struct task_comm {
 	bool written;
 };
 
-/* ---- thread names ------------------------------------------------------- */
+/* ---- thread names ------------------------------------------------------ */
 
 static uint64_t task_key(uint32_t pid, uint32_t tid)
 {
@@ -133,7 +133,7 @@ static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, u
 	}
 }
 
-/* ---- processes ----------------------------------------------------------- */
+/* ---- processes --------------------------------------------------------- */
 
 static struct sp_process *find_process(struct sp_recorder *r, pid_t pid)
 {
@@ -295,7 +295,7 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 	return 0;
 }
 
-/* ---- samples ------------------------------------------------------------- */
+/* ---- samples ----------------------------------------------------------- */
 
 /* Anonymous code without CFI: a row proven from its bytes (DESIGN decision 4). */
 static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
@@ -751,7 +751,7 @@ static void on_record(void *ctx, const struct perf_event_header *h, size_t len)
 	}
 }
 
-/* ---- attach -------------------------------------------------------------- */
+/* ---- attach ------------------------------------------------------------ */
 
 static void raise_nofile_limit(void)
 {

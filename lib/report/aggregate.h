@@ -9,7 +9,7 @@
 
 #include "spool/spool.h"
 
-/* ---- sample filters (lib/report/report_filter.c) ------------------------------- */
+/* ---- sample filters (report_filter.c) ---------------------------------- */
 
 /* Whether any filter is set. */
 bool sp_filter_active(const struct sp_report_filter *f);
@@ -27,7 +27,7 @@ int sp_filter_stack(const struct sp_report_filter *f, const struct sp_spool *s,
 /* The recording's start for time windows: the header's monotonic start, else the first sample. */
 uint64_t sp_filter_origin_ns(const struct sp_spool *s);
 
-/* ---- aggregation of a spool by stack id (lib/report/aggregate.c) --------------- */
+/* ---- aggregation of a spool by stack id (aggregate.c) ------------------ */
 
 /*
  * A function of the flat table: one (name, module, inline) triple, and with

@@ -52,7 +52,7 @@ int sp_export_time_order(const struct sp_spool *s, uint32_t **order)
 	return 0;
 }
 
-/* ---- interning ----------------------------------------------------------- */
+/* ---- interning --------------------------------------------------------- */
 
 void sp_intern_init(struct sp_intern *t)
 {

@@ -18,7 +18,7 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out);
 /* The interactive flame graph: one self-contained SVG, described in stackpulse-report(1). */
 int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 
-/* ---- shared by the exports (lib/report/export.c) ------------------------- */
+/* ---- shared by the exports (export.c) ---------------------------------- */
 
 /*
  * The CPU time one sample stands for, in ns: 1e9 / the recorded frequency

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The text report: header, flat function table (or a call tree), heaviest complete stacks. */
+/* The text report: the flat function table (or a call tree), the heaviest complete stacks, --group-by sections. */
 #include "report/views.h"
 
 #include <errno.h>
@@ -10,14 +10,12 @@
 
 #define DEFAULT_ROWS 25
 #define DEFAULT_STACKS 5
-#define LINE_COLUMNS SP_TEXT_COLUMNS /* the header's width */
 #define LEFT_COLUMNS 27 /* "  Self%  Total%   Samples  " */
 #define COUNT_COLUMNS 10 /* -n: "    Total " */
 #define MODULE_MAX 20
 #define FUNCTION_MIN 24
 
 #define pct sp_text_pct
-#define name_cmp sp_text_name_cmp
 #define put_cell sp_text_put_cell
 #define put_func sp_text_put_func
 

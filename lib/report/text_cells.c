@@ -110,7 +110,6 @@ void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad
 	fprintf(out, "%.*s...%s", (int)(w - k - 3), f->name, suffix);
 }
 
-#define put_func sp_text_put_func
 
 int sp_text_func_order(const struct sp_agg *a, const struct sp_report_opts *opts,
 		       uint32_t **order_out, size_t *shown_out)

@@ -12,7 +12,7 @@
 
 #include <stdio.h>
 
-/* ---- views (lib/report/report_text.c, report_tree.c, report_folded.c, report_json.c) */
+/* ---- views (report_text.c, report_tree.c, report_folded.c, report_json.c) --- */
 
 int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 /* Call trees (lib/report/report_tree.c): top-down, or bottom-up with opts->inverted. */
@@ -21,7 +21,7 @@ int sp_report_folded(struct sp_agg *a, FILE *out);
 /* JSON summary (lib/report/report_json.c). */
 int sp_report_json(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 
-/* ---- shared by the text views ------------------------------------------- */
+/* ---- shared by the text views ------------------------------------------ */
 
 #define SP_TEXT_COLUMNS 80
 #define SP_TEXT_MIN_COLUMNS 80

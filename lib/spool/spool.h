@@ -100,7 +100,7 @@ static inline void *sp_grow_array(void *arr, size_t *cap, size_t n, size_t elem)
 		q_ ? 0 : -ENOMEM;                                              \
 	})
 
-/* ---- the reader's tables, shared with the dump (lib/spool/spool_dump.c) ------ */
+/* ---- the reader's tables, shared with the dump (spool_dump.c) ---------- */
 
 /* One record in file order: its type (SP_REC_INVALID for an unknown type) and table index. */
 struct sp_spool_log {
@@ -202,7 +202,7 @@ struct sp_spool {
 	size_t nlog, log_cap;
 };
 
-/* ---- writer extras for symbol records (lib/spool/spool_writer.c) -------------- */
+/* ---- writer extras for symbol records (spool_writer.c) ----------------- */
 
 /* Append whole, already encoded records (lib/symbols/symstore.c's output).  0 or -errno. */
 int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);

@@ -288,7 +288,7 @@ int sp_spool_dump_text(const struct sp_spool *s, FILE *out)
 	return 0;
 }
 
-/* ---- JSON Lines ------------------------------------------------------------ */
+/* ---- JSON Lines -------------------------------------------------------- */
 
 /*
  * One JSON object being built.  The first error sticks and later appends do

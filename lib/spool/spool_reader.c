@@ -311,7 +311,7 @@ static int parse_summary(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
-/* ---- symbol records (stackpulse-spool(5), types 11 to 14) ---------------- */
+/* ---- symbol records (stackpulse-spool(5), types 11 to 14) -------------- */
 
 /* A string id defined by an earlier SYM_STRINGS record. */
 static int get_string_id(const struct sp_spool *s, struct cur *c, uint32_t *id)

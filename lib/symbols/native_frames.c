@@ -37,7 +37,7 @@ static const char *arena_copy(struct sp_symbolizer *sym, const char *s)
  * with SP_ORIGIN_ELF.  rf is untouched when the plug-in knows nothing.
  */
 int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
-				 const struct sp_frame *fr, struct sp_resolved_frame *rf)
+			  const struct sp_frame *fr, struct sp_resolved_frame *rf)
 {
 	const struct sp_native_symbol *ns;
 	size_t n;

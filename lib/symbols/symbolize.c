@@ -31,7 +31,7 @@ static int used_frames(const struct sp_spool *s, uint8_t **out)
 	return 0;
 }
 
-/* ---- the unresolved list ------------------------------------------------ */
+/* ---- the unresolved list ----------------------------------------------- */
 
 struct unresolved_set {
 	struct sp_symbolize_result *res;
@@ -150,7 +150,7 @@ out:
 	return err;
 }
 
-/* ---- resolving and encoding --------------------------------------------- */
+/* ---- resolving and encoding -------------------------------------------- */
 
 /* The kallsyms symbol or perf map line behind a frame named now, once each. */
 static int add_source(struct sp_symenc *enc, struct sp_map *seen, struct sp_symbolizer *sym,
@@ -220,7 +220,7 @@ static int resolve_used(const struct sp_spool *s, struct sp_symbolizer *sym,
 	return err;
 }
 
-/* ---- writing the new spool ----------------------------------------------- */
+/* ---- writing the new spool --------------------------------------------- */
 
 /* Copy the first n bytes of the file at path to fd. */
 static int copy_prefix(const char *path, size_t n, int fd)
@@ -356,7 +356,7 @@ void sp_symbolize_result_release(struct sp_symbolize_result *res)
 	*res = (struct sp_symbolize_result){0};
 }
 
-/* ---- at record end: images deleted or replaced while recording ------------ */
+/* ---- at record end: images deleted or replaced while recording --------- */
 
 int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,
 			uint64_t *frames)

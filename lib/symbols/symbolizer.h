@@ -7,8 +7,9 @@
  * (debug_search.c), kallsyms (kernel_frames.c), perf maps
  * (perfmap_frames.c), the spool's stored names (stored_frames.c), a native
  * plug-in (native_frames.c), inline chain storage (chains.c).
- * symbolizer.c calls the sources; a source calls chains.c and the parsers,
- * never symbolizer.c.
+ * symbolizer.c calls the sources; a source calls only downward (chains.c,
+ * the parsers, and for symbol_hits.c the ELF, DWARF and debug-file sources it
+ * combines), never symbolizer.c (scripts/check-layers finds no circle).
  */
 #ifndef SP_SYMBOLIZER_H
 #define SP_SYMBOLIZER_H
@@ -192,7 +193,7 @@ static inline bool sp_sym_has_file(const struct sp_module *m)
 	return m->path && m->path[0] == '/';
 }
 
-/* ---- inline chain storage (lib/symbols/chains.c) --------------------------- */
+/* ---- inline chain storage (chains.c) ----------------------------------- */
 
 /* Room for n resolved frames that stay where they are for the symbolizer's life; NULL: no memory. */
 struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n);
@@ -200,7 +201,7 @@ struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n
 void sp_sym_chain_set(struct sp_symbolizer *sym, uint32_t frame_id, struct sp_resolved_frame *c,
 		      size_t n);
 
-/* ---- module files (lib/symbols/elf_files.c) -------------------------------- */
+/* ---- module files (elf_files.c) ---------------------------------------- */
 
 /*
  * Open, prove and hand f to libdwfl, once; the outcome is kept in f->state
@@ -211,7 +212,7 @@ void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f);
 bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
 		       const struct sp_frame *fr, uint64_t *svma);
 
-/* ---- ELF symbols (lib/symbols/elf_symbols.c) ------------------------------- */
+/* ---- ELF symbols (elf_symbols.c) --------------------------------------- */
 
 /*
  * The ELF symbol holding svma in proven file f: hit->name (demangled unless
@@ -221,7 +222,7 @@ bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
 int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
 		      struct sym_hit *hit);
 
-/* ---- DWARF inline chains and lines (lib/symbols/dwarf_inline.c) ------------ */
+/* ---- DWARF inline chains and lines (dwarf_inline.c) -------------------- */
 
 /* Append e to sym->src.  0 or -ENOMEM. */
 int sp_sym_push_src(struct sp_symbolizer *sym, const struct src_entry *e);
@@ -232,7 +233,7 @@ int sp_sym_push_src(struct sp_symbolizer *sym, const struct src_entry *e);
 int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
 			 struct sym_hit *hit);
 
-/* ---- separate debug files (lib/symbols/debug_search.c) --------------------- */
+/* ---- separate debug files (debug_search.c) ----------------------------- */
 
 /* libdwfl's find_debuginfo callback (Dwfl_Callbacks): the search of lib/symbols/debugfile.c, counted. */
 int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
@@ -244,7 +245,7 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
  */
 bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry *f);
 
-/* ---- answers per (file, address), the symbol cache (lib/symbols/symbol_hits.c) */
+/* ---- answers per (file, address), the symbol cache (symbol_hits.c) ----- */
 
 /* The names of svma in proven file f, found once: *out lives as long as sym. */
 int sp_sym_lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
@@ -252,7 +253,7 @@ int sp_sym_lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64
 /* Write f's answers to its symbol cache file when worth keeping; failures are silent. */
 void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f);
 
-/* ---- kernel frames (lib/symbols/kernel_frames.c) --------------------------- */
+/* ---- kernel frames (kernel_frames.c) ----------------------------------- */
 
 /* Name a kernel frame from kallsyms (read once), else [kernel]+0xADDR.  0 or -ENOMEM. */
 int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
@@ -261,7 +262,7 @@ int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
 int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
 			       struct sp_frame_source *out);
 
-/* ---- anonymous code: perf maps (lib/symbols/perfmap_frames.c) -------------- */
+/* ---- anonymous code: perf maps (perfmap_frames.c) ---------------------- */
 
 /* sym->frame_pid: the one process whose samples hold each frame.  0 or -ENOMEM. */
 int sp_sym_compute_frame_pids(struct sp_symbolizer *sym);
@@ -277,13 +278,13 @@ int sp_sym_setup_perf_map_pids(struct sp_symbolizer *sym);
 int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
 				 const struct sp_frame *fr, struct sp_frame_source *out);
 
-/* ---- the spool's stored names (lib/symbols/stored_frames.c) ---------------- */
+/* ---- the spool's stored names (stored_frames.c) ------------------------ */
 
 /* Take frame_id's chain from the spool's symbol records: *done when it was used. */
 int sp_sym_resolve_stored(struct sp_symbolizer *sym, uint32_t frame_id,
 			  struct sp_resolved_frame *rf, bool *done);
 
-/* ---- a native plug-in (lib/symbols/native_frames.c) ------------------------ */
+/* ---- a native plug-in (native_frames.c) -------------------------------- */
 
 /* Set up opts.native's groups (the plug-in is copied).  0, -ENOMEM or its error. */
 int sp_sym_setup_native(struct sp_symbolizer *sym);
@@ -291,7 +292,7 @@ int sp_sym_setup_native(struct sp_symbolizer *sym);
 int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
 			  const struct sp_frame *fr, struct sp_resolved_frame *rf);
 
-/* ---- streamed stacks (lib/symbols/stack_cache.c, lib/symbols/symbolizer_api.c) */
+/* ---- streamed stacks (stack_cache.c, symbolizer_api.c) ----------------- */
 
 /* One streamed (pid, stack id) pair: its frame ids, leaf first, in cache->ids. */
 struct stack_entry {

@@ -22,7 +22,7 @@
 
 #include <elfutils/libdwfl.h>
 
-/* ---- C++ name demangling (lib/symbols/demangle.c) ------------------------------ */
+/* ---- C++ name demangling (demangle.c) ---------------------------------- */
 
 /*
  * Demangle an Itanium C++ ABI name ("_Z...").  Returns a malloc'd string the
@@ -31,7 +31,7 @@
  */
 char *sp_demangle(const char *name);
 
-/* ---- sorted function symbols of a module file (lib/symbols/symtab.c) ----------- */
+/* ---- sorted function symbols of a module file (symtab.c) --------------- */
 
 struct sp_symtab_entry {
 	uint64_t addr, size; /* module (static) addresses; size 0 covers nothing */
@@ -57,7 +57,7 @@ void sp_symtab_release(struct sp_symtab *t);
 /* The symbol whose [addr, addr + size) holds addr, or NULL. */
 const struct sp_symtab_entry *sp_symtab_find(const struct sp_symtab *t, uint64_t addr);
 
-/* ---- separate debug files (lib/symbols/debugfile.c) ------------------------------ */
+/* ---- separate debug files (debugfile.c) -------------------------------- */
 
 /* A module file whose debug information may be in a separate file. */
 struct sp_debug_query {
@@ -102,7 +102,7 @@ void sp_debug_found_release(struct sp_debug_found *f);
  */
 int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n);
 
-/* ---- decompressed copies of debug files (lib/symbols/debugcache.c) -------------- */
+/* ---- decompressed copies of debug files (debugcache.c) ----------------- */
 
 /*
  * The cache directory: dir when not NULL, else $STACKPULSE_CACHE_DIR, else
@@ -133,7 +133,7 @@ struct stat;
 struct sp_arena;
 int sp_cache_open_own(const char *path, struct stat *st);
 
-/* ---- names found before, kept by build-id (lib/symbols/symcache.c) -------------- */
+/* ---- names found before, kept by build-id (symcache.c) ----------------- */
 
 /* Deepest inline chain kept for one address; a longer one is not cached. */
 #define SYMCACHE_MAX_SRC 256
@@ -196,7 +196,7 @@ void sp_symcache_close(struct sp_symcache_file *cf);
 int sp_symcache_each(const struct sp_symcache_file *cf, struct sp_arena *a,
 		     int (*fn)(void *ctx, const struct sp_symcache_hit *h), void *ctx);
 
-/* ---- sparse kernel symbols from kallsyms (lib/symbols/kallsyms.c) ----------------- */
+/* ---- sparse kernel symbols from kallsyms (kallsyms.c) ------------------ */
 
 /* One kernel function that is the nearest symbol below some needed address. */
 struct sp_ksym {
@@ -241,7 +241,7 @@ const struct sp_ksym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t add
 const struct sp_kallsyms_stats *sp_kallsyms_stats(const struct sp_kallsyms *k);
 void sp_kallsyms_free(struct sp_kallsyms *k);
 
-/* ---- perf maps: /tmp/perf-PID.map (lib/symbols/perfmap.c) ------------------------- */
+/* ---- perf maps: /tmp/perf-PID.map (perfmap.c) -------------------------- */
 
 /*
  * The perf map convention (Linux tools/perf/Documentation/jit-interface.txt):
@@ -327,7 +327,7 @@ static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
 	return m->names + r->name;
 }
 
-/* ---- symbol records in spools (lib/symbols/symstore.c) --------------------------- */
+/* ---- symbol records in spools (symstore.c) ----------------------------- */
 
 /*
  * Encodes resolved frames as the spool's symbol records (stackpulse-spool(5),
@@ -363,7 +363,7 @@ int sp_symstore_index(const struct sp_spool *s, uint32_t **by_frame);
 size_t sp_symstore_get(const struct sp_spool *s, const uint32_t *by_frame, uint32_t frame_id,
 		       struct sp_resolved_frame *out, size_t max);
 
-/* ---- what `symbolize` and the recorder ask of a symbolizer ------------------ */
+/* ---- what `symbolize` and the recorder ask of a symbolizer ------------- */
 /* (lib/symbols/symbolizer.c, elf_files.c for use_file, debug_search.c for lookup places) */
 
 /* Where a resolved frame came from. */
@@ -411,7 +411,7 @@ int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
 				struct sp_lookup_places *out);
 void sp_lookup_places_release(struct sp_lookup_places *p);
 
-/* ---- a native symbolizer plug-in's instances (lib/symbols/native_backend.c) ------- */
+/* ---- a native symbolizer plug-in's instances (native_backend.c) -------- */
 
 struct sp_native_groups;
 
@@ -437,7 +437,7 @@ void sp_native_groups_free(struct sp_native_groups *ng);
 int sp_native_groups_symbolize(struct sp_native_groups *ng, uint32_t module_id, uint64_t addr,
 			       const struct sp_native_symbol **syms, size_t *n);
 
-/* ---- streamed stacks (lib/symbols/symbolizer_api.c, lib/symbols/stack_cache.c) --- */
+/* ---- streamed stacks (symbolizer_api.c, stack_cache.c) ----------------- */
 
 /* Frame ids of the (pid, stack id) pairs streamed so far. */
 struct sp_stack_cache;
@@ -448,7 +448,7 @@ void sp_stack_cache_add_stats(const struct sp_stack_cache *c, struct sp_symboliz
 /* qsort/bsearch order of int32_t pids (lib/symbols/perfmap_frames.c). */
 int sp_cmp_pid(const void *a, const void *b);
 
-/* ---- naming replaced images at record end (lib/symbols/symbolize.c) ------ */
+/* ---- naming replaced images at record end (symbolize.c) ---------------- */
 
 /*
  * At record end, name the frames of modules whose file was deleted or

@@ -59,7 +59,7 @@ static char *cache_path(const char *cache_dir, const uint8_t *build_id, size_t l
 	return n < 0 ? NULL : p;
 }
 
-/* ---- writing ------------------------------------------------------------- */
+/* ---- writing ----------------------------------------------------------- */
 
 static int put_str(struct sp_buf *b, const char *s)
 {
@@ -152,7 +152,7 @@ out:
 	return err;
 }
 
-/* ---- reading ------------------------------------------------------------- */
+/* ---- reading ----------------------------------------------------------- */
 
 static int get_str(const uint8_t **p, const uint8_t *end, const char **s, size_t *len)
 {

@@ -222,7 +222,7 @@ int sp_symenc_finish(struct sp_symenc *e, struct sp_buf *out)
 	return sp_buf_append(out, e->recs.data, e->recs.len);
 }
 
-/* ---- stored symbols, by frame id ----------------------------------------- */
+/* ---- stored symbols, by frame id --------------------------------------- */
 
 int sp_symstore_index(const struct sp_spool *s, uint32_t **by_frame)
 {

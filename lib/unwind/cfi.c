@@ -433,7 +433,7 @@ static int compile_row(struct sp_cfi_table *t, Dwarf_Frame *f, uint64_t pc,
 	return 0;
 }
 
-/* ---- the table ---------------------------------------------------------- */
+/* ---- the table --------------------------------------------------------- */
 
 static inline uint32_t cache_slot(uint64_t pc)
 {
@@ -618,7 +618,7 @@ const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t pc
 	return lookup_slow(t, pc, slot);
 }
 
-/* ---- the CFA expression evaluator --------------------------------------- */
+/* ---- the CFA expression evaluator -------------------------------------- */
 
 /*
  * A bounded stack machine for the DWARF expression subset CFA rules use

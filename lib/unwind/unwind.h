@@ -17,7 +17,7 @@
 
 #include <sys/types.h>
 
-/* ---- CFI rule tables and the unwinder (lib/unwind/cfi.c, lib/unwind/unwind.c) -------- */
+/* ---- CFI rule tables and the unwinder (cfi.c, unwind.c) ---------------- */
 
 /* DWARF register numbers on x86-64. */
 enum {
@@ -173,7 +173,7 @@ int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_
  */
 size_t sp_codeframe_return_end(const uint8_t *code, size_t len);
 
-/* ---- generated code of live processes (lib/unwind/jitcode.c) -------------------- */
+/* ---- generated code of live processes (jitcode.c) ---------------------- */
 
 /*
  * Generated code of one live process (lib/unwind/jitcode.c): function entries from

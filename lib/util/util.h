@@ -19,7 +19,7 @@
 
 #define SP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
-/* ---- growable byte buffer (lib/util/buf.c) ---------------------------------- */
+/* ---- growable byte buffer (buf.c) -------------------------------------- */
 
 struct sp_buf {
 	uint8_t *data;
@@ -69,7 +69,7 @@ static inline int sp_get_svarint(const uint8_t **p, const uint8_t *end, int64_t 
 	return err;
 }
 
-/* ---- open-addressing hash map, u64 key -> u32 value (lib/util/hashmap.c) ---- */
+/* ---- open-addressing hash map, u64 key -> u32 value (hashmap.c) -------- */
 
 struct sp_map {
 	uint64_t *keys;
@@ -95,7 +95,7 @@ static inline uint64_t sp_hash64(uint64_t x)
 	return x;
 }
 
-/* ---- ELF helpers (lib/util/elf_util.c) -------------------------------------- */
+/* ---- ELF helpers (elf_util.c) ------------------------------------------ */
 
 struct sp_load_segment {
 	uint64_t vaddr, memsz, offset, filesz;
@@ -126,7 +126,7 @@ int sp_elf_load_bias(const struct sp_elf_info *info, uint64_t start, uint64_t fi
 /* Find the NT_GNU_BUILD_ID note; returns its length (0 when absent). */
 size_t sp_elf_build_id(Elf *elf, uint8_t *out, size_t cap);
 
-/* ---- module paths (lib/util/module_path.c) ------------------------------------ */
+/* ---- module paths (module_path.c) -------------------------------------- */
 
 /*
  * The display part of a module path (lib/util/module_path.c): its basename
@@ -137,7 +137,7 @@ const char *sp_path_name_span(const char *path, size_t *len);
 /* Length of path without the " (deleted)" suffix the kernel appends in maps. */
 size_t sp_path_len_undeleted(const char *path);
 
-/* ---- string arena (lib/util/arena.c) ----------------------------------------- */
+/* ---- string arena (arena.c) -------------------------------------------- */
 
 /* Strings that live as long as their owner; freed all at once. */
 struct sp_arena {
@@ -151,7 +151,7 @@ const char *sp_arena_strndup(struct sp_arena *a, const char *s, size_t n);
 const char *sp_arena_printf(struct sp_arena *a, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-/* ---- bounded line reader over untrusted text files (lib/util/linereader.c) ---- */
+/* ---- bounded line reader over untrusted text files (linereader.c) ------ */
 
 /*
  * Lines of a file read through a fixed buffer: a line longer than max_line
@@ -188,7 +188,7 @@ void sp_line_reader_release(struct sp_line_reader *r);
 int sp_line_reader_next(struct sp_line_reader *r, const char **line, size_t *len,
 			unsigned *flags);
 
-/* ---- text fields (lib/util/linereader.c) -------------------------------------- */
+/* ---- text fields (linereader.c) ---------------------------------------- */
 
 /* Shared by the kallsyms and perf-map parsers. */
 static inline bool sp_text_is_blank(char c)
@@ -202,7 +202,7 @@ static inline bool sp_text_is_blank(char c)
  */
 bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
 
-/* ---- string escapes (lib/util/escape.c) --------------------------------------- */
+/* ---- string escapes (escape.c) ----------------------------------------- */
 
 /* Append s with every byte that is not well-formed UTF-8 replaced by U+FFFD. */
 int sp_buf_put_utf8(struct sp_buf *b, const char *s);

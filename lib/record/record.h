@@ -159,7 +159,7 @@ typedef void (*sp_record_fn)(void *ctx, const struct perf_event_header *rec, siz
 int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt);
 void sp_events_release(struct sp_events *e);
 
-/* ---- process and module state (process.c) ------------------------------ */
+/* ---- process and module state (process.c, modfile.c) -------------------- */
 
 /* One backing file, opened once and shared by every mapping of it. */
 struct sp_modfile {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Aggregate a spool on interned ids: samples per stack id, each frame resolved once. */
+/* Aggregate a spool on interned ids: samples per stack id (filtered, scoped), each frame resolved once; stacks merged by names. */
 #include "report/aggregate.h"
 
 #include <errno.h>

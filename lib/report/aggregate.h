@@ -121,8 +121,9 @@ static inline size_t sp_agg_frame_funcs(const struct sp_agg *a, uint32_t frame_i
 }
 
 /*
- * Count, resolve and attribute every sample.  opts (may be NULL) gives
- * lines.  0, -ENOMEM or a resolve error.
+ * Count, resolve and attribute every sample that passes opts->filter
+ * (sp_agg_build_scoped without a scope).  opts (may be NULL) gives lines,
+ * show_runtime and the filters.  0, -ENOMEM or a resolve error.
  */
 int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
 		 const struct sp_report_opts *opts);

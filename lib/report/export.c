@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* What the exporters share: the sampling period, time order, interning, clean text. */
+/* What the exporters share: the sampling period, time order, interning. */
 #include "report/export.h"
 
 #include <errno.h>

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The exports (private): pprof, speedscope, perf-script text, the flame
- * graph, and what they share (lib/report/export.c): the sample period, time
- * order, interning tables, XML text.  Above aggregation, beside the views;
- * the dispatcher calls the entry points.
+ * graph, and what they share (lib/report/export.c: the sample period, time
+ * order, interning tables; export_flamegraph.c: XML text).  Above
+ * aggregation, beside the views; the dispatcher calls the entry points.
  */
 #ifndef SP_REPORT_EXPORT_H
 #define SP_REPORT_EXPORT_H
@@ -47,7 +47,7 @@ int sp_intern(struct sp_intern *t, const void *key, size_t len, uint32_t *id, bo
 const void *sp_intern_key(const struct sp_intern *t, uint32_t id, size_t *len);
 
 /*
- * Append s as XML text (character data or an attribute value): non-UTF-8
+ * (export_flamegraph.c) Append s as XML text (character data or an attribute value): non-UTF-8
  * bytes and the control characters XML 1.0 forbids as U+FFFD, & < > " ' as
  * entities.  0 or -ENOMEM.
  */

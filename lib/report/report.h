@@ -5,9 +5,9 @@
  *
  * Owns, bottom up: aggregation by stack id and the sample filters
  * (aggregate.c, report_filter.c; report/aggregate.h); the text views
- * (text_cells.c, text_header.c, report_tree.c, report_text.c), folded
- * stacks, the JSON summary and the comparison of two spools (report_folded.c,
- * report_json.c, report_diff.c): report/views.h; beside them the exports
+ * (text_cells.c, text_header.c, heaviest.c, report_tree.c, report_text.c),
+ * folded stacks, the JSON summary and the comparison of two spools
+ * (report_folded.c, report_json.c, report_diff.c): report/views.h; beside them the exports
  * (export.c and export_*.c): report/export.h; on top, the dispatcher
  * (report.c) that aggregates once and calls one view or export.  Views and
  * exports include their own header (which includes report/aggregate.h),

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The views (private): the text report and what its parts share (column
- * widths, percentages, function cells, the flat table's order, the header:
- * lib/report/text_cells.c, text_header.c), call trees, folded stacks, the
- * JSON summary.  Above aggregation; the dispatcher calls the entry points.
+ * widths, percentages, function cells, the flat table's order, the header,
+ * the heaviest stacks: lib/report/text_cells.c, text_header.c, heaviest.c),
+ * call trees (printed inside the text report's sections), folded stacks,
+ * the JSON summary; and the comparison of two spools (report_diff.c, the
+ * public sp_report_diff, which cmd/report.c calls itself).  Above
+ * aggregation; the dispatcher calls the entry points.
  */
 #ifndef SP_REPORT_VIEWS_H
 #define SP_REPORT_VIEWS_H

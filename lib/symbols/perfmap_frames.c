@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Names of anonymous (JIT, Python) code from perf maps, and the Python runtime frames they stand in for. */
+/* Names of anonymous (JIT, Python) code from perf maps: the process of each frame, the map policy, the Python runtime frames they stand in for. */
 #include "symbols/symbolizer.h"
 
 #include <errno.h>

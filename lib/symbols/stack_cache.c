@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The symbolizer's cache of streamed (pid, stack id) pairs: released and counted with it. */
+/* The symbolizer's cache of streamed (pid, stack id) pairs: freed and counted with the symbolizer (filled by symbolizer_api.c). */
 #include "symbols/symbolizer.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Symbolize ahead of time: resolve a spool's frames once and store the results in the spool itself. */
+/* Symbolize ahead of time: resolve a spool's frames once and store the results in the spool itself; at record end, name replaced images. */
 #include "symbols/symbols.h"
 
 #include <fcntl.h>

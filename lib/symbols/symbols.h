@@ -3,17 +3,20 @@
  * lib/symbols/: names for a spool's frames (private, not installed).
  *
  * Owns: the symbolizer and its resolution order (symbolizer.c, over the
- * private layout in symbolizer.h), one file per source of names: ELF symbols
- * of proven module files (elf_frames.c, symtab.c), DWARF inline chains and
- * lines (dwarf_inline.c), the answers kept per file address and the symbol
- * cache (symbol_hits.c, symcache.c), separate debug files (debug_search.c,
- * debugfile.c, debugcache.c), kernel frames from kallsyms (kernel_frames.c,
- * kallsyms.c), anonymous code from perf maps (perfmap_frames.c, perfmap.c),
- * names stored in the spool (stored_frames.c, symstore.c), a native
- * plug-in (native_backend.c), C++ demangling (demangle.c); and on top of
- * the symbolizer, streamed stacks (symbolizer_api.c, stack_cache.c) and
- * `symbolize` (symbolize.c).
- * May call: spool (reader, writer) and util.  Never record, unwind or report.
+ * private layout in symbolizer.h), one file per source of names: module
+ * files proven to be the recorded ones (elf_files.c), ELF symbols
+ * (elf_symbols.c, symtab.c), DWARF inline chains and lines (dwarf_inline.c),
+ * the answers kept per file address and the symbol cache (symbol_hits.c,
+ * symcache.c), separate debug files (debug_search.c, debugfile.c,
+ * debugcache.c), kernel frames from kallsyms (kernel_frames.c, kallsyms.c),
+ * anonymous code from perf maps (perfmap_frames.c, perfmap.c), names stored
+ * in the spool (stored_frames.c, symstore.c), a native plug-in
+ * (native_frames.c, native_backend.c), C++ demangling (demangle.c), inline
+ * chain storage (chains.c); and on top of the symbolizer, streamed stacks
+ * (symbolizer_api.c, stack_cache.c), `symbolize` and the naming of replaced
+ * images at record end (symbolize.c).
+ * May call: spool (reader, writer, stack walks) and util.  Never record,
+ * unwind or report.
  */
 #ifndef SP_SYMBOLS_H
 #define SP_SYMBOLS_H
@@ -437,7 +440,7 @@ void sp_native_groups_free(struct sp_native_groups *ng);
 int sp_native_groups_symbolize(struct sp_native_groups *ng, uint32_t module_id, uint64_t addr,
 			       const struct sp_native_symbol **syms, size_t *n);
 
-/* ---- streamed stacks (symbolizer_api.c, stack_cache.c) ----------------- */
+/* ---- streamed stacks (symbolizer_api.c, stack_cache.c), pid order ------- */
 
 /* Frame ids of the (pid, stack id) pairs streamed so far. */
 struct sp_stack_cache;

@@ -17,7 +17,7 @@
 
 #include <sys/types.h>
 
-/* ---- CFI rule tables and the unwinder (cfi.c, unwind.c) ---------------- */
+/* ---- CFI rule tables, the unwinder, code-proven frames (cfi.c, unwind.c, codeframe.c) */
 
 /* DWARF register numbers on x86-64. */
 enum {

@@ -6,7 +6,7 @@
  * (hashmap.c), string arenas (arena.c), the bounded line reader over
  * untrusted text files (linereader.c), UTF-8 and JSON string escapes
  * (escape.c), facts read from ELF files (elf_util.c), module path display
- * (module_path.c), and the error table (errors.c).
+ * and Python runtime modules (module_path.c), and the error table (errors.c).
  * May call: libc and libelf only, never another stage of lib/.
  */
 #ifndef SP_UTIL_H

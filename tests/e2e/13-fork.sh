@@ -56,16 +56,16 @@ named=$(grep -c '^== Process [0-9]* (forker)' byproc.txt)
 with_timeout 60 "$SP" report --format=folded fork.spool >fork.folded 2>report.err ||
 	fail "report --format=folded failed: $(head -c 300 report.err)"
 folded_top fork.folded 4 | sed 's/^/# top: /'
-set -- $(folded_share fork.folded "$ROOT$SPAWN;child_work;child_leaf\$")
+set -- $(folded_share fork.folded "$ROOT$SPAWN;child_work(;|\$)")
 share=$(pct "$1" "$csamples")
-info "children: complete stacks (main;child_work;child_leaf) $1 / $csamples child samples = $share%"
+info "children: complete stacks (main;child_work[;...]) $1 / $csamples child samples = $share%"
 if [ "$csamples" -eq 0 ]; then
 	fail "no child samples to check"
 elif [ "$(num_ge "$share" $MIN)" = 1 ]; then
-	ok "$share% of the children's samples are rooted at main > child_work > child_leaf (>= $MIN%)"
+	ok "$share% of the children's samples are rooted at main > child_work (>= $MIN%)"
 else
-	fail "only $share% of the children's samples carry main > child_work > child_leaf; other stacks:"
-	folded_top fork.folded 100 | grep -v ';parent_' | grep -v ';child_work;child_leaf$' | head -n 5 | sed 's/^/#   /'
+	fail "only $share% of the children's samples are rooted at main > child_work; other stacks:"
+	folded_top fork.folded 100 | grep -v ';parent_' | grep -v ';child_work\(;\|$\)' | head -n 5 | sed 's/^/#   /'
 fi
 set -- $(folded_share fork.folded "$ROOT;parent_work;parent_leaf\$")
 info "parent: complete stacks (main;parent_work;parent_leaf) $1 / $psamples parent samples = $(pct "$1" "$psamples")%"
@@ -94,7 +94,7 @@ else
 	[ "$with" -ge $N ] && ok "record -p: samples from all $with children forked while attached" ||
 		fail "record -p: only $with of $N children forked while attached have samples"
 	with_timeout 60 "$SP" report --format=folded att.spool >att.folded 2>/dev/null
-	set -- $(folded_share att.folded "$ROOT$SPAWN;child_work;child_leaf\$")
+	set -- $(folded_share att.folded "$ROOT$SPAWN;child_work(;|\$)")
 	share=$(pct "$1" "$csamples")
 	info "record -p: complete child stacks $1 / $csamples = $share%"
 	[ "$csamples" -gt 0 ] && [ "$(num_ge "$share" $MIN)" = 1 ] &&

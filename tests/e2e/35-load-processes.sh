@@ -40,9 +40,12 @@ load_run() {
 
 load_run exec -x "$SPIN" 5
 with_timeout 60 "$SP" report --format=folded exec.spool >exec.folded 2>/dev/null
+# Each child spins 5 CPU-ms in spin_outer > spin_leaf: N x 5 ms at 999 Hz is about
+# 2,500 samples there, whatever fork and exec cost around them on this machine.
+expect=$((N * 5 * 999 / 1000))
 set -- $(folded_share exec.folded 'spin_outer;spin_leaf')
-info "exec: spin_outer;spin_leaf in $1 of $2 samples ($(pct "$1" "$2")%)"
-[ "$(num_ge "$(pct "$1" "$2")" 50)" = 1 ] && ok "exec: the exec'd children's frames are symbolized (spin_outer;spin_leaf)" ||
-	fail "exec: spin_outer;spin_leaf in only $1 of $2 samples"
+info "exec: spin_outer;spin_leaf in $1 of $2 samples ($(pct "$1" "$2")%); $N x 5 CPU-ms at 999 Hz is about $expect"
+[ "$1" -ge $((expect * 8 / 10)) ] && ok "exec: the exec'd children's frames are symbolized (spin_outer;spin_leaf in $1 samples, >= 80% of $expect)" ||
+	fail "exec: spin_outer;spin_leaf in only $1 samples (of $2); expected about $expect"
 load_run fork -m 5
 finish

@@ -30,7 +30,7 @@ rc=$?
 	fail "the -d spool does not report: $(head -c 300 d.txt)"
 
 # SIGINT to record alone (not the process group): spool finished, command ended.
-"$SP" record -q -o int.spool -- "$WL" -t 60 >/dev/null 2>int.err &
+"$SP" record -o int.spool -- "$WL" -t 60 >/dev/null 2>int.err &
 rec=$!
 track_pid "$rec"
 sleep 1.5
@@ -47,8 +47,12 @@ pgrep -f "$WL -t 60" >/dev/null && fail "the launched command still runs" ||
 "$SP" dump int.spool >int.dump 2>&1
 grep -q '^summary ' int.dump && ok "the interrupted spool has its summary trailer" ||
 	fail "no summary trailer after SIGINT"
+# Every sample record counted before the signal is in the spool (how many there are
+# depends on the CPU the command got in 1.5 s: ~1,500 on an idle machine).
 n=$(grep -c '^sample ' int.dump)
-[ "$n" -gt 500 ] && ok "the interrupted spool holds $n samples" || fail "only $n samples after SIGINT"
+written=$(summary_number int.err written)
+[ "$n" -gt 100 ] && [ "$n" = "$written" ] && ok "the interrupted spool holds the $n samples record wrote" ||
+	fail "$n samples in the interrupted spool, record says ${written:-?} written: $(head -c 300 int.err)"
 # A directory given as the command fails like a missing one, before the spool is touched.
 mkdir -p adir
 printf 'old spool\n' >keep.spool

@@ -4,6 +4,7 @@
 #define SP_CLI_H
 
 #include <argp.h>
+#include <string.h>
 
 #include "stackpulse.h"
 
@@ -30,6 +31,14 @@ int cmd_symbolize(int argc, char **argv);
 int sp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, as a warning: prints and returns nothing. */
 void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * An argument echoed in a message, cut at SP_CLI_ECHO_MAX characters with
+ * "...", so a list of thousands of pids does not fill the terminal:
+ * argp_error(state, "invalid list '%.*s%s'", SP_CLI_ECHO(arg)).
+ */
+#define SP_CLI_ECHO_MAX 60
+#define SP_CLI_ECHO(s) SP_CLI_ECHO_MAX, (s), strlen(s) > SP_CLI_ECHO_MAX ? "..." : ""
 
 /* The running subcommand's name, for messages ("record"). */
 extern const char *sp_cli_subcommand;

@@ -20,7 +20,14 @@ static void vmessage(const char *level, const char *fmt, va_list ap)
 		fprintf(stderr, "stackpulse %s: %s", sp_cli_subcommand, level);
 	else
 		fprintf(stderr, "stackpulse: %s", level);
-	vfprintf(stderr, fmt, ap);
+	/* Messages name paths and names from spools and targets: escaped, never obeyed. */
+	char *text = NULL;
+	if (vasprintf(&text, fmt, ap) >= 0) {
+		sp_fputs_printable(text, stderr);
+		free(text);
+	} else {
+		fputs("(out of memory)", stderr);
+	}
 	fputc('\n', stderr);
 }
 

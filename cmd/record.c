@@ -81,7 +81,8 @@ static int add_pids(struct record_args *a, const char *list, struct argp_state *
 		errno = 0;
 		long v = strtol(p, &end, 10);
 		if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ',')) {
-			argp_error(state, "invalid process id list '%s' (PID[,PID...])", list);
+			argp_error(state, "invalid process id list '%.*s%s' (PID[,PID...])",
+				   SP_CLI_ECHO(list));
 			return EINVAL;
 		}
 		pid_t *n = realloc(a->pids, (a->npids + 1) * sizeof(*n));
@@ -580,6 +581,12 @@ int cmd_record(int argc, char **argv)
 		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));
 		return err == ENOENT ? 127 : 126;
 	}
+	/* perf would attach, and the spool would hold no sample: say why instead. */
+	for (size_t i = 0; i < a.npids; i++)
+		if (sp_pid_is_kernel_thread(a.pids[i]) == 1)
+			return sp_cli_error("cannot record pid %d: it is a kernel thread, which runs "
+					    "no user code and has no user stack to sample; -p takes "
+					    "user processes only", (int)a.pids[i]);
 
 	/*
 	 * Before anything starts, so a refusal changes nothing.  The command

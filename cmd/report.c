@@ -33,7 +33,9 @@ enum {
 	OPT_SHOW_RUNTIME,
 };
 
-#define MAX_IDS 1024 /* --pid and --tid values, all lists together */
+#define MAX_IDS 1024 /* --pid values, all lists together; --tid's likewise */
+#define MIN_WIDTH 80
+#define MAX_WIDTH 1000
 
 struct report_args {
 	const char *spool_path;
@@ -75,7 +77,7 @@ static const struct argp_option options[] = {
 	 "none (default), process or thread: a section per process or thread, busiest "
 	 "first, each with its own table or tree and stacks", 2},
 	{"width", OPT_WIDTH, "N", 0,
-	 "lay text out in N columns (default 80, at least 80): long names are cut less", 2},
+	 "lay text out in N columns, 80 to 1000 (default 80): long names are cut less", 2},
 	{"diff", OPT_DIFF, "BASE", 0,
 	 "compare with the spool BASE: each function's self and total share in both and the "
 	 "change, largest change first", 2},
@@ -124,17 +126,21 @@ static uint32_t parse_count(const char *arg, const char *what, struct argp_state
 static void parse_ids(const char *arg, const char *what, int32_t *ids, size_t *n,
 		      struct argp_state *state)
 {
+	/* The count, not the list, goes in the error: the list may be thousands long. */
+	size_t given = *n + 1;
+	for (const char *c = strchr(arg, ','); c; c = strchr(c + 1, ','))
+		given++;
 	const char *p = arg;
 	for (;;) {
 		char *end;
 		errno = 0;
 		long v = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
 		if (v <= 0 || errno || v > INT32_MAX || (*end && *end != ','))
-			argp_error(state, "invalid %s list '%s': expected positive numbers "
-				   "separated by commas", what, arg);
+			argp_error(state, "invalid %s list '%.*s%s': expected positive numbers "
+				   "separated by commas", what, SP_CLI_ECHO(arg));
 		if (*n == MAX_IDS)
-			argp_error(state, "too many %ss in '%s': at most %d in all", what, arg,
-				   MAX_IDS);
+			argp_error(state, "too many %ss: %zu given, at most %d (all --%s options "
+				   "together)", what, given, MAX_IDS, what);
 		ids[(*n)++] = (int32_t)v;
 		if (!*end)
 			return;
@@ -260,12 +266,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "unknown grouping '%s': expected process, thread or none",
 				   arg);
 		break;
-	case OPT_WIDTH:
-		a->report.width = parse_count(arg, "width", state);
-		if (a->report.width < 80 || a->report.width > 1000)
-			argp_error(state, "invalid width '%s': expected a number from 80 to 1000",
-				   arg);
+	case OPT_WIDTH: {
+		/* Its own range, so the message states the one accepted. */
+		char *end;
+		errno = 0;
+		unsigned long v = strtoul(arg, &end, 10);
+		if (errno || end == arg || *end || arg[0] == '-' || v < MIN_WIDTH || v > MAX_WIDTH)
+			argp_error(state, "invalid width '%.*s%s': expected a number from %d to %d",
+				   SP_CLI_ECHO(arg), MIN_WIDTH, MAX_WIDTH);
+		a->report.width = (uint32_t)v;
 		break;
+	}
 	case OPT_PID:
 		parse_ids(arg, "pid", a->pids, &a->report.filter.npids, state);
 		break;

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 struct symbolize_args {
@@ -17,7 +18,8 @@ static const struct argp_option options[] = {
 	{NULL, 0, NULL, 0, "Output:", 1},
 	{"output", 'o', "FILE", 0,
 	 "write the symbolized spool to FILE and leave SPOOL alone (default: update SPOOL "
-	 "in place, by writing a new file beside it and renaming it over SPOOL)", 1},
+	 "in place, by writing a new file beside it and renaming it over SPOOL); FILE is "
+	 "a new path or a regular file, whose owner and mode the new one keeps", 1},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
@@ -92,6 +94,29 @@ static void print_result(const struct sp_symbolize_result *r, const char *path)
 	}
 }
 
+/* What path is when it exists and is not a regular file ("a FIFO"), else NULL. */
+static const char *not_regular(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) || S_ISREG(st.st_mode))
+		return NULL;
+	switch (st.st_mode & S_IFMT) {
+	case S_IFLNK:
+		return "a symbolic link";
+	case S_IFDIR:
+		return "a directory";
+	case S_IFIFO:
+		return "a FIFO";
+	case S_IFCHR:
+		return "a character device";
+	case S_IFBLK:
+		return "a block device";
+	case S_IFSOCK:
+		return "a socket";
+	}
+	return "not a regular file";
+}
+
 int cmd_symbolize(int argc, char **argv)
 {
 	struct symbolize_args a = {
@@ -108,6 +133,14 @@ int cmd_symbolize(int argc, char **argv)
 	int err = sp_spool_symbolize(a.spool_path, a.output, &a.sym, &r);
 	if (err) {
 		sp_symbolize_result_release(&r);
+		/* The library refuses such an output before anything else: say what it is. */
+		const char *kind = not_regular(out);
+		if (kind && a.output)
+			return sp_cli_error("refusing to write over '%s': it is %s; give -o a "
+					    "regular file or a new path", out, kind);
+		if (kind)
+			return sp_cli_error("refusing to update spool '%s' in place: it is %s; "
+					    "give -o a regular file or a new path", out, kind);
 		return sp_cli_error("cannot symbolize '%s' into '%s': %s", a.spool_path, out,
 				    sp_strerror(err));
 	}

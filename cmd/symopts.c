@@ -102,6 +102,11 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	if (st->perf_map_lines_malformed)
 		sp_cli_warn("%" PRIu64 " malformed perf map line%s skipped",
 			    st->perf_map_lines_malformed, st->perf_map_lines_malformed == 1 ? "" : "s");
+	if (st->cache_dir_refused)
+		sp_cli_warn("cache directory '%s' not used: %s (it must be this user's, reached "
+			    "through no symlink, and writable by no one else; set STACKPULSE_CACHE_DIR "
+			    "to another directory, or to '' for no cache)", st->cache_dir_refused,
+			    st->cache_dir_refusal);
 	if (st->debug_files_mismatched)
 		sp_cli_warn("%" PRIu64 " debug file%s refused: not built with the module file "
 			    "(build-id or CRC differs), first '%s'", st->debug_files_mismatched,

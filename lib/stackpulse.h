@@ -117,6 +117,18 @@ struct sp_summary {
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */
 uint64_t sp_summary_error_total(const struct sp_summary *s);
 
+/*
+ * Write the NUL-terminated s to f as text a terminal cannot obey: every byte
+ * of a C0 or C1 control character, DEL, a bidirectional override or a byte
+ * that is not well-formed UTF-8 as \xHH, the rest (backslashes included)
+ * unchanged.  For names a target or another user chose (thread names,
+ * symbols, module and perf-map paths, the recorded command) on their way to
+ * root's terminal.  On allocation failure writes "[unprintable]", never the
+ * raw bytes.  (lib/util/escape.c; the symbolizer's resolved names are already
+ * escaped this way.)
+ */
+void sp_fputs_printable(const char *s, FILE *f);
+
 /* ---------------------------------------------------------------------- */
 /* Spool data model                                                       */
 
@@ -716,6 +728,12 @@ struct sp_symbolizer_stats {
 	uint64_t debug_files_debuginfod;
 	/* Of those, read from a decompressed copy in the cache (cache_dir); written now. */
 	uint64_t debug_files_cached, debug_files_cache_written;
+	/*
+	 * The cache directory when it was refused (a symlink on the way, owned by
+	 * another user, writable by others; sp_cache_dir_check) and why; the
+	 * cache is then off.  Both NULL when it was used or there was none.
+	 */
+	const char *cache_dir_refused, *cache_dir_refusal;
 	uint64_t debug_files_mismatched; /* candidates refused: another build-id, or wrong CRC */
 	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
 	/* Kernel symbols: kallsyms is read once, for every kernel frame of the spool. */
@@ -835,6 +853,11 @@ struct sp_symbolize_result {
  * lines used.  The output (out_path, or NULL: spool_path itself) is written
  * whole beside its final name and renamed over it, so a reader never sees a
  * half-written spool; it is left alone when in place and nothing is new.
+ * The output must be absent or a regular file (lstat(2), before any work):
+ * -ELOOP for a symbolic link, -EISDIR for a directory, -EINVAL for a FIFO,
+ * device node or socket, which rename(2) would replace.  A replaced file
+ * keeps its owner (when the caller may chown(2) it) and mode; -EEXIST when
+ * the output was created or replaced by someone else while this ran.
  * res (released with sp_symbolize_result_release, also on failure) gets the
  * counts and the unresolved frames by module.  Returns 0, or -errno and the
  * reader's -SP_E_* errors; frames left unresolved are not an error.
@@ -1067,6 +1090,15 @@ bool sp_recorder_has_active_processes_except(const struct sp_recorder *r, pid_t 
  * Returns 0 or -errno (-SP_E_NO_PROCESS when root does not exist).
  */
 int sp_discover_descendants(pid_t root, pid_t **out, size_t *n);
+
+/*
+ * Is pid a kernel thread (kthreadd, kworker/...)?  They run no user code, so
+ * they have no user stack to sample.  From PF_KTHREAD in the flags field of
+ * /proc/PID/stat (proc_pid_stat(5)).  Returns 1 or 0; -SP_E_NO_PROCESS when
+ * pid does not exist, -SP_E_BAD_ARG for pid <= 0 or an unreadable stat line,
+ * -errno otherwise.
+ */
+int sp_pid_is_kernel_thread(pid_t pid);
 
 /* Watches one process for exit through a pidfd (pidfd_open(2)). */
 struct sp_exit_watcher;

@@ -101,6 +101,33 @@ static int parse_stat(const char *text, size_t len, char *state, pid_t *ppid)
 	return 0;
 }
 
+/*
+ * The flags field of /proc/PID/stat text, the seventh after comm's last ')'
+ * (state ppid pgrp session tty_nr tpgid flags, proc_pid_stat(5)).
+ * -SP_E_BAD_ARG when malformed.
+ */
+static int parse_stat_flags(const char *text, size_t len, unsigned long *flags)
+{
+	const char *p = NULL;
+	for (size_t i = len; i > 0 && !p; i--)
+		if (text[i - 1] == ')')
+			p = text + i;
+	for (int field = 0; p && field < 6; field++) {
+		if (*p != ' ')
+			return -SP_E_BAD_ARG;
+		p += 1 + strcspn(p + 1, " \n");
+	}
+	if (!p || *p != ' ' || p[1] < '0' || p[1] > '9')
+		return -SP_E_BAD_ARG;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(p + 1, &end, 10);
+	if (errno || (*end != ' ' && *end != '\n' && *end))
+		return -SP_E_BAD_ARG;
+	*flags = v;
+	return 0;
+}
+
 /* Zombies (and the dead) have no threads to sample and keep no children. */
 static bool is_dead_state(char state)
 {
@@ -340,4 +367,35 @@ static bool have_children_files(void)
 int sp_discover_descendants(pid_t root, pid_t **out, size_t *n)
 {
 	return discover("/proc", root, have_children_files(), out, n);
+}
+
+/*
+ * PF_KTHREAD from the kernel's include/linux/sched.h, set on every kernel
+ * thread since 2.6.27 (the flags field of stat).  /proc/PID/status says
+ * "Kthread: 1" only from 6.3, and an empty cmdline is also a zombie's or a
+ * process's that cleared it.
+ */
+#define PF_KTHREAD 0x00200000ul
+
+static int kernel_thread_in(const char *proc, pid_t pid)
+{
+	char path[PATH_MAX];
+	struct sp_buf b;
+	unsigned long flags;
+	if (pid <= 0)
+		return -SP_E_BAD_ARG;
+	snprintf(path, sizeof(path), "%s/%d/stat", proc, (int)pid);
+	sp_buf_init(&b);
+	int err = slurp(path, &b);
+	if (err == -ENOENT || err == -ESRCH)
+		err = -SP_E_NO_PROCESS;
+	else if (!err)
+		err = parse_stat_flags((const char *)b.data, b.len, &flags);
+	sp_buf_release(&b);
+	return err ? err : (flags & PF_KTHREAD) != 0;
+}
+
+int sp_pid_is_kernel_thread(pid_t pid)
+{
+	return kernel_thread_in("/proc", pid);
 }

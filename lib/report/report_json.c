@@ -89,7 +89,7 @@ static void put_counters(struct json *j, const struct sp_agg *a)
 	}
 	uint64_t errors = 0;
 	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
-		errors += sum->error_stats[i];
+		errors = sp_u64_add_sat(errors, sum->error_stats[i]);
 	put_key_u64(j, "sample_events", sum->sample_events);
 	put_key_u64(j, "written", sum->samples);
 	put_key_u64(j, "errors", errors);

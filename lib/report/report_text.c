@@ -187,15 +187,13 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 	for (size_t i = 0; !err && i < n && sec[i].samples; i++) {
 		struct sp_agg part;
 		if (opts->group_by == SP_GROUP_PROCESS)
-			fprintf(out, "\n== Process %" PRId32 " (%s): %.1f%% (%" PRIu64 " sample%s)\n",
-				sec[i].pid, sec[i].name[0] ? sec[i].name : "[unknown]",
-				pct(sec[i].samples, a->whole), sec[i].samples,
-				sec[i].samples == 1 ? "" : "s");
+			fprintf(out, "\n== Process %" PRId32 " (", sec[i].pid);
 		else
-			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (%s): %.1f%% (%" PRIu64
-				     " sample%s)\n", sec[i].pid, sec[i].tid,
-				sec[i].name[0] ? sec[i].name : "[unknown]", pct(sec[i].samples, a->whole),
-				sec[i].samples, sec[i].samples == 1 ? "" : "s");
+			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (", sec[i].pid, sec[i].tid);
+		/* The target names its threads: never raw to a terminal. */
+		sp_fputs_printable(sec[i].name[0] ? sec[i].name : "[unknown]", out);
+		fprintf(out, "): %.1f%% (%" PRIu64 " sample%s)\n", pct(sec[i].samples, a->whole),
+			sec[i].samples, sec[i].samples == 1 ? "" : "s");
 		err = sp_agg_build_scoped(&part, s, a->sym, opts, &sec[i].scope);
 		if (!err) {
 			part.whole = a->whole;

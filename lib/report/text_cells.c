@@ -10,7 +10,9 @@
 
 double sp_text_pct(uint64_t part, uint64_t whole)
 {
-	return whole ? 100.0 * (double)part / (double)whole : 0.0;
+	if (!whole)
+		return 0.0;
+	return part >= whole ? 100.0 : 100.0 * (double)part / (double)whole;
 }
 
 #define pct sp_text_pct

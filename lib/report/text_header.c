@@ -119,14 +119,14 @@ static void write_error_stats(const struct sp_summary *sum, FILE *out)
 			continue;
 		stops[nstops++] = (struct count_row){sum->stop_reasons[i], sp_stop_reason_name(i),
 						     sp_stop_reason_text(i)};
-		stopped += sum->stop_reasons[i];
+		stopped = sp_u64_add_sat(stopped, sum->stop_reasons[i]);
 	}
 	for (unsigned i = 0; i < SP_ERR_COUNT_; i++) {
 		if (!sum->error_stats[i])
 			continue;
 		kinds[nkinds++] = (struct count_row){sum->error_stats[i], sp_error_kind_name(i),
 						     sp_error_kind_text(i)};
-		failed += sum->error_stats[i];
+		failed = sp_u64_add_sat(failed, sum->error_stats[i]);
 	}
 	if (!nstops && !nkinds)
 		return;
@@ -217,9 +217,11 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	struct sp_symbolizer_stats st;
 	sp_symbolizer_stats(a->sym, &st);
 
-	fprintf(out, "Spool:      %s\n", opts->spool_path ? opts->spool_path : "(buffer)");
-	fprintf(out, "Command:    %s\n", meta && meta->command && *meta->command ? meta->command
-									: "(unknown)");
+	fputs("Spool:      ", out);
+	sp_fputs_printable(opts->spool_path ? opts->spool_path : "(buffer)", out);
+	fputs("\nCommand:    ", out);
+	sp_fputs_printable(meta && meta->command && *meta->command ? meta->command : "(unknown)", out);
+	fputc('\n', out);
 	fprintf(out, "Event:      %s", meta && meta->event_source == SP_EVENT_CYCLES ? "cycles"
 										: "cpu-clock");
 	if (meta && meta->frequency_hz)

@@ -38,7 +38,10 @@ static inline size_t sp_text_width(const struct sp_report_opts *opts)
 {
 	return opts->width >= SP_TEXT_MIN_COLUMNS ? opts->width : SP_TEXT_COLUMNS;
 }
-/* 100 * part / whole, 0 when whole is 0. */
+/*
+ * 100 * part / whole, 0 when whole is 0, 100 when part is larger: a spool's
+ * summary counters are untrusted, and a share above the whole is nonsense.
+ */
 double sp_text_pct(uint64_t part, uint64_t whole);
 /* The order of the flat table (opts->sort), ties by name. */
 int sp_text_func_cmp(const struct sp_agg *a, uint32_t x, uint32_t y, uint32_t sort);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,27 +144,90 @@ out:
 	return err;
 }
 
-int sp_cache_make_dirs(const char *path)
+/*
+ * Whether the directory fd (named name, a component of the cache path) may be
+ * gone through (last false) or may hold the cache (last true).  A directory
+ * another user could change lets them swap what lies below for a symlink
+ * into any directory root can write.
+ */
+static const char *dir_refusal(int fd, bool last)
 {
-	char *p = strdup(path);
-	if (!p)
-		return -ENOMEM;
+	struct stat st;
+	if (fstat(fd, &st))
+		return "cannot be read";
+	if (!S_ISDIR(st.st_mode))
+		return "not a directory";
+	if (last) {
+		if (st.st_uid != geteuid())
+			return "owned by another user";
+		if (st.st_mode & (S_IWGRP | S_IWOTH))
+			return "writable by group or others";
+		return NULL;
+	}
+	if (st.st_uid != 0 && st.st_uid != geteuid())
+		return "inside a directory owned by another user";
+	/* /tmp: others may add entries, but only their owner may rename or remove them. */
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+		return "inside a directory writable by group or others";
+	return NULL;
+}
+
+int sp_cache_dir_check(const char *path, bool create, const char **why)
+{
+	const char *unused;
+	why = why ? why : &unused;
+	*why = NULL;
+	if (path[0] != '/')
+		return -EINVAL;
+	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
 	int err = 0;
-	for (char *s = p + 1;; s++) {
-		if (*s != '/' && *s)
-			continue;
-		char c = *s;
-		*s = '\0';
-		if (mkdir(p, 0700) && errno != EEXIST) {
-			err = -errno;
+	const char *p = path;
+	while (!err) {
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		size_t n = strcspn(p, "/");
+		char name[NAME_MAX + 1];
+		if (n > NAME_MAX) {
+			err = -ENAMETOOLONG;
 			break;
 		}
-		*s = c;
-		if (!c)
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		bool last = !p[strspn(p, "/")];
+		/* O_NOFOLLOW | O_DIRECTORY: a symlink component fails (ELOOP or ENOTDIR). */
+		int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (next < 0 && errno == ENOENT && create) {
+			if (mkdirat(fd, name, 0700) && errno != EEXIST) {
+				err = -errno;
+				break;
+			}
+			next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		}
+		if (next < 0) {
+			err = -errno;
+			if (err == -ELOOP || err == -ENOTDIR) {
+				*why = "a symbolic link or not a directory";
+				err = -EPERM;
+			}
 			break;
+		}
+		close(fd);
+		fd = next;
+		if ((*why = dir_refusal(fd, last)))
+			err = -EPERM;
 	}
-	free(p);
+	close(fd);
 	return err;
+}
+
+int sp_cache_make_dirs(const char *path)
+{
+	return sp_cache_dir_check(path, true, NULL);
 }
 
 int sp_cache_open_own(const char *path, struct stat *st)

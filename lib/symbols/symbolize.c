@@ -245,11 +245,49 @@ static int copy_prefix(const char *path, size_t n, int fd)
 }
 
 /*
+ * Whether path may be written over: 0 when it is absent (*exists false) or a
+ * regular file (*st its lstat).  rename(2) would replace anything else by a
+ * regular file (a symlink rather than what it names, a device node such as
+ * /dev/null, a FIFO): -ELOOP for a symlink, -EISDIR, -EINVAL for the rest.
+ */
+static int output_stat(const char *path, struct stat *st, bool *exists)
+{
+	*exists = false;
+	if (lstat(path, st))
+		return errno == ENOENT ? 0 : -errno;
+	*exists = true;
+	if (S_ISLNK(st->st_mode))
+		return -ELOOP;
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	return S_ISREG(st->st_mode) ? 0 : -EINVAL;
+}
+
+/*
+ * Give fd the owner of the file it replaces.  Only root can give a file away
+ * (chown(2)); anyone else keeps at most the group, and the file becomes theirs.
+ */
+static int keep_owner(int fd, const struct stat *old)
+{
+	if (!fchown(fd, old->st_uid, old->st_gid))
+		return 0;
+	if (errno != EPERM || !geteuid())
+		return -errno;
+	/* Not a group of ours either: the new file keeps ours. */
+	if (fchown(fd, (uid_t)-1, old->st_gid) && errno != EPERM)
+		return -errno;
+	return 0;
+}
+
+/*
  * Write the intact prefix of in_path plus records to out_path: into a new
- * file in out_path's directory, synced, then renamed over out_path.
+ * file in out_path's directory, synced, then renamed over out_path.  old is
+ * out_path's lstat when it was a regular file, NULL when it was absent; the
+ * new file keeps old's owner and mode.  -EEXIST when out_path is no longer
+ * what old says by the time of the rename: someone else wrote it meanwhile.
  */
 static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *records,
-		       const char *out_path)
+		       const char *out_path, const struct stat *old)
 {
 	char *copy = strdup(out_path);
 	char *tmp = NULL;
@@ -261,15 +299,15 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 	free(copy);
 	if (n < 0)
 		return -ENOMEM;
-	int fd = mkstemp(tmp);
+	/* O_CREAT | O_EXCL: a symlink planted at the name is never followed (open(2)). */
+	int fd = mkostemp(tmp, O_CLOEXEC);
 	int err = fd < 0 ? -errno : 0;
 	if (err)
 		goto out;
-	/* The spool keeps its permissions; a new output gets a new file's (0666 less umask). */
-	struct stat st;
+	/* A new output gets a new file's mode (0666 less umask). */
 	mode_t mode;
-	if (!stat(out_path, &st)) {
-		mode = st.st_mode & 07777;
+	if (old) {
+		mode = old->st_mode & 07777;
 	} else {
 		mode_t mask = umask(0);
 		umask(mask);
@@ -278,12 +316,33 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 	err = copy_prefix(in_path, prefix, fd);
 	if (!err)
 		err = sp_write_all(fd, records->data, records->len);
+	/* The owner first: chown(2) clears the set-user-ID and set-group-ID bits. */
+	if (!err && old)
+		err = keep_owner(fd, old);
 	if (!err && (fchmod(fd, mode) || fsync(fd)))
 		err = -errno;
 	if (close(fd) && !err)
 		err = -errno;
-	if (!err && rename(tmp, out_path))
-		err = -errno;
+	/*
+	 * Look again just before the rename: a file created or replaced since the
+	 * first look is someone else's.  rename(2) cannot be made conditional, so
+	 * this narrows the window rather than closing it.
+	 */
+	struct stat now;
+	bool exists;
+	if (!err)
+		err = output_stat(out_path, &now, &exists);
+	if (!err && (exists != !!old ||
+		     (old && (now.st_dev != old->st_dev || now.st_ino != old->st_ino))))
+		err = -EEXIST;
+	if (!err) {
+		/* A new output never lands over one that appeared meanwhile (renameat2(2)). */
+		int r = old ? -1 : renameat2(AT_FDCWD, tmp, AT_FDCWD, out_path, RENAME_NOREPLACE);
+		if (r && (old || errno == EINVAL)) /* replacing, or a file system without it */
+			r = rename(tmp, out_path);
+		if (r)
+			err = -errno;
+	}
 	if (err)
 		unlink(tmp);
 out:
@@ -306,7 +365,13 @@ int sp_spool_symbolize(const char *spool_path, const char *out_path,
 	struct sp_symbolizer_opts o = {0};
 	if (opts)
 		o = *opts;
-	int err = sp_spool_open(spool_path, &s);
+	/* Refuse an output that is not a regular file before any work, and remember it. */
+	const char *out = out_path ? out_path : spool_path;
+	struct stat old;
+	bool exists;
+	int err = output_stat(out, &old, &exists);
+	if (!err)
+		err = sp_spool_open(spool_path, &s);
 	if (!err)
 		err = sp_symbolizer_new(s, &o, &sym);
 	if (!err)
@@ -326,8 +391,8 @@ int sp_spool_symbolize(const char *spool_path, const char *out_path,
 	res->frames_written = sp_symenc_frames(enc);
 	res->bytes_written = records.len;
 	if (out_path || records.len || s->truncated)
-		err = write_spool(spool_path, s->intact_len, &records,
-				  out_path ? out_path : spool_path);
+		err = write_spool(spool_path, s->intact_len, &records, out,
+				  exists ? &old : NULL);
 out:
 	/* What the list points at must outlive the spool: keep copies. */
 	for (size_t i = 0; i < res->nunresolved; i++) {

@@ -165,6 +165,16 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	sym->opts.debug_dirs = sym->debug_dirs;
 	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
 	sym->opts.cache_dir = NULL;
+	if (sym->cache_dir) {
+		/* Root must not write through another user's directory: checked before any use. */
+		const char *why = NULL;
+		int r = sp_cache_dir_check(sym->cache_dir, false, &why);
+		if (r && r != -ENOENT) {
+			sym->stats.cache_dir_refused = sym->cache_dir_refused = sym->cache_dir;
+			sym->stats.cache_dir_refusal = why ? why : "cannot be read";
+			sym->cache_dir = NULL;
+		}
+	}
 	const char *urls = getenv("DEBUGINFOD_URLS");
 #ifdef SP_NO_DEBUGINFOD
 	(void)urls; /* built with configure --disable-debuginfod */
@@ -241,6 +251,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->frame_src);
 	free(sym->debuginfo_path);
 	free(sym->cache_dir);
+	free(sym->cache_dir_refused);
 	sp_arena_release(&sym->strings);
 	free(sym);
 }
@@ -345,6 +356,20 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	return rf->name ? 0 : -ENOMEM;
 }
 
+/*
+ * Names from symbol tables, perf maps and spools are chosen by whoever wrote
+ * them and go on to terminals: escape control characters once, here, so every
+ * view and export shows the same safe text (util.h, sp_arena_printable).
+ */
+static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *rf)
+{
+	const char **text[] = {&rf->name, &rf->module, &rf->file};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(text); i++)
+		if (*text[i] && !(*text[i] = sp_arena_printable(&sym->strings, *text[i])))
+			return -ENOMEM;
+	return 0;
+}
+
 /* Resolve frame_id into sym->frames (and sym->chain), once. */
 static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 {
@@ -377,6 +402,9 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 	}
 	if (!err && rf->kind == SP_KIND_NATIVE)
 		err = sp_sym_flag_python_runtime(sym, frame_id, fr);
+	err = err ? err : printable_frame(sym, rf);
+	for (size_t i = 0; !err && sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
+		err = printable_frame(sym, &sym->chain[frame_id][i]);
 	if (err)
 		return err;
 	if (rf->kind != SP_KIND_TRUNCATED) {

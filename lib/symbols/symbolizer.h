@@ -152,6 +152,7 @@ struct sp_symbolizer {
 	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
 	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
 	char *cache_dir;             /* decompressed debug file copies, or NULL */
+	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
 	struct file_entry *files;
 	size_t nfiles;
 	uint32_t *module_file;       /* by module id: file index or NO_FILE */

@@ -125,7 +125,17 @@ char *sp_debug_cache_dir(const char *dir);
  */
 int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
 			int fd, char **path, bool *made);
-/* mkdir -p of a cache directory, each level made private to the user (0700).  0 or -errno. */
+/*
+ * Whether the absolute path may be used as (or inside) the cache: walked from
+ * / one component at a time, never through a symlink; every directory on the
+ * way owned by root or this user and, when group or others may write it,
+ * sticky (/tmp); the last one owned by this user and writable by no one else.
+ * create makes missing levels (mode 0700).  0; -EPERM with *why (a static
+ * phrase: "owned by another user", ...) when refused; -ENOENT when a level is
+ * missing and !create; other -errno.  why may be NULL.
+ */
+int sp_cache_dir_check(const char *path, bool create, const char **why);
+/* sp_cache_dir_check(path, true, NULL): mkdir -p of a cache directory, each level checked. */
 int sp_cache_make_dirs(const char *path);
 /*
  * Open a cache file we may trust: a regular file (not through a symlink) of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Messages for error codes, stop reasons and error kinds, from the X-macro tables. */
-#include "stackpulse.h"
+#include "util/util.h"
 
 #include <string.h>
 
@@ -62,13 +62,14 @@ const char *sp_error_kind_text(unsigned k)
 
 uint64_t sp_summary_error_total(const struct sp_summary *s)
 {
+	/* The counters come from spools: sums saturate rather than wrap. */
 	uint64_t t = 0;
 	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
-		t += s->error_stats[i];
+		t = sp_u64_add_sat(t, s->error_stats[i]);
 	uint64_t early = 0;
 	for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
 		if (i != SP_STOP_ROOT)
-			early += s->stop_reasons[i];
+			early = sp_u64_add_sat(early, s->stop_reasons[i]);
 	/* A stack the frame-pointer chain continued reached past where DWARF stopped. */
-	return t + (early > s->spliced_stacks ? early - s->spliced_stacks : 0);
+	return sp_u64_add_sat(t, early > s->spliced_stacks ? early - s->spliced_stacks : 0);
 }

@@ -72,3 +72,81 @@ int sp_json_put_string(struct sp_buf *b, const char *s)
 	}
 	return err ? err : sp_buf_append(b, "\"", 1);
 }
+
+/*
+ * Bytes at p that a terminal shows as text: a well-formed UTF-8 sequence that is
+ * not a C0 or C1 control, DEL or a bidirectional override; 0 for anything else.
+ */
+static size_t printable_seq(const uint8_t *p)
+{
+	size_t n = utf8_seq(p);
+	if (n == 1 && (p[0] < 0x20 || p[0] == 0x7f))
+		return 0;
+	if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) /* U+0080..U+009F: C1, CSI among them */
+		return 0;
+	/* U+202A..U+202E and U+2066..U+2069 reorder the rest of a terminal line. */
+	if (n == 3 && p[0] == 0xe2 && ((p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
+				       (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)))
+		return 0;
+	return n;
+}
+
+bool sp_text_is_printable(const char *s)
+{
+	const uint8_t *p = (const uint8_t *)s;
+	for (size_t n; *p; p += n)
+		if (!(n = printable_seq(p)))
+			return false;
+	return true;
+}
+
+int sp_buf_put_printable(struct sp_buf *b, const char *s)
+{
+	static const char hex[] = "0123456789abcdef";
+	const uint8_t *p = (const uint8_t *)s;
+	int err = 0;
+	while (!err && *p) {
+		size_t n = printable_seq(p);
+		if (n) {
+			err = sp_buf_append(b, p, n);
+			p += n;
+			continue;
+		}
+		/* Every byte of a refused sequence, so the escape shows what was there. */
+		n = utf8_seq(p);
+		for (size_t i = 0; i < (n ? n : 1) && !err; i++) {
+			char esc[4] = {'\\', 'x', hex[p[i] >> 4], hex[p[i] & 15]};
+			err = sp_buf_append(b, esc, 4);
+		}
+		p += n ? n : 1;
+	}
+	return err;
+}
+
+const char *sp_arena_printable(struct sp_arena *a, const char *s)
+{
+	if (sp_text_is_printable(s))
+		return s;
+	struct sp_buf b;
+	sp_buf_init(&b);
+	const char *out = NULL;
+	if (!sp_buf_put_printable(&b, s))
+		out = sp_arena_strndup(a, (const char *)b.data, b.len);
+	sp_buf_release(&b);
+	return out;
+}
+
+void sp_fputs_printable(const char *s, FILE *f)
+{
+	if (sp_text_is_printable(s)) {
+		fputs(s, f);
+		return;
+	}
+	struct sp_buf b;
+	sp_buf_init(&b);
+	if (!sp_buf_put_printable(&b, s))
+		fwrite(b.data, 1, b.len, f);
+	else
+		fputs("[unprintable]", f); /* out of memory: never the raw bytes */
+	sp_buf_release(&b);
+}

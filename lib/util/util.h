@@ -4,8 +4,8 @@
  *
  * Owns: growable buffers and varints (buf.c), the u64 -> u32 hash map
  * (hashmap.c), string arenas (arena.c), the bounded line reader over
- * untrusted text files (linereader.c), UTF-8 and JSON string escapes
- * (escape.c), facts read from ELF files (elf_util.c), module path display
+ * untrusted text files (linereader.c), UTF-8, JSON and terminal string
+ * escapes (escape.c), facts read from ELF files (elf_util.c), module path display
  * and Python runtime modules (module_path.c), and the error table (errors.c).
  * May call: libc and libelf only, never another stage of lib/.
  */
@@ -18,6 +18,16 @@
 #include <libelf.h>
 
 #define SP_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/*
+ * a + b, UINT64_MAX when that overflows: sums of a spool's untrusted counters
+ * saturate instead of wrapping to a small number.
+ */
+static inline uint64_t sp_u64_add_sat(uint64_t a, uint64_t b)
+{
+	uint64_t sum;
+	return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
 
 /* ---- growable byte buffer (buf.c) -------------------------------------- */
 
@@ -208,5 +218,21 @@ bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
 int sp_buf_put_utf8(struct sp_buf *b, const char *s);
 /* Append s as a quoted JSON string (RFC 8259): escapes, and \ufffd for non-UTF-8 bytes. */
 int sp_json_put_string(struct sp_buf *b, const char *s);
+
+/*
+ * Text for a terminal.  Names a target or another user chose (thread names,
+ * perf-map and ELF symbols, module paths, the recorded command) reach root's
+ * terminal, where an escape sequence would be obeyed: every byte of a C0 or
+ * C1 control, DEL, a bidirectional override (U+202A-U+202E, U+2066-U+2069) or
+ * a byte that is not well-formed UTF-8 is shown as \xHH; the rest (and
+ * backslashes, so the escape is idempotent) as it is.
+ */
+/* True when s needs no escape. */
+bool sp_text_is_printable(const char *s);
+/* Append s escaped; 0 or -ENOMEM. */
+int sp_buf_put_printable(struct sp_buf *b, const char *s);
+/* s itself when printable, else an escaped copy in a; NULL on allocation failure. */
+const char *sp_arena_printable(struct sp_arena *a, const char *s);
+/* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
 #endif

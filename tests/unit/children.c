@@ -283,6 +283,43 @@ ParameterizedTest(struct stat_case *c, children, parses_stat)
 	}
 }
 
+struct flags_case {
+	char text[64];
+	int err;
+	unsigned long flags;
+};
+
+ParameterizedTestParameters(children, parses_stat_flags)
+{
+	static struct flags_case cases[] = {
+		{"2 (kthreadd) S 0 0 0 0 -1 2129984 0 0", 0, 2129984},
+		{"42 (a) b) R 1 42 42 34816 42 4194560\n", 0, 4194560},
+		{"42 (x) S 1 2 3 4 5 6", 0, 6}, /* the line's end after flags */
+		{"42 (x) S 1 2 3 4 5", -SP_E_BAD_ARG, 0},
+		{"42 (x) S 1 2 3 4 5 -6 0", -SP_E_BAD_ARG, 0},
+		{"42 (x) S 1 2 3 4 5 6x 0", -SP_E_BAD_ARG, 0},
+		{"42 (x) S 1 2 3 4 5 99999999999999999999999 0", -SP_E_BAD_ARG, 0},
+		{"42 no parentheses S 1 2 3 4 5 6", -SP_E_BAD_ARG, 0},
+		{"", -SP_E_BAD_ARG, 0},
+	};
+	return cr_make_param_array(struct flags_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(struct flags_case *c, children, parses_stat_flags)
+{
+	unsigned long flags = 7;
+	int err = parse_stat_flags(c->text, strlen(c->text), &flags);
+	cr_expect_eq(err, c->err, "'%s': %d", c->text, err);
+	cr_expect_eq(flags, c->err ? 7 : c->flags, "'%s': flags %lu", c->text, flags);
+}
+
+Test(children, this_process_is_no_kernel_thread)
+{
+	cr_expect_eq(sp_pid_is_kernel_thread(getpid()), 0);
+	cr_expect_eq(sp_pid_is_kernel_thread(NEVER_A_PID), -SP_E_NO_PROCESS);
+	cr_expect_eq(sp_pid_is_kernel_thread(0), -SP_E_BAD_ARG);
+}
+
 /* ---- made-up /proc trees ----------------------------------------------------- */
 
 static char fake[64];
@@ -363,6 +400,19 @@ static void common_tree(void)
 	put_stat(600, "other", 'S', 1);
 	put("700/stat", "garbage without parentheses\n");
 	put("self/stat", "1 (x) S 100 0\n");
+}
+
+Test(fake_proc, kernel_threads_by_their_flags)
+{
+	put("2/stat", "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0\n"); /* PF_KTHREAD|... */
+	put("77/stat", "77 (kworker/0:1-events) I 2 0 0 0 -1 69238880 0 0\n");
+	put("100/stat", "100 (x) S 2097152 (y) S 1 100 100 0 -1 4194560 0\n"); /* 2097152 in comm */
+	put("200/stat", "200 (bad\n");
+	cr_expect_eq(kernel_thread_in(fake, 2), 1);
+	cr_expect_eq(kernel_thread_in(fake, 77), 1);
+	cr_expect_eq(kernel_thread_in(fake, 100), 0);
+	cr_expect_eq(kernel_thread_in(fake, 200), -SP_E_BAD_ARG);
+	cr_expect_eq(kernel_thread_in(fake, 300), -SP_E_NO_PROCESS);
 }
 
 Test(fake_proc, stat_scan_walks_parent_links)

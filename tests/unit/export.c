@@ -203,25 +203,33 @@ Test(export, period_from_the_header)
 
 /* Arrays, not pointers: Criterion copies parameters into the test's own process. */
 struct text_case {
-	char in[16], json[64], utf8[48];
+	char in[16], json[64], utf8[48], term[64];
 };
 
 static const struct text_case text_cases[] = {
-	{"plain", "\"plain\"", "plain"},
-	{"", "\"\"", ""},
-	{"q\"b\\s/", "\"q\\\"b\\\\s/\"", "q\"b\\s/"},
-	{"\n\t\r\x01\x1f\x7f", "\"\\n\\t\\r\\u0001\\u001f\\u007f\"", "\n\t\r\x01\x1f\x7f"},
+	{"plain", "\"plain\"", "plain", "plain"},
+	{"", "\"\"", "", ""},
+	{"q\"b\\s/", "\"q\\\"b\\\\s/\"", "q\"b\\s/", "q\"b\\s/"},
+	{"\n\t\r\x01\x1f\x7f", "\"\\n\\t\\r\\u0001\\u001f\\u007f\"", "\n\t\r\x01\x1f\x7f",
+	 "\\x0a\\x09\\x0d\\x01\\x1f\\x7f"},
 	/* Well-formed UTF-8 of 2, 3 and 4 bytes passes through. */
 	{"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
-	 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+	 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
 	/* Stray bytes, a cut sequence, overlong, surrogate, past U+10FFFF: one U+FFFD per byte. */
-	{"a\xff", "\"a\\ufffd\"", "a\xef\xbf\xbd"},
-	{"\xc3", "\"\\ufffd\"", "\xef\xbf\xbd"},
-	{"\xc0\xaf", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd"},
-	{"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd"},
+	{"a\xff", "\"a\\ufffd\"", "a\xef\xbf\xbd", "a\\xff"},
+	{"\xc3", "\"\\ufffd\"", "\xef\xbf\xbd", "\\xc3"},
+	{"\xc0\xaf", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd", "\\xc0\\xaf"},
+	{"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+	 "\\xed\\xa0\\x80"},
 	{"\xf4\x90\x80\x80z", "\"\\ufffd\\ufffd\\ufffd\\ufffdz\"",
-	 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz"},
-	{"\xe2\x82", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd"},
+	 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz", "\\xf4\\x90\\x80\\x80z"},
+	{"\xe2\x82", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd", "\\xe2\\x82"},
+	/* What a terminal obeys: ESC and BEL, a C1 CSI, bidirectional overrides; not NBSP. */
+	{"\x1b]0;x\x07", "\"\\u001b]0;x\\u0007\"", "\x1b]0;x\x07", "\\x1b]0;x\\x07"},
+	{"\xc2\x9b" "1m\xc2\xa0", "\"\xc2\x9b" "1m\xc2\xa0\"", "\xc2\x9b" "1m\xc2\xa0",
+	 "\\xc2\\x9b" "1m\xc2\xa0"},
+	{"a\xe2\x80\xae" "b\xe2\x81\xa9", "\"a\xe2\x80\xae" "b\xe2\x81\xa9\"", "a\xe2\x80\xae" "b\xe2\x81\xa9",
+	 "a\\xe2\\x80\\xae" "b\\xe2\\x81\\xa9"},
 };
 
 ParameterizedTestParameters(export, text_is_escaped)
@@ -240,7 +248,36 @@ ParameterizedTest(struct text_case *c, export, text_is_escaped)
 	cr_assert_eq(sp_buf_put_utf8(&b, c->in), 0);
 	cr_expect(b.len == strlen(c->utf8) && (!b.len || !memcmp(b.data, c->utf8, b.len)),
 		  "utf8 of '%s': got '%.*s'", c->in, (int)b.len, (char *)b.data);
+	b.len = 0;
+	cr_assert_eq(sp_buf_put_printable(&b, c->in), 0);
+	cr_expect(b.len == strlen(c->term) && (!b.len || !memcmp(b.data, c->term, b.len)),
+		  "terminal text of '%s': got '%.*s', want '%s'", c->in, (int)b.len, (char *)b.data,
+		  c->term);
+	cr_expect_eq(sp_text_is_printable(c->in), !strcmp(c->in, c->term));
+	/* Escaped text needs no further escape: a name escaped twice reads the same. */
+	cr_expect(sp_text_is_printable(c->term), "'%s' is not printable", c->term);
+	struct sp_arena arena;
+	sp_arena_init(&arena);
+	const char *copy = sp_arena_printable(&arena, c->in);
+	cr_assert(copy);
+	cr_expect_str_eq(copy, c->term);
+	cr_expect_eq(copy == c->in, !strcmp(c->in, c->term), "a printable name is not copied");
+	sp_arena_release(&arena);
 	sp_buf_release(&b);
+}
+
+Test(export, terminal_text_to_a_file)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+	cr_assert(f);
+	sp_fputs_printable("ok ", f);
+	sp_fputs_printable("\x1b[2J\x07", f);
+	sp_fputs_printable("\n", f);
+	cr_assert_eq(fclose(f), 0);
+	cr_expect_str_eq(text, "ok \\x1b[2J\\x07\\x0a");
+	free(text);
 }
 
 Test(export, interning_is_dense_and_first_seen)

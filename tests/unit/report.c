@@ -533,6 +533,44 @@ Test(report, error_kinds_alone)
 	free(text);
 }
 
+/* A hostile summary trailer: counters that wrap when summed, shares above the whole. */
+Test(report, hostile_counters_saturate)
+{
+	struct sp_summary sum = {.sample_events = 20, .samples = 13};
+	sum.stop_reasons[SP_STOP_NO_UNWIND_INFO] = UINT64_MAX - 3;
+	sum.stop_reasons[SP_STOP_STACK_EXHAUSTED] = 10;
+	sum.error_stats[SP_ERR_RECORD_MALFORMED] = UINT64_MAX - 1;
+	sum.error_stats[SP_ERR_UNKNOWN_PROCESS] = 7;
+	known_profile_summary(&sum);
+
+	struct sp_report_opts ro = {.format = SP_REPORT_JSON};
+	char *json = report_with(&ro, NULL);
+	cr_expect_not_null(strstr(json, "\"errors\":18446744073709551615,"), "%s", json);
+	free(json);
+
+	/* Every share in the breakdown is at most 100%: none of the rows says 184467...%. */
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	cr_expect(has_line(text, "              record-malformed  18446744073709551614  100.0%"
+				 "  malformed perf record skipped"), "%s", text);
+	cr_expect(has_line(text, "              no-unwind-info    18446744073709551612  100.0%"
+				 "  no call-frame information"), "%s", text);
+	cr_expect(has_line(text, "              unknown-process                      7   35.0%"
+				 "  sample from an untracked process"), "%s", text);
+	/* The sums saturate: neither header line wraps to a handful of stacks or errors. */
+	cr_expect_not_null(strstr(text, "Unwinding:  18446744073709551615 stacks"), "%s", text);
+	cr_expect_not_null(strstr(text, "Errors:     18446744073709551615 sample errors (100.0% of"),
+			   "%s", text);
+	cr_expect_eq(sp_summary_error_total(&sum), UINT64_MAX);
+	for (const char *p = text; (p = strchr(p, '%')); p++) {
+		const char *q = p;
+		while (q > text && (q[-1] == '.' || (q[-1] >= '0' && q[-1] <= '9')))
+			q--;
+		cr_expect_leq(strtod(q, NULL), 100.0, "share above 100%%: %.*s", (int)(p - q + 1),
+			      q);
+	}
+	free(text);
+}
+
 Test(report, cut_short_recording_has_no_counters)
 {
 	known_profile(false);

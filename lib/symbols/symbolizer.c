@@ -364,9 +364,22 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *rf)
 {
 	const char **text[] = {&rf->name, &rf->module, &rf->file};
-	for (size_t i = 0; i < SP_ARRAY_SIZE(text); i++)
-		if (*text[i] && !(*text[i] = sp_arena_printable(&sym->strings, *text[i])))
+	for (size_t i = 0; i < SP_ARRAY_SIZE(text); i++) {
+		const char *t = *text[i];
+		/*
+		 * Module names and source files come back frame after frame: a
+		 * string found printable is remembered by address (what the
+		 * symbolizer hands out keeps its address and bytes until it is
+		 * freed), so it is read once.
+		 */
+		size_t slot = ((uintptr_t)t >> 3) % SP_ARRAY_SIZE(sym->printable_seen);
+		if (!t || sym->printable_seen[slot] == t)
+			continue;
+		if (!(*text[i] = sp_arena_printable(&sym->strings, t)))
 			return -ENOMEM;
+		if (*text[i] == t)
+			sym->printable_seen[slot] = t;
+	}
 	return 0;
 }
 

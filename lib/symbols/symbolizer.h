@@ -153,6 +153,7 @@ struct sp_symbolizer {
 	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
 	char *cache_dir;             /* decompressed debug file copies, or NULL */
 	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
+	const char *printable_seen[61]; /* strings found printable, by address (printable_frame) */
 	struct file_entry *files;
 	size_t nfiles;
 	uint32_t *module_file;       /* by module id: file index or NO_FILE */

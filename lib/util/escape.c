@@ -2,6 +2,8 @@
 /* Strings made safe for UTF-8 and JSON output: malformed bytes replaced, JSON escapes. */
 #include "util/util.h"
 
+#include <string.h>
+
 /* Length of the well-formed UTF-8 sequence at p (RFC 3629), 0 when it is not one. */
 static size_t utf8_seq(const uint8_t *p)
 {
@@ -91,9 +93,36 @@ static size_t printable_seq(const uint8_t *p)
 	return n;
 }
 
+/*
+ * Whether the n bytes at p are all printable ASCII (0x20 to 0x7e), eight at a
+ * time: the report checks every name it resolves, nearly all of them ASCII.
+ */
+static bool ascii_printable(const uint8_t *p, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		uint64_t x;
+		memcpy(&x, p + i, 8);
+		/*
+		 * A byte below 0x20 borrows into its high bit; one at 0x7f carries
+		 * into it, and one from 0x80 has it.  A borrow or carry reaches the
+		 * next byte only from a byte already caught.
+		 */
+		if (((x - 0x20 * ones) & ~x & highs) | (((x + ones) | x) & highs))
+			return false;
+	}
+	for (; i < n; i++)
+		if (p[i] < 0x20 || p[i] >= 0x7f)
+			return false;
+	return true;
+}
+
 bool sp_text_is_printable(const char *s)
 {
 	const uint8_t *p = (const uint8_t *)s;
+	if (ascii_printable(p, strlen(s)))
+		return true;
 	for (size_t n; *p; p += n)
 		if (!(n = printable_seq(p)))
 			return false;

@@ -109,7 +109,9 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->cache_dir_refusal);
 	if (st->debug_files_mismatched)
 		sp_cli_warn("%" PRIu64 " debug file%s refused: not built with the module file "
-			    "(build-id or CRC differs), first '%s'", st->debug_files_mismatched,
+			    "(build-id or CRC differs) or not to be trusted (a symlink, another "
+			    "user's, writable by others, or too large), first '%s'",
+			    st->debug_files_mismatched,
 			    st->debug_files_mismatched == 1 ? "" : "s",
 			    st->debug_file_mismatched ? st->debug_file_mismatched : "?");
 }

@@ -134,6 +134,13 @@ void sp_fputs_printable(const char *s, FILE *f);
 
 #define SP_NO_MODULE UINT32_MAX
 #define SP_BUILD_ID_MAX 32
+/*
+ * The deepest stack a spool may hold: the recorder's 1,024 user frames, as
+ * many kernel frames and a truncation marker.  A STACK node deeper than this
+ * makes a spool corrupt (stackpulse-spool(5)), so no reader ever expands a
+ * stack longer than it, whatever a hostile file chains together.
+ */
+#define SP_SPOOL_MAX_DEPTH 2049u
 
 enum sp_frame_mode {
 	SP_FRAME_USER = 0,
@@ -339,7 +346,7 @@ size_t sp_spool_stack_count(const struct sp_spool *s);
 /* Frame id of a stack's leaf node, and the node's parent (0 = none). */
 uint32_t sp_spool_stack_frame(const struct sp_spool *s, uint32_t stack_id);
 uint32_t sp_spool_stack_parent(const struct sp_spool *s, uint32_t stack_id);
-/* Number of frames in a stack, leaf to root. */
+/* Number of frames in a stack, leaf to root (at most SP_SPOOL_MAX_DEPTH); O(1). */
 uint32_t sp_spool_stack_depth(const struct sp_spool *s, uint32_t stack_id);
 
 /*
@@ -734,7 +741,7 @@ struct sp_symbolizer_stats {
 	 * cache is then off.  Both NULL when it was used or there was none.
 	 */
 	const char *cache_dir_refused, *cache_dir_refusal;
-	uint64_t debug_files_mismatched; /* candidates refused: another build-id, or wrong CRC */
+	uint64_t debug_files_mismatched; /* refused: another build-id, wrong CRC, not trusted */
 	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
 	/* Kernel symbols: kallsyms is read once, for every kernel frame of the spool. */
 	int kallsyms_error;           /* 0, or -errno why kallsyms could not be read */

@@ -79,7 +79,12 @@ static int open_vdso(struct sp_modfile *f)
 /*
  * Open the file behind a mapping once.  The path the kernel reports may no
  * longer be the mapped file (deleted, replaced, another mount namespace), so
- * the inode is checked and /proc/PID/map_files is the fallback.
+ * the inode is checked and /proc/PID/map_files is the fallback.  Whatever is
+ * at the path now is the target's choice: maps names a deleted module
+ * "PATH (deleted)", a name anyone who could write the directory may take.
+ * O_NONBLOCK: a FIFO there would wait for a writer (and hang record -p);
+ * O_NOFOLLOW: a symlink could lead to a device, whose open(2) alone acts;
+ * the kernel's path never ends in a symlink.  Only a regular file will do.
  */
 static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_t end,
 			const char *path)
@@ -87,8 +92,9 @@ static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_
 	struct stat st;
 	if (!strcmp(path, "[vdso]"))
 		return open_vdso(f);
-	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-	if (fd >= 0 && (fstat(fd, &st) || (f->ino && st.st_ino != f->ino))) {
+	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) : -1;
+	if (fd >= 0 &&
+	    (fstat(fd, &st) || !S_ISREG(st.st_mode) || (f->ino && st.st_ino != f->ino))) {
 		close(fd);
 		fd = -1;
 	}
@@ -96,12 +102,17 @@ static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_
 		char alt[64];
 		snprintf(alt, sizeof(alt), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
 			 start, end);
-		fd = open(alt, O_RDONLY | O_CLOEXEC);
+		/* A magic link to the mapped file itself: followed, but still checked. */
+		fd = open(alt, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 		if (fd < 0 || fstat(fd, &st)) {
 			int e = -errno;
 			if (fd >= 0)
 				close(fd);
 			return e;
+		}
+		if (!S_ISREG(st.st_mode)) {
+			close(fd);
+			return -EINVAL;
 		}
 	}
 	f->fd = fd;

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #define MAX_FRAMES 1024
+/* A stack of both halves and its marker must stay within what readers accept. */
+_Static_assert(2 * MAX_FRAMES + 1 <= SP_SPOOL_MAX_DEPTH, "stacks deeper than the spool allows");
 #define ROOT_CHAIN_MAX 16 /* root-end frames remembered per thread */
 
 /* The root end of one thread's last complete stack, outermost frames last. */
@@ -1154,7 +1156,20 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	sp_recorder_disable(r);
 	int err = sp_recorder_consume_available(r);
 	r->finished = true;
+	/*
+	 * Naming replaced images may read long (a debug link's CRC reads the
+	 * whole candidate): SIGINT and SIGTERM are held meanwhile, the CRC gives
+	 * up as soon as one is pending (debugfile.c), and the caller's handler
+	 * runs when the mask is restored.
+	 */
+	sigset_t stop, old;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	bool held = !pthread_sigmask(SIG_BLOCK, &stop, &old);
 	store_replaced_images(r);
+	if (held)
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
 	if (out)

@@ -252,7 +252,7 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 			st.files_unreadable == 1 ? "" : "s");
 	if (st.debug_files_mismatched)
 		fprintf(out, "Debug files: %" PRIu64 " refused: build-id or CRC differs from the"
-			     " module file's\n", st.debug_files_mismatched);
+			     " module file's, or not to be trusted\n", st.debug_files_mismatched);
 	if (sp_spool_truncated(s) || !sum)
 		fprintf(out, "Note:       the recording was cut short; only its intact prefix"
 			     " is shown\n");

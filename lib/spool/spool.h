@@ -164,9 +164,10 @@ struct sp_spool {
 	size_t nmodules, modules_cap;
 	struct sp_frame *frames;
 	size_t nframes, frames_cap;
-	/* Stack node id -> parent and frame; entry 0 is the empty stack. */
+	/* Stack node id -> parent, frame and depth; entry 0 is the empty stack. */
 	uint32_t *stack_parent, *stack_frame;
-	size_t nstacks, stacks_cap;
+	uint16_t *stack_depth;
+	size_t nstacks, stacks_cap, depth_cap;
 	struct sp_thread *threads;
 	size_t nthreads, threads_cap;
 	struct sp_spool_name *names;

@@ -152,8 +152,16 @@ static int parse_stack(struct sp_spool *s, struct cur *c)
 	if (id >= UINT32_MAX || get_u64(c, &back) || back == 0 || back > id ||
 	    get_u64(c, &frame) || frame >= s->nframes)
 		return CORRUPT;
+	/* Deeper than any recorder writes: only a hostile file chains so far. */
+	uint32_t depth = (uint32_t)s->stack_depth[id - back] + 1;
+	if (depth > SP_SPOOL_MAX_DEPTH)
+		return CORRUPT;
+	void *q = sp_grow_array(s->stack_depth, &s->depth_cap, id, sizeof(uint16_t));
+	if (!q)
+		return -ENOMEM;
+	s->stack_depth = q;
 	size_t cap = s->stacks_cap;
-	void *q = sp_grow_array(s->stack_parent, &cap, id, sizeof(uint32_t));
+	q = sp_grow_array(s->stack_parent, &cap, id, sizeof(uint32_t));
 	if (!q)
 		return -ENOMEM;
 	s->stack_parent = q;
@@ -166,6 +174,7 @@ static int parse_stack(struct sp_spool *s, struct cur *c)
 		return err;
 	s->stack_parent[id] = (uint32_t)(id - back);
 	s->stack_frame[id] = (uint32_t)frame;
+	s->stack_depth[id] = (uint16_t)depth;
 	s->nstacks++;
 	return 0;
 }
@@ -606,13 +615,15 @@ static int spool_new(struct sp_spool **out)
 	size_t cap = 0;
 	s->stack_parent = sp_grow_array(NULL, &cap, 0, sizeof(uint32_t));
 	s->stack_frame = sp_grow_array(NULL, &s->stacks_cap, 0, sizeof(uint32_t));
-	if (!s->stack_parent || !s->stack_frame) {
+	s->stack_depth = sp_grow_array(NULL, &s->depth_cap, 0, sizeof(uint16_t));
+	if (!s->stack_parent || !s->stack_frame || !s->stack_depth) {
 		sp_spool_free(s);
 		return -ENOMEM;
 	}
 	/* Stack 0 is the empty stack: no parent, no frame. */
 	s->stack_parent[0] = 0;
 	s->stack_frame[0] = UINT32_MAX;
+	s->stack_depth[0] = 0;
 	s->nstacks = 1;
 	*out = s;
 	return 0;
@@ -684,6 +695,7 @@ void sp_spool_free(struct sp_spool *s)
 	free(s->modules);
 	free(s->frames);
 	free(s->stack_parent);
+	free(s->stack_depth);
 	free(s->stack_frame);
 	free(s->threads);
 	for (size_t i = 0; i < s->nnames; i++)
@@ -793,13 +805,7 @@ uint32_t sp_spool_stack_parent(const struct sp_spool *s, uint32_t stack_id)
 
 uint32_t sp_spool_stack_depth(const struct sp_spool *s, uint32_t stack_id)
 {
-	if (stack_id >= s->nstacks)
-		return 0;
-	/* Parents are strictly smaller ids (checked on read), so this ends. */
-	uint32_t depth = 0;
-	for (uint32_t id = stack_id; id; id = s->stack_parent[id])
-		depth++;
-	return depth;
+	return stack_id < s->nstacks ? s->stack_depth[stack_id] : 0;
 }
 
 uint64_t sp_spool_timestamp_us(const struct sp_spool *s, const struct sp_sample *sample)

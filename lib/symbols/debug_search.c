@@ -3,7 +3,6 @@
 #include "symbols/symbolizer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -56,11 +55,7 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	int fd = -1;
 	if (f->debug_state == DEBUG_FOUND) {
 		/* Asked again (libdwfl gave up on the first fd): the same file, checked again. */
-		fd = open(f->debug_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		if (fd >= 0 && !sp_debug_file_matches(&q, fd)) {
-			close(fd);
-			fd = -1;
-		}
+		fd = sp_debug_file_open(&q, f->debug_path);
 	} else if (f->debug_state == DEBUG_UNSEARCHED) {
 		f->debug_state = DEBUG_NONE;
 		struct sp_debug_found found;

@@ -4,19 +4,45 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #define GLOBAL_DEBUG_DIR "/usr/lib/debug"
 
 /*
+ * A candidate proven by its debug link's CRC alone is read whole: one larger
+ * than this is refused unread (counted as a mismatch).  A sparse file of a
+ * terabyte costs nothing to make and hours to read; 1 GiB reads in about
+ * 3 s on the 2-CPU machines here, and is far above the debug file of any
+ * module without a build-id (a module with one has its candidates proven by
+ * build-id, never read whole).
+ */
+#define DEBUGLINK_CRC_MAX ((off_t)1 << 30)
+
+/*
+ * SIGINT or SIGTERM is pending: the caller blocked them to be told when to
+ * give up a long read (sp_recorder_finish, reading replaced images at record
+ * end).  A signal not blocked is handled at once and never seen here.
+ */
+static bool stop_signal_pending(void)
+{
+	sigset_t set;
+	return !sigpending(&set) &&
+	       (sigismember(&set, SIGINT) == 1 || sigismember(&set, SIGTERM) == 1);
+}
+
+/*
  * The .gnu_debuglink CRC is the CRC-32 of the whole debug file, the same
  * polynomial zlib computes (GDB's "Debugging Information in Separate Files").
+ * False on a read error, or when a stop signal is pending.
  */
 static bool file_crc32(int fd, uint32_t *out)
 {
@@ -24,6 +50,8 @@ static bool file_crc32(int fd, uint32_t *out)
 	uLong crc = crc32(0L, Z_NULL, 0);
 	off_t off = 0;
 	for (;;) {
+		if (stop_signal_pending())
+			return false;
 		ssize_t n = pread(fd, buf, sizeof(buf), off);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -55,7 +83,8 @@ bool sp_debug_file_matches(const struct sp_debug_query *q, int fd)
 	}
 	/* Without a build-id only the debug link's CRC can tell. */
 	uint32_t crc;
-	return q->debuglink && file_crc32(fd, &crc) && crc == q->debuglink_crc;
+	return q->debuglink && st.st_size <= DEBUGLINK_CRC_MAX && file_crc32(fd, &crc) &&
+	       crc == q->debuglink_crc;
 }
 
 /* The search's state: the module file's identity, what was found, what was refused. */
@@ -68,7 +97,99 @@ struct search {
 	bool listing;
 	char **list;
 	size_t nlist;
+	/* Opening again (sp_debug_file_open): only this candidate is tried. */
+	const char *only;
+	bool only_seen;
+	/* The candidates being tried are in a build-id tree (try_build_id)... */
+	bool in_build_id_tree;
+	/* ...or beside the module file, in a directory its owner may write. */
+	bool beside_module;
 };
+
+/*
+ * Whose files may stand for a module's debug information: root's, the
+ * module file's owner's (who could have written anything into the module
+ * itself) and ours; and only files no one else may write (a root-owned file
+ * may be writable by its group, which is root's choice).
+ */
+static bool trusted(const struct search *s, const struct stat *st)
+{
+	if (st->st_uid != 0 && st->st_uid != geteuid() &&
+	    !(s->have_main_st && st->st_uid == s->main_st.st_uid))
+		return false;
+	if (st->st_mode & S_IWOTH)
+		return false;
+	return !(st->st_mode & S_IWGRP) || st->st_uid == 0;
+}
+
+/*
+ * open(2) path with no symlink anywhere on it (openat2(2)'s
+ * RESOLVE_NO_SYMLINKS), or, before Linux 5.6, none as its last component.
+ */
+static int open_no_symlinks(const char *path, int flags)
+{
+#ifdef SYS_openat2
+	struct open_how how = {.flags = (uint64_t)flags, .resolve = RESOLVE_NO_SYMLINKS};
+	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (fd >= 0 || errno != ENOSYS)
+		return (int)fd;
+#endif
+	return open(path, flags | O_NOFOLLOW);
+}
+
+/*
+ * Open one candidate as perf maps are opened (perfmap.c): O_NONBLOCK, so that
+ * a FIFO planted there cannot hang us, and no symlink followed, so that one
+ * planted beside a module file cannot make us open or read whatever it
+ * names (a CRC check reads the whole file).  O_NOFOLLOW guards the last
+ * component only, which is enough where only root or the user could have
+ * made a symlinked directory (/usr/lib/debug, STACKPULSE_DEBUG_DIRS); beside
+ * the module file a symlinked directory (FILEDIR/.debug -> /etc) is refused
+ * too.  Symlinks are followed in build-id trees: Fedora's and Arch's
+ * .build-id entries link to the debug files, and a file found there is
+ * proven by build-id, which reads a few headers.  Then only a regular file
+ * that trusted() accepts will do.  Returns the fd; -1 with *refused set when
+ * a file is there but refused, -1 alone when there is none (or a directory,
+ * a FIFO, the module file itself).
+ */
+static int open_candidate(const struct search *s, const char *path, bool *refused)
+{
+	*refused = false;
+	int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
+	int fd = s->in_build_id_tree ? open(path, flags)
+		 : s->beside_module  ? open_no_symlinks(path, flags)
+				     : open(path, flags | O_NOFOLLOW);
+	if (fd < 0) {
+		/* A symlink on the way: refused, when it leads to something. */
+		struct stat st;
+		*refused = errno == ELOOP && !lstat(path, &st);
+		return -1;
+	}
+	struct stat st;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (s->have_main_st && st.st_dev == s->main_st.st_dev &&
+	     st.st_ino == s->main_st.st_ino)) {
+		/* Not a file, or the module file itself (a debug link naming its own file). */
+		close(fd);
+		return -1;
+	}
+	if (!trusted(s, &st)) {
+		close(fd);
+		*refused = true;
+		return -1;
+	}
+	return fd;
+}
+
+/* Count a refused candidate; the first one's path is kept (path is taken over). */
+static void refuse(struct search *s, char *path)
+{
+	s->out->mismatched++;
+	if (!s->out->first_mismatch)
+		s->out->first_mismatch = path;
+	else
+		free(path);
+}
 
 /*
  * Try one candidate path.  Returns 1 when it is the debug file (out->fd and
@@ -86,20 +207,19 @@ static int try_path(struct search *s, char *path)
 		s->list[s->nlist++] = path;
 		return 0;
 	}
-	/* O_NONBLOCK: a FIFO planted at a candidate path must not hang the report. */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
+	if (s->only && strcmp(path, s->only)) {
 		free(path);
 		return 0;
 	}
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    (s->have_main_st && st.st_dev == s->main_st.st_dev &&
-	     st.st_ino == s->main_st.st_ino)) {
-		/* Not a file, or the module file itself (a debug link naming its own file). */
-		close(fd);
-		free(path);
-		return 0;
+	s->only_seen = s->only != NULL;
+	bool refused;
+	int fd = open_candidate(s, path, &refused);
+	if (fd < 0) {
+		if (refused)
+			refuse(s, path);
+		else
+			free(path);
+		return s->only_seen;
 	}
 	if (sp_debug_file_matches(s->q, fd)) {
 		s->out->fd = fd;
@@ -107,12 +227,8 @@ static int try_path(struct search *s, char *path)
 		return 1;
 	}
 	close(fd);
-	s->out->mismatched++;
-	if (!s->out->first_mismatch)
-		s->out->first_mismatch = path;
-	else
-		free(path);
-	return 0;
+	refuse(s, path);
+	return s->only_seen;
 }
 
 static int try_fmt(struct search *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -138,7 +254,10 @@ static int try_build_id(struct search *s, const char *dir, size_t dir_len)
 	char hex[2 * SP_BUILD_ID_MAX + 1];
 	for (size_t i = 0; i < q->build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", q->build_id[i]);
-	return try_fmt(s, "%.*s/.build-id/%.2s/%s.debug", (int)dir_len, dir, hex, hex + 2);
+	s->in_build_id_tree = true;
+	int r = try_fmt(s, "%.*s/.build-id/%.2s/%s.debug", (int)dir_len, dir, hex, hex + 2);
+	s->in_build_id_tree = false;
+	return r;
 }
 
 /* DIR/LINK, then DIR/FILEDIR/LINK (the /usr/lib/debug/usr/bin/prog.debug layout). */
@@ -165,6 +284,28 @@ int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *ou
 		return r;
 	}
 	return 0;
+}
+
+int sp_debug_file_open(const struct sp_debug_query *q, const char *path)
+{
+	struct sp_debug_found found = {.fd = -1};
+	struct search s = {.q = q, .out = &found, .only = path};
+	s.have_main_st = q->path && !stat(q->path, &s.main_st);
+	int fd = -1;
+	if (search(&s) >= 0 && !s.only_seen) {
+		/* Not one of q's candidates (a debuginfod download): no symlink is followed. */
+		bool refused;
+		fd = open_candidate(&s, path, &refused);
+		if (fd >= 0 && !sp_debug_file_matches(q, fd)) {
+			close(fd);
+			fd = -1;
+		}
+	} else if (found.fd >= 0) {
+		fd = found.fd;
+		found.fd = -1;
+	}
+	sp_debug_found_release(&found);
+	return fd;
 }
 
 int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n)
@@ -213,9 +354,11 @@ static int search(struct search *s)
 		r = try_build_id(s, GLOBAL_DEBUG_DIR, strlen(GLOBAL_DEBUG_DIR));
 	/* 3. The debug link beside the file, in .debug/ beside it, under /usr/lib/debug. */
 	if (!r && link && file_dir) {
+		s->beside_module = true;
 		r = try_fmt(s, "%.*s/%s", (int)file_dir_len, file_dir, q->debuglink);
 		if (!r)
 			r = try_fmt(s, "%.*s/.debug/%s", (int)file_dir_len, file_dir, q->debuglink);
+		s->beside_module = false;
 		if (!r)
 			r = try_fmt(s, GLOBAL_DEBUG_DIR "%.*s/%s", (int)file_dir_len, file_dir,
 				    q->debuglink);

@@ -117,12 +117,26 @@ close_fd:
  * and the process still runs, its mapping's /proc/PID/map_files entry: the
  * image that was sampled, even deleted or replaced (DESIGN decision 7).
  */
+/*
+ * A module path from a spool, opened only when it names a regular file: not
+ * a symlink someone planted, nor a device, whose open alone can act (a tape
+ * rewinds).  The kernel names mappings by their resolved path, so a genuine
+ * module path never ends in a symlink.  O_NONBLOCK: a FIFO put there between
+ * the look and the open must not hang the report.
+ */
+static int open_module_path(const char *path)
+{
+	struct stat st;
+	if (lstat(path, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+}
+
 void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f)
 {
 	const struct sp_module *m = f->rep;
-	/* O_NONBLOCK: a path that now names a FIFO must not hang the report. */
 	int fd = f->given_fd ? fcntl(f->given_fd - 1, F_DUPFD_CLOEXEC, 0)
-			     : open(f->open_path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+			     : open_module_path(f->open_path);
 	f->state = fd < 0 ? FILE_UNREADABLE : open_image(sym, f, fd);
 	if (f->state != FILE_PROVEN && !f->given_fd && m->pid > 0 && !f->map_files &&
 	    (asprintf(&f->map_files, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,

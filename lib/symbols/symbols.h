@@ -76,14 +76,16 @@ struct sp_debug_query {
 struct sp_debug_found {
 	int fd;               /* the debug file, open read-only; -1 when none was found */
 	char *path;           /* its path (malloc'd), NULL when none */
-	uint32_t mismatched;  /* candidates refused: another build-id, or the wrong CRC */
+	uint32_t mismatched;  /* candidates refused: another build-id, the wrong CRC, untrusted */
 	char *first_mismatch; /* the first refused candidate's path (malloc'd), or NULL */
 };
 
 /*
  * True when the ELF file open on fd is q's debug file: the same build-id
  * when q has one (a candidate without one is refused), else the CRC-32 of
- * the whole file equals q's debug link CRC.
+ * the whole file equals q's debug link CRC.  The CRC is not computed for a
+ * file over 1 GiB, nor finished once SIGINT or SIGTERM is pending (blocked
+ * by the caller): false then.
  */
 bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
 /*
@@ -93,12 +95,22 @@ bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
  * /usr/lib/debug/.build-id/xx/rest.debug; then FILEDIR/LINK (not the file
  * itself), FILEDIR/.debug/LINK and /usr/lib/debug/FILEDIR/LINK, where LINK
  * is the debug link name and FILEDIR the module file's directory.  The first
- * candidate that sp_debug_file_matches wins; those that exist but do not
- * match are counted and the first is named.  Returns 0 (out->fd says whether
- * one was found) or -ENOMEM; release out with sp_debug_found_release.
+ * candidate that sp_debug_file_matches wins.  A candidate must be a regular
+ * file of root, of the module file's owner or of ours, that others cannot
+ * write (nor its group, unless root owns it), reached without a symlink as
+ * its last component except in the build-id trees.  Those that exist but are
+ * refused (not trusted, or no match) are counted and the first is named.
+ * Returns 0 (out->fd says whether one was found) or -ENOMEM; release out
+ * with sp_debug_found_release.
  */
 int sp_debug_file_find(const struct sp_debug_query *q, struct sp_debug_found *out);
 void sp_debug_found_release(struct sp_debug_found *f);
+/*
+ * Open path, found for q before, again under the search's rules (a path that
+ * is none of q's candidates, such as a debuginfod download, as a candidate
+ * beside the module file), checked with sp_debug_file_matches: an fd, or -1.
+ */
+int sp_debug_file_open(const struct sp_debug_query *q, const char *path);
 /*
  * Every path sp_debug_file_find would try for q, in its order, none opened:
  * *paths is a malloc'd array of *n malloc'd strings.  0 or -ENOMEM.

@@ -7,10 +7,12 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -258,5 +260,156 @@ Test(debugfile, nothing_to_look_for)
 	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
 	cr_expect_eq(f.fd, -1);
 	cr_expect_eq(f.mismatched, 0);
+	sp_debug_found_release(&f);
+}
+
+/* A query without a build-id for dir/dbg/prog.debug, proven by the CRC of crc_file. */
+static struct sp_debug_query crc_query(const char *dirs, const char *crc_file)
+{
+	return (struct sp_debug_query){.path = self_path, .debuglink = "prog.debug",
+				       .debuglink_crc = crc_of(crc_file), .dirs = dirs};
+}
+
+Test(debugfile, a_symlinked_link_candidate_is_refused_unopened)
+{
+	/* The CRC would match: the symlink alone is refused, and counted. */
+	const char *secret = write_to("secret.txt", "not a debug file\n");
+	cr_assert_eq(chmod(secret, 0600), 0);
+	char link[PATH_MAX], dirs[128];
+	snprintf(link, sizeof(link), "%s/dbg/prog.debug", dir);
+	make_parents(link);
+	cr_assert_eq(symlink(secret, link), 0);
+	snprintf(dirs, sizeof(dirs), "%s/dbg", dir);
+	struct sp_debug_query q = crc_query(dirs, secret);
+	struct sp_debug_found f;
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	cr_expect_eq(f.fd, -1, "the symlink was followed to '%s'", f.path);
+	cr_expect_eq(f.mismatched, 1);
+	cr_expect_str_eq(f.first_mismatch, link);
+	sp_debug_found_release(&f);
+	cr_expect_eq(sp_debug_file_open(&q, link), -1);
+}
+
+Test(debugfile, a_symlinked_directory_beside_the_module_is_refused)
+{
+	/* bin/.debug -> elsewhere: what the module's owner links to is not followed. */
+	char prog[PATH_MAX], debug_dir[PATH_MAX], elsewhere[PATH_MAX];
+	snprintf(prog, sizeof(prog), "%s", copy_to(self_path, "bin/prog"));
+	const char *dbg = write_to("elsewhere/prog.debug", "stands for a debug file\n");
+	snprintf(elsewhere, sizeof(elsewhere), "%s/elsewhere", dir);
+	snprintf(debug_dir, sizeof(debug_dir), "%s/bin/.debug", dir);
+	cr_assert_eq(symlink(elsewhere, debug_dir), 0);
+	struct sp_debug_query q = crc_query(NULL, dbg);
+	q.path = prog;
+	struct sp_debug_found f;
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	cr_expect_eq(f.fd, -1, "followed bin/.debug to '%s'", f.path);
+	cr_expect_eq(f.mismatched, 1);
+	sp_debug_found_release(&f);
+}
+
+Test(debugfile, a_build_id_tree_entry_may_be_a_symlink)
+{
+	/* Fedora's layout: .build-id/xx/rest.debug links to the debug file elsewhere. */
+	char target[PATH_MAX], rel[128], link[PATH_MAX], dirs[128];
+	snprintf(target, sizeof(target), "%s", copy_to(self_path, "dbg/usr/bin/prog.debug"));
+	snprintf(rel, sizeof(rel), "dbg/.build-id/%.2s/%s.debug", hex, hex + 2);
+	snprintf(link, sizeof(link), "%s/%s", dir, rel);
+	make_parents(link);
+	cr_assert_eq(symlink(target, link), 0);
+	snprintf(dirs, sizeof(dirs), "%s/dbg", dir);
+	struct sp_debug_query q = self_query(dirs);
+	struct sp_debug_found f;
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	cr_expect_geq(f.fd, 0);
+	cr_expect_str_eq(f.path, link);
+	sp_debug_found_release(&f);
+	int fd = sp_debug_file_open(&q, link);
+	cr_expect_geq(fd, 0, "a found build-id tree entry could not be opened again");
+	if (fd >= 0)
+		close(fd);
+}
+
+Test(debugfile, an_untrusted_candidate_is_refused)
+{
+	if (geteuid())
+		cr_skip_test("needs root to give files away");
+	const char *dbg = write_to("dbg/prog.debug", "stands for a debug file\n");
+	char dirs[128];
+	snprintf(dirs, sizeof(dirs), "%s/dbg", dir);
+	struct sp_debug_query q = crc_query(dirs, dbg);
+	struct sp_debug_found f;
+	static const struct {
+		uid_t uid;
+		mode_t mode;
+		bool used;
+	} cases[] = {
+		{0, 0644, true},
+		{65534, 0644, false}, /* another user's */
+		{0, 0666, false},     /* others may write it */
+		{65534, 0664, false}, /* a user's: its group may write it */
+		{0, 0664, true},      /* root's: its group may write it */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_assert_eq(chown(dbg, cases[i].uid, (gid_t)-1), 0);
+		cr_assert_eq(chmod(dbg, cases[i].mode), 0);
+		cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+		cr_expect_eq(f.fd >= 0, cases[i].used, "uid %u mode %o: %s", (unsigned)cases[i].uid,
+			     (unsigned)cases[i].mode, f.fd >= 0 ? "used" : "refused");
+		cr_expect_eq(f.mismatched, !cases[i].used);
+		sp_debug_found_release(&f);
+	}
+
+	/* The module file's owner may provide its debug file. */
+	char prog[PATH_MAX];
+	snprintf(prog, sizeof(prog), "%s", copy_to(self_path, "bin/prog"));
+	cr_assert_eq(chown(prog, 65534, (gid_t)-1), 0);
+	cr_assert_eq(chown(dbg, 65534, (gid_t)-1), 0);
+	cr_assert_eq(chmod(dbg, 0644), 0);
+	q.path = prog;
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	cr_expect_geq(f.fd, 0, "the module owner's debug file was refused");
+	sp_debug_found_release(&f);
+}
+
+Test(debugfile, a_link_candidate_over_1_gib_is_not_read)
+{
+	/* Sparse: its CRC would take seconds to compute. */
+	const char *dbg = write_to("dbg/prog.debug", "");
+	cr_assert_eq(truncate(dbg, ((off_t)1 << 30) + 1), 0);
+	char dirs[128];
+	snprintf(dirs, sizeof(dirs), "%s/dbg", dir);
+	struct sp_debug_query q = {.path = self_path, .debuglink = "prog.debug", .dirs = dirs};
+	struct sp_debug_found f;
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	cr_expect_eq(f.fd, -1);
+	cr_expect_eq(f.mismatched, 1);
+	cr_expect_lt(t1.tv_sec - t0.tv_sec, 1, "the 1 GiB candidate was read");
+	sp_debug_found_release(&f);
+}
+
+Test(debugfile, a_pending_stop_signal_ends_the_crc)
+{
+	const char *dbg = write_to("dbg/prog.debug", "stands for a debug file\n");
+	char dirs[128];
+	snprintf(dirs, sizeof(dirs), "%s/dbg", dir);
+	struct sp_debug_query q = crc_query(dirs, dbg);
+	sigset_t term, old;
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	cr_assert_eq(pthread_sigmask(SIG_BLOCK, &term, &old), 0);
+	cr_assert_eq(raise(SIGTERM), 0);
+	struct sp_debug_found f;
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	cr_expect_eq(f.fd, -1, "the CRC was computed with SIGTERM pending");
+	sp_debug_found_release(&f);
+	/* Take the signal back, then the same search finds the file. */
+	cr_assert_eq(sigtimedwait(&term, NULL, &(struct timespec){0}), SIGTERM);
+	cr_assert_eq(pthread_sigmask(SIG_SETMASK, &old, NULL), 0);
+	cr_assert_eq(sp_debug_file_find(&q, &f), 0);
+	cr_expect_str_eq(f.path, dbg);
 	sp_debug_found_release(&f);
 }

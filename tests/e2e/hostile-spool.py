@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: MIT
+"""Write spools shaped to cost readers the most per byte (stackpulse-spool(5)).
+
+hostile-spool.py KIND OUT [N]
+  deep   one chain of N stack nodes (default 20000), one sample on every node:
+         expanding every sampled stack costs N^2 / 2 frames
+  wide   a chain N deep (default 2048), then as many sampled leaves under its
+         end as fit in 1 MB: every distinct stack is N frames long
+Every record is well formed; only the shape is hostile.
+"""
+import struct
+import sys
+
+
+def uvarint(v):
+    out = bytearray()
+    while True:
+        b = v & 0x7F
+        v >>= 7
+        if v:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def svarint(v):
+    return uvarint((v << 1) ^ (v >> 63) if v < 0 else v << 1)
+
+
+def string(s):
+    b = s.encode()
+    return uvarint(len(b)) + b
+
+
+def record(kind, payload):
+    return bytes([kind]) + uvarint(len(payload)) + payload
+
+
+def spool(kind, n):
+    out = bytearray(b"SPSPOOL\0" + struct.pack("<H", 1))
+    out += record(1, uvarint(1_700_000_000_000_000) + uvarint(1001) + uvarint(1_000_000_000)
+                  + uvarint(999) + uvarint(32768) + uvarint(1) + string("hostile")
+                  + string("host") + string("6.1.0"))
+    # Two frames without a module (address-only): mode 0, abs_ip, rel_delta 0.
+    out += record(3, uvarint(0) + uvarint(0) + uvarint(0x401000) + svarint(0))
+    out += record(3, uvarint(0) + uvarint(0) + uvarint(0x402000) + svarint(0))
+    out += record(5, svarint(100) + svarint(100))
+    if kind == "deep":
+        for i in range(1, n + 1):
+            out += record(4, uvarint(1) + uvarint(i % 2))
+            out += record(7, uvarint(0) + uvarint(i) + svarint(1_000_000))
+    else:
+        for i in range(1, n + 1):
+            out += record(4, uvarint(1) + uvarint(i % 2))
+        node = n
+        while len(out) < (1 << 20) - 32:
+            node += 1
+            # Each leaf hangs under the chain's end (node n), back = node - n.
+            out += record(4, uvarint(node - n) + uvarint(node % 2))
+            out += record(7, uvarint(0) + uvarint(node) + svarint(1_000_000))
+    return bytes(out)
+
+
+def main():
+    kind, path = sys.argv[1], sys.argv[2]
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else (20000 if kind == "deep" else 2048)
+    with open(path, "wb") as f:
+        f.write(spool(kind, n))
+
+
+main()

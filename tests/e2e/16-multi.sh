@@ -130,9 +130,9 @@ for k in $kids; do
 done
 info "samples from the grandchildren: $inkids / $total ($(pct "$inkids" "$total")%)"
 with_timeout 60 "$SP" report --format=folded desc.spool >desc.folded 2>/dev/null
-set -- $(folded_share desc.folded "$ROOT$SPAWN;child_work;child_leaf\$")
+set -- $(folded_share desc.folded "$ROOT$SPAWN;child_work(;|\$)")
 share=$(pct "$1" "$inkids")
-info "complete child stacks (main;child_work;child_leaf) $1 / $inkids = $share%"
+info "complete child stacks (main;child_work[;...]) $1 / $inkids = $share%"
 if [ "$inkids" -gt 0 ] && [ "$(num_ge "$share" $MIN)" = 1 ]; then
 	ok "$share% of the grandchildren's samples are complete (>= $MIN%)"
 else

@@ -16,13 +16,21 @@ static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
+/*
+ * Modules share a file entry (one open file, one libdwfl instance) by the
+ * file's identity: its build-id, else its inode, device, size and mtime.  The
+ * path counts only when the inode is unknown: "/lib//x", "/lib/./x" and a
+ * thousand other spellings of one file in a hostile spool are one file.
+ */
 static uint64_t file_key_hash(const struct sp_module *m)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	if (m->build_id_len)
 		return sp_hash64(hash_bytes(h ^ 1, m->build_id, m->build_id_len));
-	const char *path = m->path ? m->path : "";
-	h = hash_bytes(h, path, strlen(path));
+	if (!m->inode) {
+		const char *path = m->path ? m->path : "";
+		h = hash_bytes(h, path, strlen(path));
+	}
 	uint64_t ids[] = {m->inode, m->dev_major, m->dev_minor, m->file_size,
 			  (uint64_t)m->mtime_ns};
 	return sp_hash64(hash_bytes(h, ids, sizeof(ids)));
@@ -35,7 +43,8 @@ static bool same_file_key(const struct sp_module *a, const struct sp_module *b)
 		       !memcmp(a->build_id, b->build_id, a->build_id_len);
 	return a->inode == b->inode && a->dev_major == b->dev_major &&
 	       a->dev_minor == b->dev_minor && a->file_size == b->file_size &&
-	       a->mtime_ns == b->mtime_ns && !strcmp(a->path ? a->path : "", b->path ? b->path : "");
+	       a->mtime_ns == b->mtime_ns &&
+	       (a->inode || !strcmp(a->path ? a->path : "", b->path ? b->path : ""));
 }
 
 static const char *display_name(struct sp_arena *a, const struct sp_module *m)

@@ -45,4 +45,23 @@ timed wide "$SP" report wide.spool
 info "1 MB of 2,049-deep stacks ($(grep -c '' wide.out) lines): report exit $rc in $secs s"
 [ $rc = 0 ] && ok "report of 1 MB of 2,049-deep stacks exits 0" ||
 	fail "report of 1 MB of 2,049-deep stacks: exit $rc: $(head -c 200 wide.err)"
+# One file spelled 1,000 ways ("/dir//f", "/dir/./f", ...) with its true identity and
+# no build-id: one open file and one libdwfl instance, not 1,000 (1.2 GB and 2 s before).
+if ! command -v nm >/dev/null 2>&1 || ! command -v strace >/dev/null 2>&1; then
+	skip "spellings of one file: nm and strace needed (binutils, strace)"
+else
+	cp "$SP" ./spbig
+	svma=$(nm ./spbig | awk '$3 == "sp_symbolizer_resolve_all" { print $1 }')
+	SVMA=${svma:-10} python3 "$GEN" "spellings:$PWD/spbig" spell.spool 1000 ||
+		{ fail "cannot write the hostile spool"; finish; }
+	STACKPULSE_CACHE_DIR= with_timeout 120 strace -f -e trace=open,openat -o spell.trace \
+		"$SP" report spell.spool >spell.txt 2>spell.err
+	rc=$?
+	opens=$(grep -c 'spbig"' spell.trace)
+	named=$(awk '$4 == "sp_symbolizer_resolve_all" { print $3 }' spell.txt | head -n 1)
+	info "1,000 spellings of one file: report exit $rc, $opens opens of it, ${named:-0} samples named"
+	[ $rc = 0 ] && [ "$opens" -le 2 ] && [ "${named:-0}" = 1000 ] &&
+		ok "1,000 spellings of one file: opened $opens time(s), every sample named" ||
+		fail "1,000 spellings of one file: exit $rc, $opens opens, ${named:-0} samples named: $(head -c 200 spell.err)"
+fi
 finish

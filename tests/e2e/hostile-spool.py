@@ -6,8 +6,12 @@ hostile-spool.py KIND OUT [N]
          expanding every sampled stack costs N^2 / 2 frames
   wide   a chain N deep (default 2048), then as many sampled leaves under its
          end as fit in 1 MB: every distinct stack is N frames long
+  spellings FILE: N modules (default 1000), each naming FILE by another path
+         ("/dir//FILE", "/dir/./FILE", ...) with its true inode, device, size
+         and mtime and no build-id, a sampled frame in each (at $SVMA, hex)
 Every record is well formed; only the shape is hostile.
 """
+import os
 import struct
 import sys
 
@@ -46,6 +50,23 @@ def spool(kind, n):
     out += record(3, uvarint(0) + uvarint(0) + uvarint(0x401000) + svarint(0))
     out += record(3, uvarint(0) + uvarint(0) + uvarint(0x402000) + svarint(0))
     out += record(5, svarint(100) + svarint(100))
+    if kind.startswith("spellings:"):
+        path = os.path.abspath(kind.split(":", 1)[1])
+        st = os.stat(path)
+        head, name = os.path.split(path)
+        # The frames' address in FILE: SVMA (hex) from the environment, else 0x10.
+        svma = int(os.environ.get("SVMA", "10"), 16)
+        for i in range(n):
+            spelled = head + "/" + "./" * (i // 2) + ("/" if i % 2 else "") + name
+            start = 0x10000000 + i * 0x100000
+            out += record(2, svarint(100) + uvarint(start) + uvarint(0x100000) + uvarint(0)
+                          + uvarint(st.st_ino) + uvarint(os.major(st.st_dev))
+                          + uvarint(os.minor(st.st_dev)) + uvarint(start) + uvarint(st.st_size)
+                          + svarint(st.st_mtime_ns) + uvarint(8) + uvarint(0) + string(spelled))
+            out += record(3, uvarint(i + 1) + uvarint(0) + uvarint(start + svma) + svarint(0))
+            out += record(4, uvarint(i + 1) + uvarint(i + 2))  # parent: the root
+            out += record(7, uvarint(0) + uvarint(i + 1) + svarint(1_000_000))
+        return bytes(out)
     if kind == "deep":
         for i in range(1, n + 1):
             out += record(4, uvarint(1) + uvarint(i % 2))
@@ -64,7 +85,8 @@ def spool(kind, n):
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    n = int(sys.argv[3]) if len(sys.argv) > 3 else (20000 if kind == "deep" else 2048)
+    default = 20000 if kind == "deep" else 2048 if kind == "wide" else 1000
+    n = int(sys.argv[3]) if len(sys.argv) > 3 else default
     with open(path, "wb") as f:
         f.write(spool(kind, n))
 

@@ -31,6 +31,8 @@ int cmd_symbolize(int argc, char **argv);
 int sp_cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, as a warning: prints and returns nothing. */
 void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Same, as a plain message ("stackpulse record: ..."): prints and returns nothing. */
+void sp_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /*
  * An argument echoed in a message, cut at SP_CLI_ECHO_MAX characters with

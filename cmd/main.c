@@ -40,6 +40,14 @@ int sp_cli_error(const char *fmt, ...)
 	return SP_EXIT_FAILURE;
 }
 
+void sp_cli_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vmessage("", fmt, ap);
+	va_end(ap);
+}
+
 void sp_cli_warn(const char *fmt, ...)
 {
 	va_list ap;

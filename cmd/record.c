@@ -451,13 +451,11 @@ static int output_error(const char *path)
 static void print_fate(const char *name, int status, int rc)
 {
 	if (WIFSIGNALED(status))
-		fprintf(stderr, "stackpulse record: command '%s' killed by signal %d (%s)%s; "
-				"exit status %d\n",
-			name, WTERMSIG(status), strsignal(WTERMSIG(status)),
-			WCOREDUMP(status) ? ", core dumped" : "", rc);
+		sp_cli_note("command '%s' killed by signal %d (%s)%s; exit status %d", name,
+			    WTERMSIG(status), strsignal(WTERMSIG(status)),
+			    WCOREDUMP(status) ? ", core dumped" : "", rc);
 	else if (WIFEXITED(status) && WEXITSTATUS(status))
-		fprintf(stderr, "stackpulse record: command '%s' exited with status %d\n", name,
-			WEXITSTATUS(status));
+		sp_cli_note("command '%s' exited with status %d", name, WEXITSTATUS(status));
 }
 
 static int exit_status_of(int status)

@@ -86,11 +86,16 @@ static void print_result(const struct sp_symbolize_result *r, const char *path)
 	printf("Unresolved:\n");
 	for (size_t i = 0; i < r->nunresolved; i++) {
 		const struct sp_unresolved *u = &r->unresolved[i];
-		printf("  %s", u->what);
+		/* Module paths come from the spool: escaped like every name. */
+		fputs("  ", stdout);
+		sp_fputs_printable(u->what, stdout);
 		print_build_id(u);
 		printf(": %" PRIu64 " frame%s, %s\n", u->frames, u->frames == 1 ? "" : "s", u->why);
-		for (size_t k = 0; k < u->nplaces; k++)
-			printf("    looked in %s\n", u->places[k]);
+		for (size_t k = 0; k < u->nplaces; k++) {
+			fputs("    looked in ", stdout);
+			sp_fputs_printable(u->places[k], stdout);
+			fputc('\n', stdout);
+		}
 	}
 }
 

@@ -96,6 +96,10 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 		sp_cli_warn("%" PRIu64 " perf map%s in '%s' ignored: a symlink, not a regular "
 			    "file, or writable by group or others", st->perf_maps_insecure,
 			    st->perf_maps_insecure == 1 ? "" : "s", dir);
+	if (st->perf_maps_foreign)
+		sp_cli_warn("%" PRIu64 " perf map%s in '%s' ignored: owned by neither the "
+			    "process's user nor root (anyone can write /tmp/perf-PID.map)",
+			    st->perf_maps_foreign, st->perf_maps_foreign == 1 ? "" : "s", dir);
 	if (st->perf_maps_limited)
 		sp_cli_warn("%" PRIu64 " perf map%s in '%s' read only in part (size limit)",
 			    st->perf_maps_limited, st->perf_maps_limited == 1 ? "" : "s", dir);

@@ -212,6 +212,17 @@ struct sp_exec {
 	bool is_python_runtime;
 };
 
+/*
+ * Who a process ran as: its effective uid (/proc/PID/status "Uid:") when the
+ * recorder first saw it or saw it exec.  A perf map is believed only when it
+ * belongs to that user or root (DESIGN decision 9).
+ */
+struct sp_owner {
+	uint64_t timestamp_ns; /* CLOCK_MONOTONIC, ns; 0 when read at attach */
+	int32_t pid;
+	uint32_t uid;
+};
+
 enum sp_event_source {
 	SP_EVENT_CYCLES = 0,    /* PERF_COUNT_HW_CPU_CYCLES */
 	SP_EVENT_CPU_CLOCK = 1, /* PERF_COUNT_SW_CPU_CLOCK */
@@ -272,6 +283,8 @@ int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 				  uint32_t stack_id, uint64_t timestamp_ns);
 
 int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e);
+/* Record who process o->pid runs as (OWNER record, stackpulse-spool(5)).  0 or -errno. */
+int sp_spool_writer_append_owner(struct sp_spool_writer *w, const struct sp_owner *o);
 
 /* Record a PERF_RECORD_LOST: count samples lost at timestamp_ns. */
 int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
@@ -338,6 +351,14 @@ size_t sp_spool_sample_count(const struct sp_spool *s);
 const struct sp_sample *sp_spool_sample(const struct sp_spool *s, size_t index);
 size_t sp_spool_exec_count(const struct sp_spool *s);
 const struct sp_exec *sp_spool_exec(const struct sp_spool *s, size_t index);
+size_t sp_spool_owner_count(const struct sp_spool *s);
+const struct sp_owner *sp_spool_owner(const struct sp_spool *s, size_t index);
+/*
+ * The uid process pid last ran as (its latest OWNER record) into *uid: 0, or
+ * -ENOENT when the spool says nothing (spools of stackpulse before 0.1.0's
+ * owner records, a process gone before the recorder read its status).
+ */
+int sp_spool_process_uid(const struct sp_spool *s, int32_t pid, uint32_t *uid);
 /* Sum of the lost records' counts. */
 uint64_t sp_spool_lost_total(const struct sp_spool *s);
 
@@ -758,6 +779,8 @@ struct sp_symbolizer_stats {
 	uint64_t perf_maps_missing;   /* processes with anonymous-code frames and no map file */
 	uint64_t perf_maps_stale;     /* map files older than their process (pid reuse): ignored */
 	uint64_t perf_maps_insecure;  /* not a regular file, or writable by group or others: ignored */
+	/* owned by neither the process's user (its OWNER record) nor root: ignored */
+	uint64_t perf_maps_foreign;
 	uint64_t perf_maps_limited;   /* map files read only in part (size or line limits) */
 	uint64_t perf_map_lines_malformed; /* lines skipped (bad numbers or names, wrapping ranges) */
 	uint64_t perf_map_frames_named;    /* distinct frames named from a perf map */

@@ -221,6 +221,8 @@ struct sp_process {
 	size_t nmods, cap;
 	bool exited;
 	bool is_python;
+	bool uid_known; /* uid holds the effective uid the spool last recorded */
+	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */
 	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
 };

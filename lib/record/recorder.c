@@ -176,6 +176,29 @@ static void note_write(struct sp_recorder *r, int err)
 	}
 }
 
+/*
+ * Record who p runs as when that is new to the spool: at attach, at a fork
+ * (the child's own, or its parent's when it is already gone: a fork copies
+ * the credentials) and after every exec (a set-user-ID program changes it).
+ * Reports believe a perf map only from that user or root.
+ */
+static void note_owner(struct sp_recorder *r, struct sp_process *p, const struct sp_process *from,
+		       uint64_t time)
+{
+	uint32_t uid;
+	if (sp_pid_euid(p->pid, &uid)) {
+		if (!from || !from->uid_known)
+			return;
+		uid = from->uid;
+	}
+	if (p->uid_known && p->uid == uid)
+		return;
+	p->uid = uid;
+	p->uid_known = true;
+	struct sp_owner o = {.timestamp_ns = time, .pid = p->pid, .uid = uid};
+	note_write(r, sp_spool_writer_append_owner(r->spool, &o));
+}
+
 static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_python,
 			uint64_t time)
 {
@@ -674,6 +697,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 		if (p) {
 			sp_process_clear_modules(p);
 			mark_python(r, p, false, time);
+			note_owner(r, p, NULL, time);
 		}
 		forget_root(r, c.tid);
 	}
@@ -702,6 +726,8 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		struct sp_process *child = add_process(r, (pid_t)t.pid);
 		if (child && parent && parent != child)
 			sp_process_copy_modules(child, parent);
+		if (child)
+			note_owner(r, child, parent != child ? parent : NULL, t.time);
 	} else if (!fork) {
 		forget_root(r, t.tid);
 		struct sp_process *p = t.pid == t.tid ? find_process(r, (pid_t)t.pid) : NULL;
@@ -916,6 +942,7 @@ static int register_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mod
 	if (!p)
 		return -ENOMEM;
 	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
+		note_owner(r, p, NULL, 0);
 		int err = read_maps(r, p);
 		if (err)
 			return err;

@@ -39,7 +39,7 @@ static void __attribute__((format(printf, 2, 3))) put_item(struct item_list *l, 
 		fputs(", ", l->out);
 		l->col += 2 + n;
 	}
-	fputs(text, l->out);
+	sp_fputs_printable(text, l->out); /* --comm and --focus patterns may hold escapes */
 	l->n++;
 }
 

@@ -48,7 +48,9 @@ enum sp_spool_record {
 	SP_REC_SYM_FRAME = 12,
 	SP_REC_SYM_KERNEL = 13,
 	SP_REC_SYM_PERF_MAP = 14,
-	SP_REC_LAST_ = SP_REC_SYM_PERF_MAP,
+	/* Written by the recorder: a process's effective uid (perf-map owner checks). */
+	SP_REC_OWNER = 15,
+	SP_REC_LAST_ = SP_REC_OWNER,
 };
 
 /* String ids of optional strings are stored plus one; 0 is "none". */
@@ -176,6 +178,8 @@ struct sp_spool {
 	size_t nsamples, samples_cap;
 	struct sp_exec *execs;
 	size_t nexecs, execs_cap;
+	struct sp_owner *owners;
+	size_t nowners, owners_cap;
 	struct sp_spool_lost *losts;
 	size_t nlosts, losts_cap;
 	uint64_t lost_total;

@@ -253,6 +253,10 @@ static void dump_record(FILE *out, const struct sp_spool *s, const struct sp_spo
 		fprintf(out, "lost count=%" PRIu64 " time_ns=%" PRIu64, s->losts[i].count,
 			s->losts[i].timestamp_ns);
 		break;
+	case SP_REC_OWNER:
+		fprintf(out, "owner pid=%" PRId32 " uid=%" PRIu32 " time_ns=%" PRIu64,
+			s->owners[i].pid, s->owners[i].uid, s->owners[i].timestamp_ns);
+		break;
 	case SP_REC_SUMMARY:
 		dump_summary(out, &s->summaries[i]);
 		break;
@@ -508,6 +512,8 @@ static const char *record_name(uint8_t type)
 		return "exec";
 	case SP_REC_LOST:
 		return "lost";
+	case SP_REC_OWNER:
+		return "owner";
 	case SP_REC_SUMMARY:
 		return "summary";
 	case SP_REC_SYM_STRINGS:
@@ -567,6 +573,11 @@ static void json_record(struct jline *j, const struct sp_spool *s, const struct 
 	case SP_REC_LOST:
 		ju64(j, "count", s->losts[i].count);
 		ju64(j, "time_ns", s->losts[i].timestamp_ns);
+		break;
+	case SP_REC_OWNER:
+		ji64(j, "pid", s->owners[i].pid);
+		ju64(j, "uid", s->owners[i].uid);
+		ju64(j, "time_ns", s->owners[i].timestamp_ns);
 		break;
 	case SP_REC_SUMMARY:
 		json_summary(j, &s->summaries[i]);

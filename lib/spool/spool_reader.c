@@ -257,6 +257,23 @@ static int parse_exec(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
+static int parse_owner(struct sp_spool *s, struct cur *c)
+{
+	struct sp_owner o;
+	uint64_t uid;
+	if (s->nowners >= UINT32_MAX || get_u64(c, &o.timestamp_ns) || get_i32(c, &o.pid) ||
+	    get_u64(c, &uid) || uid > UINT32_MAX)
+		return CORRUPT;
+	o.uid = (uint32_t)uid;
+	int err = SP_GROW(s->owners, s->nowners, s->owners_cap);
+	if (!err)
+		err = log_record(s, SP_REC_OWNER, s->nowners);
+	if (err)
+		return err;
+	s->owners[s->nowners++] = o;
+	return 0;
+}
+
 static int parse_lost(struct sp_spool *s, struct cur *c)
 {
 	struct sp_spool_lost l;
@@ -521,6 +538,8 @@ static int parse_record(struct sp_spool *s, uint8_t type, const uint8_t *p, size
 		return parse_exec(s, &c);
 	case SP_REC_LOST:
 		return parse_lost(s, &c);
+	case SP_REC_OWNER:
+		return parse_owner(s, &c);
 	case SP_REC_SUMMARY:
 		return parse_summary(s, &c);
 	case SP_REC_SYM_STRINGS:
@@ -703,6 +722,7 @@ void sp_spool_free(struct sp_spool *s)
 	free(s->names);
 	free(s->samples);
 	free(s->execs);
+	free(s->owners);
 	free(s->losts);
 	free(s->summaries);
 	free(s->unknowns);
@@ -781,6 +801,27 @@ size_t sp_spool_exec_count(const struct sp_spool *s)
 const struct sp_exec *sp_spool_exec(const struct sp_spool *s, size_t index)
 {
 	return index < s->nexecs ? &s->execs[index] : NULL;
+}
+
+size_t sp_spool_owner_count(const struct sp_spool *s)
+{
+	return s->nowners;
+}
+
+const struct sp_owner *sp_spool_owner(const struct sp_spool *s, size_t index)
+{
+	return index < s->nowners ? &s->owners[index] : NULL;
+}
+
+int sp_spool_process_uid(const struct sp_spool *s, int32_t pid, uint32_t *uid)
+{
+	/* The latest record decides: a setuid program's exec changes its owner. */
+	for (size_t i = s->nowners; i-- > 0;)
+		if (s->owners[i].pid == pid) {
+			*uid = s->owners[i].uid;
+			return 0;
+		}
+	return -ENOENT;
 }
 
 uint64_t sp_spool_lost_total(const struct sp_spool *s)

@@ -383,6 +383,15 @@ int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec 
 	return emit(w, SP_REC_EXEC, rec, (size_t)(p - rec));
 }
 
+int sp_spool_writer_append_owner(struct sp_spool_writer *w, const struct sp_owner *o)
+{
+	uint8_t rec[3 * SP_VARINT_MAX];
+	uint8_t *p = sp_enc_uvarint(rec, o->timestamp_ns);
+	p = sp_enc_svarint(p, o->pid);
+	p = sp_enc_uvarint(p, o->uid);
+	return emit(w, SP_REC_OWNER, rec, (size_t)(p - rec));
+}
+
 int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
 				uint64_t timestamp_ns)
 {

@@ -263,8 +263,9 @@ static uint64_t stamp_us(const struct statx_timestamp *t)
 	return t->tv_sec < 0 ? 0 : (uint64_t)t->tv_sec * 1000000 + t->tv_nsec / 1000;
 }
 
-int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, uint64_t not_before_us,
-		     const struct sp_perf_map_limits *lim, unsigned *verdict)
+int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_t owner,
+		     uint64_t not_before_us, const struct sp_perf_map_limits *lim,
+		     unsigned *verdict)
 {
 	char path[4096];
 	*verdict = SP_PERF_MAP_MISSING;
@@ -282,11 +283,16 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, uint64
 	}
 	struct statx st;
 	int err = 0;
-	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_MODE | STATX_MTIME | STATX_BTIME,
-		  &st))
+	if (statx(fd, "", AT_EMPTY_PATH,
+		  STATX_TYPE | STATX_MODE | STATX_UID | STATX_MTIME | STATX_BTIME, &st))
 		goto out; /* counted as missing: nothing can be said about the file */
 	if (!S_ISREG(st.stx_mode) || (st.stx_mode & (S_IWGRP | S_IWOTH))) {
 		*verdict = SP_PERF_MAP_INSECURE;
+		goto out;
+	}
+	uint32_t expected = owner >= 0 ? (uint32_t)owner : (uint32_t)geteuid();
+	if (st.stx_uid != 0 && st.stx_uid != expected) {
+		*verdict = SP_PERF_MAP_FOREIGN;
 		goto out;
 	}
 	if (not_before_us) {

@@ -126,7 +126,10 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	if (!perf_map_allowed(sym, pid))
 		return 0;
 	unsigned verdict;
-	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid,
+	uint32_t uid;
+	int64_t owner = sp_spool_process_uid(sym->spool, pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN
+								      : (int64_t)uid;
+	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid, owner,
 			       process_start_us(sym->spool, pid), NULL, &verdict);
 	if (err == -ENOMEM)
 		return err;
@@ -140,6 +143,9 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 		return 0;
 	case SP_PERF_MAP_STALE:
 		sym->stats.perf_maps_stale++;
+		return 0;
+	case SP_PERF_MAP_FOREIGN:
+		sym->stats.perf_maps_foreign++;
 		return 0;
 	default:
 		sym->stats.perf_maps_missing++;

@@ -174,14 +174,24 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	sym->opts.debug_dirs = sym->debug_dirs;
 	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
 	sym->opts.cache_dir = NULL;
-	if (sym->cache_dir) {
-		/* Root must not write through another user's directory: checked before any use. */
+	/*
+	 * Root must not read or write through another user's directory: the
+	 * cache and the subdirectories already in it are checked before any use.
+	 */
+	for (int i = 0; sym->cache_dir && i < 3; i++) {
+		static const char *const sub[] = {"", "/symbols", "/debug"};
+		char *path = NULL;
+		if (asprintf(&path, "%s%s", sym->cache_dir, sub[i]) < 0)
+			goto fail;
 		const char *why = NULL;
-		int r = sp_cache_dir_check(sym->cache_dir, false, &why);
+		int r = sp_cache_dir_check(path, false, &why);
 		if (r && r != -ENOENT) {
-			sym->stats.cache_dir_refused = sym->cache_dir_refused = sym->cache_dir;
+			sym->stats.cache_dir_refused = sym->cache_dir_refused = path;
 			sym->stats.cache_dir_refusal = why ? why : "cannot be read";
+			free(sym->cache_dir);
 			sym->cache_dir = NULL;
+		} else {
+			free(path);
 		}
 	}
 	const char *urls = getenv("DEBUGINFOD_URLS");

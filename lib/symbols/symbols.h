@@ -324,7 +324,11 @@ enum sp_perf_map_verdict {
 	SP_PERF_MAP_MISSING,  /* no such file, or it cannot be opened */
 	SP_PERF_MAP_INSECURE, /* a symlink, not a regular file, or writable by group or others */
 	SP_PERF_MAP_STALE,    /* created or last written before its process began */
+	SP_PERF_MAP_FOREIGN,  /* owned by neither the process's user nor root */
 };
+
+/* sp_perf_map_load's owner when the process's is not known. */
+#define SP_PERF_MAP_OWNER_UNKNOWN (-1)
 
 /* Slack for file times against a process's start: coarse file clocks, clock slew. */
 #define SP_PERF_MAP_TIME_MARGIN_US 2000000ull
@@ -332,17 +336,20 @@ enum sp_perf_map_verdict {
 /*
  * Read DIR/perf-PID.map into m (freshly initialised) once it passes the
  * checks a file written by someone else deserves: opened without following
- * a symlink, a regular file, not writable by group or others (mode & 022).
- * The owner is not compared with the process's uid, which spools do not
- * record.  When not_before_us is non-zero (the process's start, µs since the
+ * a symlink, a regular file, not writable by group or others (mode & 022),
+ * owned by root or by owner, the process's effective uid (DESIGN decision 9:
+ * any user can write /tmp/perf-PID.map for any pid); with owner
+ * SP_PERF_MAP_OWNER_UNKNOWN (a spool without OWNER records), by root or the
+ * caller's effective uid.  When not_before_us is non-zero (the process's start, µs since the
  * epoch), a file whose birth time (when the file system keeps one) or
  * modification time is more than SP_PERF_MAP_TIME_MARGIN_US older was
  * written by an earlier process with the same pid.  *verdict says which
  * check failed; m is then left empty.  Returns 0 (whatever the verdict),
  * -ENOMEM, or -errno when reading fails.
  */
-int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, uint64_t not_before_us,
-		     const struct sp_perf_map_limits *lim, unsigned *verdict);
+int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_t owner,
+		     uint64_t not_before_us, const struct sp_perf_map_limits *lim,
+		     unsigned *verdict);
 
 /* The range holding addr, or NULL. */
 const struct sp_perf_map_range *sp_perf_map_find(const struct sp_perf_map *m, uint64_t addr);

@@ -164,7 +164,10 @@ static void refresh_map(struct sp_jit_code *j)
 	struct sp_perf_map m;
 	unsigned verdict;
 	sp_perf_map_init(&m);
-	if (sp_perf_map_load(&m, MAP_DIR, j->pid, j->not_before_us, NULL, &verdict) ||
+	/* The process's user now: only its map (or root's) may name its code. */
+	uint32_t uid;
+	int64_t owner = sp_pid_euid(j->pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN : (int64_t)uid;
+	if (sp_perf_map_load(&m, MAP_DIR, j->pid, owner, j->not_before_us, NULL, &verdict) ||
 	    verdict != SP_PERF_MAP_USED) {
 		sp_perf_map_release(&m);
 		return;

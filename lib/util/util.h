@@ -6,7 +6,8 @@
  * (hashmap.c), string arenas (arena.c), the bounded line reader over
  * untrusted text files (linereader.c), UTF-8, JSON and terminal string
  * escapes (escape.c), facts read from ELF files (elf_util.c), module path display
- * and Python runtime modules (module_path.c), and the error table (errors.c).
+ * and Python runtime modules (module_path.c), a process's owner from /proc
+ * (procfs.c), and the error table (errors.c).
  * May call: libc and libelf only, never another stage of lib/.
  */
 #ifndef SP_UTIL_H
@@ -211,6 +212,16 @@ static inline bool sp_text_is_blank(char c)
  * bits) at *p before end: true and *p advanced past it, or false.
  */
 bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
+
+/* ---- process facts from /proc (procfs.c) ------------------------------- */
+
+/*
+ * The effective uid of pid, the second field of the "Uid:" line of
+ * /proc/PID/status (proc_pid_status(5)): who owns the files it writes, its
+ * perf map among them.  0; -SP_E_NO_PROCESS when it is gone; -SP_E_BAD_ARG
+ * for pid <= 0 or a line that does not parse; -errno.
+ */
+int sp_pid_euid(pid_t pid, uint32_t *uid);
 
 /* ---- string escapes (escape.c) ----------------------------------------- */
 

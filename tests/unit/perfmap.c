@@ -262,12 +262,17 @@ Test(perfmap, agrees_with_painting_on_random_maps)
 
 /* ---- sp_perf_map_load: which files are believed ----------------------------- */
 
-static unsigned load_verdict(int pid, uint64_t not_before_us)
+static unsigned load_owned(int pid, int64_t owner, uint64_t not_before_us)
 {
 	unsigned verdict = 99;
 	sp_perf_map_release(&map);
-	cr_assert_eq(sp_perf_map_load(&map, dir, pid, not_before_us, NULL, &verdict), 0);
+	cr_assert_eq(sp_perf_map_load(&map, dir, pid, owner, not_before_us, NULL, &verdict), 0);
 	return verdict;
+}
+
+static unsigned load_verdict(int pid, uint64_t not_before_us)
+{
+	return load_owned(pid, SP_PERF_MAP_OWNER_UNKNOWN, not_before_us);
 }
 
 static uint64_t now_us(void)
@@ -286,6 +291,28 @@ Test(perfmap, a_fresh_private_file_is_used)
 	cr_expect_eq(load_verdict(42, now_us() - 60000000), SP_PERF_MAP_USED);
 	write_file(file_of(43), "1000 10 jit_fn\n", 15, 0644);
 	cr_expect_eq(load_verdict(43, 0), SP_PERF_MAP_USED);
+}
+
+/* DESIGN decision 9: anyone can write /tmp/perf-PID.map for any pid. */
+Test(perfmap, only_the_process_user_or_root_may_name_its_code)
+{
+	if (geteuid() != 0)
+		cr_skip_test("giving a file to another user (chown) needs root");
+	const uid_t other = 65534; /* nobody */
+	write_file(file_of(60), "1000 10 planted\n", 16, 0644);
+	cr_assert_eq(chown(file_of(60), other, (gid_t)-1), 0);
+	/* A root process, or one of another user: the planted map is refused. */
+	cr_expect_eq(load_owned(60, 0, 0), SP_PERF_MAP_FOREIGN);
+	cr_expect_null(name_at(0x1000));
+	cr_expect_eq(load_owned(60, 1000, 0), SP_PERF_MAP_FOREIGN);
+	/* The process's own user wrote it. */
+	cr_expect_eq(load_owned(60, other, 0), SP_PERF_MAP_USED);
+	cr_expect_str_eq(name_at(0x1000), "planted");
+	/* Owner unknown (an older spool): root's or the caller's files only. */
+	cr_expect_eq(load_verdict(60, 0), SP_PERF_MAP_FOREIGN);
+	/* Root's map names anyone's code (a runtime run by root for them). */
+	write_file(file_of(61), "1000 10 by_root\n", 16, 0644);
+	cr_expect_eq(load_owned(61, other, 0), SP_PERF_MAP_USED);
 }
 
 Test(perfmap, missing_files_are_missing)

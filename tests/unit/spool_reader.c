@@ -293,8 +293,38 @@ Test(spool_reader, skips_unknown_record_types)
 	cr_assert_eq(s->nunknowns, 2);
 	char *text = dump_string(s);
 	cr_assert(strstr(text, "\nunknown type=200 length=3\nthread index=0 pid=1 tid=1\n"
-			       "unknown type=15 length=0\nsample "), "%s", text);
+			       "unknown type=16 length=0\nsample "), "%s", text);
 	free(text);
+	sp_spool_free(s);
+	sp_buf_release(&b);
+}
+
+Test(spool_reader, owner_records_say_who_a_process_runs_as)
+{
+	struct sp_buf b;
+	struct sp_spool *s = NULL;
+	empty_prefix(&b);
+	/* time 5, pid 7 (zigzag 14), uid 1000; then pid 7 again as root (a setuid exec). */
+	put_record(&b, SP_REC_OWNER, "\x05\x0e\xe8\x07", 4);
+	put_record(&b, SP_REC_OWNER, "\x09\x10\xe8\x07", 4);
+	put_record(&b, SP_REC_OWNER, "\x0a\x0e\x00", 3);
+	cr_assert_eq(sp_spool_open_buffer(b.data, b.len, &s), 0);
+	cr_assert_eq(sp_spool_owner_count(s), 3);
+	uint32_t uid = 99;
+	cr_expect_eq(sp_spool_process_uid(s, 7, &uid), 0);
+	cr_expect_eq(uid, 0, "the latest record holds");
+	cr_expect_eq(sp_spool_process_uid(s, 8, &uid), 0);
+	cr_expect_eq(uid, 1000);
+	cr_expect_eq(sp_spool_process_uid(s, 9, &uid), -ENOENT);
+	char *text = dump_string(s);
+	cr_expect(strstr(text, "\nowner pid=7 uid=1000 time_ns=5\n"), "%s", text);
+	free(text);
+	sp_spool_free(s);
+	/* A uid past 32 bits is corrupt (here the last record: a torn tail). */
+	put_record(&b, SP_REC_OWNER, "\x01\x0e\x80\x80\x80\x80\x10", 7);
+	cr_assert_eq(sp_spool_open_buffer(b.data, b.len, &s), 0);
+	cr_expect(sp_spool_truncated(s));
+	cr_expect_eq(sp_spool_owner_count(s), 3);
 	sp_spool_free(s);
 	sp_buf_release(&b);
 }

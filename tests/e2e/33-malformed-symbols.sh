@@ -30,12 +30,7 @@ check_report() {
 }
 
 # --- perf maps ------------------------------------------------------------------------
-MAPS=
-trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
-sp_record jit.spool -F 999 -- "$JIT" -t 1 >jit.out || { fail "record of jit_perfmap exited $?"; finish; }
-MAP=$(sed -n 's/^jit_perfmap: perf map //p' jit.out)
-MAPS="$MAPS $MAP"
-[ -f "$MAP" ] || { fail "jit_perfmap left no perf map '$MAP'"; finish; }
+jit_record jit.spool jit.out
 mapname=$(basename "$MAP")
 with_timeout 60 "$SP" report --format=folded --perf-map-dir /nonexistent jit.spool >nomap.folded 2>/dev/null
 JTOTAL=$(folded_total nomap.folded)

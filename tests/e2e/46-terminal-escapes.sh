@@ -51,12 +51,7 @@ with_timeout 60 "$SP" report --format=perf-script thread.spool >thread.script 2>
 check_file "perf-script thread column" thread.script 'EV'
 
 # --- a perf-map symbol ------------------------------------------------------------------
-MAPS=
-trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
-sp_record jit.spool -F 999 -- "$JIT" -t 1 >jit.out || { fail "record of jit_perfmap exited $?"; finish; }
-MAP=$(sed -n 's/^jit_perfmap: perf map //p' jit.out)
-MAPS="$MAPS $MAP"
-[ -f "$MAP" ] || { fail "jit_perfmap left no perf map '$MAP'"; finish; }
+jit_record jit.spool jit.out
 mkdir maps
 # The same range, renamed: a title-setting OSC, a screen clear, a C1 CSI, a BEL.
 awk -v e="$ESC" -v b="$BEL" -v c="$C1" '{ printf "%s %s %s]0;owned%sjit%s[2Jhot%s1m\n", $1, $2, e, b, e, c }' \

@@ -11,13 +11,8 @@ JIT=$WL
 [ "$(id -u)" = 0 ] || skip_all "recording another user's process and giving files away need root"
 id nobody >/dev/null 2>&1 || skip_all "no user 'nobody'"
 
-MAPS=
-trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
-
 # --- a root process whose map another user wrote ----------------------------------------
-sp_record root.spool -F 999 -- "$JIT" -t 1 >root.out || { fail "record of jit_perfmap exited $?"; finish; }
-MAP=$(sed -n 's/^jit_perfmap: perf map //p' root.out)
-MAPS="$MAPS $MAP"
+jit_record root.spool root.out
 pid=$(basename "$MAP" .map)
 pid=${pid#perf-}
 "$SP" dump root.spool >root.dump 2>/dev/null
@@ -46,11 +41,9 @@ else
 		! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x ./jit; then
 		skip "nobody cannot run a program from $PWD"
 	else
-		sp_record nobody.spool -F 999 -- setpriv --reuid=nobody --regid=nogroup --clear-groups \
-			./jit -t 1 >nobody.out || { fail "record of nobody's jit_perfmap exited $?"; finish; }
-		MAP2=$(sed -n 's/^jit_perfmap: perf map //p' nobody.out)
-		MAPS="$MAPS $MAP2"
-		pid2=$(basename "$MAP2" .map)
+		JIT=$PWD/jit
+		jit_record nobody.spool nobody.out setpriv --reuid=nobody --regid=nogroup --clear-groups
+		pid2=$(basename "$MAP" .map)
 		pid2=${pid2#perf-}
 		uid=$(id -u nobody)
 		"$SP" dump nobody.spool 2>/dev/null | grep -q "^owner pid=$pid2 uid=$uid " &&

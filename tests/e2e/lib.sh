@@ -122,6 +122,21 @@ with_timeout() {
 
 # --- running stackpulse --------------------------------------------------------
 
+# jit_record SPOOL OUT [COMMAND-PREFIX...]: record jit_perfmap -t 1 ($JIT) into SPOOL, its
+# output in OUT; MAP is the perf map it left, removed when the test ends.  Fails the
+# test when there is no map.
+MAPS=
+jit_record() {
+	spool=$1
+	out=$2
+	shift 2
+	sp_record "$spool" -F 999 -- "$@" "$JIT" -t 1 >"$out" || { fail "record of jit_perfmap exited $?"; finish; }
+	MAP=$(sed -n 's/^jit_perfmap: perf map //p' "$out")
+	[ -z "$MAPS" ] && trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
+	MAPS="$MAPS $MAP"
+	[ -f "$MAP" ] || { fail "jit_perfmap left no perf map '$MAP'"; finish; }
+}
+
 # sp_record SPOOL [RECORD OPTIONS...] -- COMMAND...: record into SPOOL, stderr kept in
 # record.err; returns record's exit status.
 sp_record() {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* Count a refused debug file; the first one's path is kept for the warning. */
@@ -87,6 +88,9 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		}
 		sp_debug_found_release(&found);
 	}
+	struct stat st;
+	if (fd >= 0 && !f->debug_debuginfod && !fstat(fd, &st))
+		f->debug_witness = sp_symcache_witness(&st);
 	if (fd >= 0) {
 		/*
 		 * Asked again, libdwfl still holds the name it got the first time
@@ -134,6 +138,9 @@ bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry 
 		return false;
 	bool ok = found.fd >= 0 && found.path &&
 		  (f->debug_path = sp_arena_strndup(&sym->strings, found.path, strlen(found.path)));
+	struct stat st;
+	if (ok && !fstat(found.fd, &st))
+		f->debug_witness = sp_symcache_witness(&st);
 	if (ok) {
 		note_mismatch(sym, found.mismatched, found.first_mismatch);
 		f->debug_state = DEBUG_FOUND;

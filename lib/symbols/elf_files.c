@@ -80,6 +80,7 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 		close(fd);
 		return FILE_UNPROVEN;
 	}
+	f->witness = sp_symcache_witness(&st);
 	f->dwfl = dwfl_begin(&sym->callbacks);
 	if (!f->dwfl)
 		goto close_fd;

@@ -63,10 +63,16 @@ static int symcache_load(struct sp_symbolizer *sym, struct file_entry *f)
 		return 0;
 	}
 	f->symcache = SYMCACHE_READ;
+	/*
+	 * The cache file of the very file the DWARF is in (its witness): the
+	 * module file, else its debug file, found again first.
+	 */
+	uint64_t witness = f->own_dwarf ? f->witness
+		: sp_sym_debug_file_found_again(sym, f) ? f->debug_witness : 0;
 	struct sp_symcache_file cf;
-	int err = sp_symcache_open(sym->cache_dir, f->info.build_id, f->info.build_id_len, &cf);
-	if (!err && (cf.source == SP_SYMCACHE_OWN ? f->own_dwarf
-						  : !f->own_dwarf && sp_sym_debug_file_found_again(sym, f)))
+	int err = sp_symcache_open(sym->cache_dir, f->info.build_id, f->info.build_id_len, witness,
+				   &cf);
+	if (!err && cf.source == (f->own_dwarf ? SP_SYMCACHE_OWN : SP_SYMCACHE_SEPARATE))
 		err = sp_symcache_each(&cf, &sym->strings, symcache_entry, f);
 	sp_symcache_close(&cf);
 	if (err == -ENOMEM)
@@ -131,8 +137,10 @@ void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
 			break;
 		count += !err;
 	}
-	sp_symcache_write(sym->cache_dir, f->info.build_id, f->info.build_id_len, (uint8_t)source,
-			  &b, count);
+	uint64_t witness = source == SP_SYMCACHE_OWN ? f->witness : f->debug_witness;
+	if (witness)
+		sp_symcache_write(sym->cache_dir, f->info.build_id, f->info.build_id_len, witness,
+				  (uint8_t)source, &b, count);
 	sp_buf_release(&b);
 }
 

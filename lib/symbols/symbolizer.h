@@ -131,6 +131,8 @@ struct file_entry {
 	int given_fd;                /* +1: an image handed over by sp_symbolizer_use_file, or 0 */
 	char *map_files;             /* the /proc/PID/map_files path tried, or NULL */
 	uint8_t symcache;            /* enum symcache_state */
+	/* sp_symcache_witness of the proven image and of debug_path's file; 0: unknown */
+	uint64_t witness, debug_witness;
 	bool symcache_new;           /* a lookup found what the cache file lacks */
 	struct file_hit *fhits;      /* every hit of this file, for the cache file */
 	size_t nfhits, fhits_cap;

@@ -189,12 +189,21 @@ enum sp_symcache_source {
 };
 
 /*
- * Replace CACHE_DIR/symbols/HEXBUILDID.sym with the count entries of
- * entries (made by sp_symcache_put), atomically (a temporary file renamed).
- * 0, or -errno / -E2BIG when it was not written.
+ * The witness of the file a cache file's names came from (the module file or
+ * its debug file): a hash of its device, inode, size and mtime, never 0.  Any
+ * ELF can claim any build-id; a forged copy is another file, so its names go
+ * to another cache file and never answer for the genuine one.
+ */
+uint64_t sp_symcache_witness(const struct stat *st);
+
+/*
+ * Replace CACHE_DIR/symbols/HEXBUILDID-WITNESS.sym with the count entries
+ * of entries (made by sp_symcache_put), atomically (a temporary file
+ * renamed).  0, or -errno / -E2BIG when it was not written.
  */
 int sp_symcache_write(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
-		      uint8_t source, const struct sp_buf *entries, size_t count);
+		      uint64_t witness, uint8_t source, const struct sp_buf *entries,
+		      size_t count);
 
 /* A cache file read whole and checked (magic, format, CRC-32). */
 struct sp_symcache_file {
@@ -204,13 +213,13 @@ struct sp_symcache_file {
 };
 
 /*
- * Read CACHE_DIR/symbols/HEXBUILDID.sym when it is to be trusted (see
- * sp_cache_open_own) and whole.  0; -ENOENT when there is none to trust;
- * -SP_E_SPOOL_CORRUPT when it is damaged; -ENOMEM.  Close with
+ * Read CACHE_DIR/symbols/HEXBUILDID-WITNESS.sym when it is to be trusted
+ * (see sp_cache_open_own) and whole.  0; -ENOENT when there is none to
+ * trust; -SP_E_SPOOL_CORRUPT when it is damaged; -ENOMEM.  Close with
  * sp_symcache_close.
  */
 int sp_symcache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
-		     struct sp_symcache_file *out);
+		     uint64_t witness, struct sp_symcache_file *out);
 void sp_symcache_close(struct sp_symcache_file *cf);
 /*
  * Call fn for each entry of cf: its strings are copied into a, its src

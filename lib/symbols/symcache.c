@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Names already found, kept by build-id: CACHE_DIR/symbols/HEXBUILDID.sym.
+ * Names already found, kept by build-id and the file they came from:
+ * CACHE_DIR/symbols/HEXBUILDID-WITNESS.sym (sp_symcache_witness).
  *
  * A warm report of a 10 s recording spent three quarters of its time on two
  * frames of libc: building libc's sorted symbol table (7 M instructions) and
@@ -32,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,17 +47,27 @@
 #define SYMCACHE_MAX_BYTES (64u << 20)
 #define SYMCACHE_MAX_STR (1u << 20)
 
+uint64_t sp_symcache_witness(const struct stat *st)
+{
+	uint64_t id[] = {(uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
+			 (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec};
+	uint64_t h = 0xcbf29ce484222325ULL;
+	for (size_t i = 0; i < SP_ARRAY_SIZE(id); i++)
+		h = sp_hash64(h ^ id[i]);
+	return h ? h : 1;
+}
+
 static char *cache_path(const char *cache_dir, const uint8_t *build_id, size_t len,
-			bool dir_only)
+			uint64_t witness, bool dir_only)
 {
 	char hex[2 * SP_BUILD_ID_MAX + 1];
-	if (!cache_dir || !len || len > SP_BUILD_ID_MAX)
+	if (!cache_dir || !len || len > SP_BUILD_ID_MAX || !witness)
 		return NULL;
 	for (size_t i = 0; i < len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
 	char *p;
 	int n = dir_only ? asprintf(&p, "%s/symbols", cache_dir)
-			 : asprintf(&p, "%s/symbols/%s.sym", cache_dir, hex);
+			 : asprintf(&p, "%s/symbols/%s-%016" PRIx64 ".sym", cache_dir, hex, witness);
 	return n < 0 ? NULL : p;
 }
 
@@ -101,10 +113,11 @@ int sp_symcache_put(struct sp_buf *b, const struct sp_symcache_hit *h)
 }
 
 int sp_symcache_write(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
-		      uint8_t source, const struct sp_buf *entries, size_t count)
+		      uint64_t witness, uint8_t source, const struct sp_buf *entries,
+		      size_t count)
 {
-	char *dir = cache_path(cache_dir, build_id, build_id_len, true);
-	char *path = cache_path(cache_dir, build_id, build_id_len, false);
+	char *dir = cache_path(cache_dir, build_id, build_id_len, witness, true);
+	char *path = cache_path(cache_dir, build_id, build_id_len, witness, false);
 	char *tmp = NULL;
 	struct sp_buf b;
 	sp_buf_init(&b);
@@ -203,13 +216,14 @@ out:
 }
 
 int sp_symcache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
-		     struct sp_symcache_file *out)
+		     uint64_t witness, struct sp_symcache_file *out)
 {
 	*out = (struct sp_symcache_file){0};
-	char *path = cache_path(cache_dir, build_id, build_id_len, false);
+	char *path = cache_path(cache_dir, build_id, build_id_len, witness, false);
 	if (!path)
-		return cache_dir && build_id_len && build_id_len <= SP_BUILD_ID_MAX ? -ENOMEM
-										     : -ENOENT;
+		return cache_dir && build_id_len && build_id_len <= SP_BUILD_ID_MAX && witness
+			       ? -ENOMEM
+			       : -ENOENT;
 	size_t len = 0;
 	uint8_t *data = read_trusted(path, &len);
 	free(path);

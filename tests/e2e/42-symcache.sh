@@ -17,7 +17,14 @@ sp_record i.spool -F 999 -- ./inl -t 1 >/dev/null || {
 }
 bid=$(readelf -n ./inl 2>/dev/null | awk '/Build ID/ { print $3 }')
 [ -n "$bid" ] || skip_all "the workload has no build-id"
-sym=$PWD/cache/symbols/$bid.sym
+# symfile BUILDID: the cache file of that build-id (one file here), or a path that is not there.
+symfile() {
+	for f in "$PWD"/cache/symbols/"$1"-*.sym; do
+		echo "$f"
+		return
+	done
+}
+sym=$(symfile "$bid")
 
 # Each view and export, with and without the cache (an empty STACKPULSE_CACHE_DIR).
 views() { # PREFIX
@@ -33,6 +40,7 @@ grep -q 'mix_inner.*\[inline\]' plain.txt && ok "the workload's inline chain is 
 	fail "no inline frame in the report: $(head -c 300 plain.txt)"
 
 views first
+sym=$(symfile "$bid")
 if [ -f "$sym" ]; then
 	ok "the first report wrote the workload's symbol cache ($(wc -c <"$sym") bytes)"
 else
@@ -60,7 +68,7 @@ if command -v strace >/dev/null 2>&1; then
 	rm -rf cache/symbols.off && mv cache/symbols cache/symbols.off
 	strace -f -e trace=openat -o trace0.txt "$SP" report i.spool >/dev/null 2>&1
 	rm -rf cache/symbols && mv cache/symbols.off cache/symbols
-	grep -q "symbols/$bid.sym" trace.txt && ok "the report read the symbol cache" ||
+	grep -q "symbols/$bid-[0-9a-f]*.sym" trace.txt && ok "the report read the symbol cache" ||
 		fail "the report did not open '$sym'"
 	if grep -v ENOENT trace0.txt | grep -q 'cache/debug/.*\.debug"'; then
 		grep -v ENOENT trace.txt | grep -q 'cache/debug/.*\.debug"' &&
@@ -89,7 +97,7 @@ objcopy --only-keep-debug ./inl ./inl.debug && objcopy --strip-debug --add-gnu-d
 sp_record s.spool -F 999 -- ./inl -t 1 >/dev/null || fail "record of the stripped workload failed"
 sbid=$(readelf -n ./inl 2>/dev/null | awk '/Build ID/ { print $3 }')
 "$SP" report s.spool >split1.txt 2>&1
-[ -f "cache/symbols/$sbid.sym" ] && ok "names from a separate debug file are cached" ||
+[ -f "$(symfile "$sbid")" ] && ok "names from a separate debug file are cached" ||
 	fail "no symbol cache for the stripped workload with its debug file"
 grep -q 'mix_inner.*\[inline\]' split1.txt || fail "the debug file's inline frames are missing"
 mv ./inl.debug ./inl.debug.away
@@ -103,9 +111,29 @@ cmp -s split2.txt split3.txt && ok "debug file removed: the report equals the on
 # A copy without DWARF (same build-id, no debug file): its names are not kept.
 rm -rf cache
 objcopy --strip-debug "$WL" ./inl
+sym=$(symfile "$bid")
 "$SP" report i.spool >nodwarf.txt 2>&1 || fail "report of the copy without DWARF failed"
 grep -q 'hot_caller' nodwarf.txt && ok "the copy without DWARF is named from its symbol table" ||
 	fail "the copy without DWARF is not named: $(head -c 300 nodwarf.txt)"
 [ -e "$sym" ] && fail "names from a file without DWARF were cached in '$sym'" ||
 	ok "a file without DWARF is not cached (a debug file found later could say more)"
+
+# Any ELF can claim any build-id: a copy with the same build-id and a renamed
+# function, reported first, must not name the genuine file's frames later.
+rm -rf cache
+cp "$WL" ./inl
+objcopy --redefine-sym hot_caller=forged_caller "$WL" ./forged || { fail "cannot make the forged copy"; finish; }
+fbid=$(readelf -n ./forged 2>/dev/null | awk '/Build ID/ { print $3 }')
+[ "$fbid" = "$bid" ] || { fail "the forged copy has another build-id ($fbid)"; finish; }
+sp_record f.spool -F 999 -- ./forged -t 1 >/dev/null || fail "record of the forged copy failed"
+"$SP" report f.spool >forged.txt 2>&1
+grep -q forged_caller forged.txt && ok "the forged copy's report shows its own names (and fills the cache)" ||
+	fail "the forged copy's report: $(head -c 200 forged.txt)"
+"$SP" report i.spool >genuine.txt 2>&1
+if grep -q forged_caller genuine.txt; then
+	fail "the genuine file's report shows the forged copy's names (cache poisoned)"
+else
+	grep -q hot_caller genuine.txt && ok "the genuine file's report keeps its own names after the forged copy's" ||
+		fail "the genuine file's report lacks hot_caller: $(head -c 200 genuine.txt)"
+fi
 finish

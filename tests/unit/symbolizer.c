@@ -842,13 +842,21 @@ Test(symbolizer, perf_maps_others_can_write_are_ignored, .init = fixtures_setup,
 
 /* ---- the symbol cache (lib/symbols/symcache.c) ------------------------------------- */
 
-/* The cache file of module m's build-id in the fixture directory. */
+/* The witness of module m's file as it is now (sp_symcache_witness). */
+static uint64_t witness_of(const struct sp_module *m)
+{
+	struct stat st;
+	cr_assert_eq(stat(m->path, &st), 0);
+	return sp_symcache_witness(&st);
+}
+
+/* The cache file of module m's build-id and file in the fixture directory. */
 static void symcache_path(const struct sp_module *m, char *out, size_t cap)
 {
 	int n = snprintf(out, cap, "%s/symbols/", fixture_dir);
 	for (size_t i = 0; i < m->build_id_len; i++)
 		n += snprintf(out + n, cap - (size_t)n, "%02x", m->build_id[i]);
-	snprintf(out + n, cap - (size_t)n, ".sym");
+	snprintf(out + n, cap - (size_t)n, "-%016" PRIx64 ".sym", witness_of(m));
 }
 
 /* Rebuild the symbolizer on the same spool, as a later report would. */
@@ -923,8 +931,8 @@ static struct sp_buf planted_cache(const struct sp_module *m, uint64_t svma)
 	struct sp_buf b;
 	sp_buf_init(&b);
 	cr_assert_eq(sp_symcache_put(&b, &h), 0);
-	cr_assert_eq(sp_symcache_write(fixture_dir, m->build_id, m->build_id_len, SP_SYMCACHE_OWN,
-				       &b, 1),
+	cr_assert_eq(sp_symcache_write(fixture_dir, m->build_id, m->build_id_len, witness_of(m),
+				       SP_SYMCACHE_OWN, &b, 1),
 		     0);
 	sp_buf_release(&b);
 	char path[PATH_MAX];
@@ -1009,6 +1017,42 @@ Test(symbolizer, symbol_cache_is_read_only_when_whole_and_trusted, .init = fixtu
 	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha");
 	struct stat st;
 	cr_expect_eq(stat(path, &st), 0);
+}
+
+/*
+ * Any ELF can claim any build-id: a copy with the same build-id and other
+ * names, reported first, leaves a cache file of its own (its witness), which
+ * never names the genuine file's frames (issue 12: cache poisoning).
+ */
+Test(symbolizer, symbol_cache_of_another_file_never_answers, .init = fixtures_setup,
+     .fini = fixtures_teardown)
+{
+	struct sp_module m = self_module(&self);
+	uint32_t mid = add_module(&m);
+	uint64_t addr = addr_of(sp_test_known_alpha) + 4;
+	uint32_t a = add_frame(mid, &m, addr);
+	struct sp_symcache_src src = {.file = "/src/forged.c", .line = 1};
+	struct sp_symcache_hit h = {.svma = addr - m.load_bias, .name = "forged_name", .nsrc = 1,
+				    .src = &src};
+	struct sp_buf b;
+	sp_buf_init(&b);
+	cr_assert_eq(sp_symcache_put(&b, &h), 0);
+	/* Written from another file with the same build-id: another witness. */
+	cr_assert_eq(sp_symcache_write(fixture_dir, m.build_id, m.build_id_len, witness_of(&m) ^ 1,
+				       SP_SYMCACHE_OWN, &b, 1),
+		     0);
+	struct sp_symbolizer_opts opts = {.cache_dir = fixture_dir};
+	load_with(&opts);
+	cr_expect_str_eq(resolve(a)->name, "sp_test_known_alpha", "a forged copy's names were used");
+	/* The control: the same entry under this file's witness does answer (planted
+	 * after the symbolizer that saves this file's live names is gone). */
+	reopen(&(struct sp_symbolizer_opts){.cache_dir = ""});
+	cr_assert_eq(sp_symcache_write(fixture_dir, m.build_id, m.build_id_len, witness_of(&m),
+				       SP_SYMCACHE_OWN, &b, 1),
+		     0);
+	reopen(&opts);
+	cr_expect_str_eq(resolve(a)->name, "forged_name");
+	sp_buf_release(&b);
 }
 
 Test(symbolizer, symbol_cache_keeps_only_files_with_dwarf, .init = fixtures_setup,

@@ -20,6 +20,7 @@ enum {
 	OPT_DESCENDANTS,
 	OPT_NO_INHERIT,
 	OPT_REALTIME,
+	OPT_STOP_ATTACH,
 };
 
 struct record_args {
@@ -31,6 +32,7 @@ struct record_args {
 	pid_t *pids;       /* -p PID,... in order, npids of them */
 	size_t npids;
 	bool descendants;
+	bool stop_attach;  /* -p with SIGSTOP/SIGCONT around the attach (the old way) */
 	char **command;    /* argv of the command to launch, or NULL */
 	char cmdline[1024];
 };
@@ -42,6 +44,9 @@ static const struct argp_option options[] = {
 						 "descended from the given ones", 1},
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "do not follow threads and processes the "
 					       "targets start while recording", 1},
+	{"stop-attach", OPT_STOP_ATTACH, NULL, 0,
+	 "with -p, stop each process (SIGSTOP, then SIGCONT) while its events open, as "
+	 "earlier versions did; by default the processes are never signalled", 1},
 	{NULL, 0, NULL, 0, "Sampling:", 2},
 	{"freq", 'F', "HZ", 0, "samples per second per thread (default 999; at most "
 			       "kernel.perf_event_max_sample_rate)", 2},
@@ -101,6 +106,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'p':
 		return add_pids(a, arg, state);
+	case OPT_STOP_ATTACH:
+		a->stop_attach = true;
+		return 0;
 	case OPT_DESCENDANTS:
 		a->descendants = true;
 		return 0;
@@ -527,12 +535,13 @@ static void print_status(const struct sp_recorder *rec, double elapsed)
 /* -p PID,... [--descendants]: the first attach creates the spool, the rest join it. */
 static int attach_processes(struct record_args *a, struct sp_recorder **rec)
 {
-	int err = sp_recorder_attach(a->pids[0], a->output, SP_ATTACH_STOP_ENABLE_RESUME,
-				     &a->opts, rec);
+	enum sp_attach_mode mode = a->stop_attach ? SP_ATTACH_STOP_ENABLE_RESUME
+						  : SP_ATTACH_ENABLE_THEN_SCAN;
+	int err = sp_recorder_attach(a->pids[0], a->output, mode, &a->opts, rec);
 	if (err)
 		return attach_error(err, a, a->pids[0]);
 	for (size_t i = 1; i < a->npids; i++) {
-		err = sp_recorder_open_process(*rec, a->pids[i], SP_ATTACH_STOP_ENABLE_RESUME);
+		err = sp_recorder_open_process(*rec, a->pids[i], mode);
 		if (err)
 			return attach_error(err, a, a->pids[i]);
 	}
@@ -547,7 +556,7 @@ static int attach_processes(struct record_args *a, struct sp_recorder **rec)
 		}
 		for (size_t k = 0; k < n; k++) {
 			/* A descendant may exit between the listing and the attach. */
-			err = sp_recorder_open_process(*rec, kids[k], SP_ATTACH_STOP_ENABLE_RESUME);
+			err = sp_recorder_open_process(*rec, kids[k], mode);
 			if (err && err != -SP_E_NO_PROCESS && err != -ESRCH) {
 				err = attach_error(err, a, kids[k]);
 				free(kids);

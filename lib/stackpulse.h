@@ -1020,6 +1020,14 @@ int sp_report_diff(const struct sp_spool *base, struct sp_symbolizer *base_sym,
 enum sp_attach_mode {
 	SP_ATTACH_STOP_ENABLE_RESUME = 0, /* running process: SIGSTOP, open, enable, SIGCONT */
 	SP_ATTACH_ENABLE_ON_EXEC = 1,     /* suspended child: events switch on at execve */
+	/*
+	 * Running process, never signalled (DESIGN decision 11): open and
+	 * enable its threads' events, then list its threads again until no new
+	 * one shows up and read its maps; mmap2 records that arrived meanwhile
+	 * merge with them.  A thread both inherited and opened is sampled once
+	 * (sample ids: the first event stream to sample a thread keeps it).
+	 */
+	SP_ATTACH_ENABLE_THEN_SCAN = 2,
 };
 
 struct sp_record_opts {

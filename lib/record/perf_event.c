@@ -137,10 +137,12 @@ static void set_watermark(struct sp_events *e)
 	e->attr.wakeup_watermark = (uint32_t)wm;
 }
 
-int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec)
+int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec,
+		   bool ids)
 {
 	memset(e, 0, sizeof(*e));
 	e->epfd = -1;
+	sp_map_init(&e->id_tid);
 	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
 	uint32_t stack = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE;
 	uint32_t max_rate = sp_max_sample_rate();
@@ -162,6 +164,10 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	 */
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	/* Attaching without a stop: tell an inherited stream from one opened for the thread. */
+	if (ids)
+		a->sample_type |= PERF_SAMPLE_IDENTIFIER;
+	e->ids = ids;
 	a->sample_regs_user = sp_perf_regs_mask();
 	a->sample_stack_user = stack;
 	/*
@@ -350,6 +356,10 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 		int err = remember_fd(e, fd);
 		if (!err && r->fd != fd && ioctl(fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
 			err = -errno;
+		uint64_t id;
+		if (!err && e->ids)
+			err = ioctl(fd, PERF_EVENT_IOC_ID, &id) ? -errno
+								: sp_map_put(&e->id_tid, id, (uint32_t)tid);
 		if (!err)
 			err = watch_fd(e, fd);
 		if (err) {
@@ -502,6 +512,7 @@ void sp_events_release(struct sp_events *e)
 	free(e->rings);
 	free(e->cpus);
 	free(e->fds);
+	sp_map_release(&e->id_tid);
 	free(e->scratch);
 	memset(e, 0, sizeof(*e));
 	e->epfd = -1;

@@ -57,8 +57,8 @@ int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t
 	if (len < sizeof(*h) || h->size != len || h->type != PERF_RECORD_SAMPLE ||
 	    (st & ~(uint64_t)SUPPORTED_SAMPLE))
 		return -SP_E_RING_CORRUPT;
-	if (st & PERF_SAMPLE_IDENTIFIER)
-		err = err ? err : take_u64(&c, &v);
+	if ((st & PERF_SAMPLE_IDENTIFIER) && !err && !(err = take_u64(&c, &out->id)))
+		out->has_id = true;
 	if (st & PERF_SAMPLE_IP)
 		err = err ? err : take_u64(&c, &out->ip);
 	if ((st & PERF_SAMPLE_TID) && !err && !(err = take_u64(&c, &v))) {

@@ -51,7 +51,8 @@ struct sp_perf_sample {
 	uint64_t stack_size;       /* bytes reserved in the record */
 	const uint8_t *stack;
 	uint64_t dyn_size;         /* bytes the kernel actually copied (<= stack_size) */
-	bool has_tid, has_time;
+	uint64_t id;               /* PERF_SAMPLE_IDENTIFIER: an inherited event gives its parent's */
+	bool has_tid, has_time, has_id;
 };
 
 /* Side-band records: the trailing sample_id (pid, tid, time) when sample_id_all. */
@@ -133,6 +134,8 @@ struct sp_events {
 	size_t page_size;
 	uint8_t *scratch;   /* per ring, a record that wraps the ring end is copied here */
 	size_t scratch_size; /* bytes per ring slot */
+	bool ids;            /* samples carry PERF_SAMPLE_IDENTIFIER */
+	struct sp_map id_tid; /* with ids: event id (PERF_EVENT_IOC_ID) -> the tid it was opened for */
 };
 
 /*
@@ -140,7 +143,8 @@ struct sp_events {
  * stack copy of opts->stack_size bytes, side-band records, CLOCK_MONOTONIC
  * timestamps.  Checks the frequency against perf_event_max_sample_rate.
  */
-int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec);
+int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec,
+		   bool ids);
 /* Open the event for task tid on every CPU (cycles, else cpu-clock).  -errno. */
 int sp_events_open_task(struct sp_events *e, pid_t tid);
 /* Enable the events opened since the nfds count was `from` (0: all). */

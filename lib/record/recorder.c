@@ -47,6 +47,8 @@ struct sp_recorder {
 	int *pidfds;
 	size_t nroots;
 	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
+	/* With event ids: tid -> the tid whose event stream samples it (sampled_once) */
+	struct sp_map sample_origin;
 	struct sp_map root_index;  /* tid -> index into root_chains */
 	/*
 	 * Stacks seen before: the same key (process, its module generation,
@@ -545,6 +547,26 @@ static void cache_stack(struct sp_recorder *r, const uint64_t *key, size_t n, ui
 	r->nkey_words += n;
 }
 
+/*
+ * Attached without a stop, a thread started while its process's threads
+ * were being listed can be sampled twice: by the event it inherited from
+ * the thread that made it and by the one opened for it.  The stream that
+ * samples a thread first keeps it; false for a sample of the other.
+ */
+#define NO_ORIGIN UINT32_MAX /* sample_origin of a tid that started or ended anew */
+
+static bool sampled_once(struct sp_recorder *r, const struct sp_perf_sample *s)
+{
+	uint32_t origin, kept;
+	if (!s->has_id || !sp_map_get(&r->events.id_tid, s->id, &origin))
+		return true;
+	if (sp_map_get(&r->sample_origin, s->tid, &kept) && kept != NO_ORIGIN)
+		return kept == origin;
+	/* Out of memory: both streams stay, as without ids. */
+	sp_map_put(&r->sample_origin, s->tid, origin);
+	return true;
+}
+
 static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_sample s;
@@ -560,6 +582,10 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	}
 	if (s.tid == 0) {
 		sum->idle_tid_samples++;
+		return;
+	}
+	if (r->events.ids && !sampled_once(r, &s)) {
+		sum->sample_events--; /* a second stream's sample of the thread: not counted */
 		return;
 	}
 	if (!s.has_time)
@@ -714,6 +740,10 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
 		return;
 	}
+	/* A tid that starts or ends is a new thread the next time it is sampled. */
+	uint32_t kept;
+	if (r->events.ids && sp_map_get(&r->sample_origin, t.tid, &kept))
+		sp_map_put(&r->sample_origin, t.tid, NO_ORIGIN);
 	struct task_comm *parent_comm = fork ? find_comm(r, t.ppid, t.ptid) : NULL;
 	if (parent_comm && !find_comm(r, t.pid, t.tid)) {
 		char name[sizeof(parent_comm->name)];
@@ -906,6 +936,9 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
  * its threads, or for the suspended child (EXEC mode).  *stopped says whether
  * we sent SIGSTOP, so the caller resumes it whatever happens next.
  */
+/* Listings of a running process's threads after its events are on (ENABLE_THEN_SCAN). */
+#define SCAN_ROUNDS 16
+
 static int open_events(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode,
 		       bool *stopped)
 {
@@ -919,18 +952,22 @@ static int open_events(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mod
 	if (!state)
 		return -SP_E_NO_PROCESS;
 	/* A process someone else stopped stays stopped: don't SIGCONT it. */
-	if (state != 'T' && state != 't') {
+	if (mode == SP_ATTACH_STOP_ENABLE_RESUME && state != 'T' && state != 't') {
 		if (kill(pid, SIGSTOP))
 			return -errno;
 		*stopped = true;
 		for (int i = 0; i < 200 && process_state(pid) != 'T'; i++)
 			usleep(1000);
 	}
-	/* Re-list until no new thread shows up: threads may start until the stop lands. */
-	int added;
+	/*
+	 * Re-list until no new thread shows up: threads may start until the stop
+	 * lands, or, not stopped, all along (a bounded number of rounds then:
+	 * threads started later inherit their maker's events).
+	 */
+	int added, rounds = 0;
 	do
 		added = open_threads(r, pid);
-	while (added > 0);
+	while (added > 0 && (mode == SP_ATTACH_STOP_ENABLE_RESUME || ++rounds < SCAN_ROUNDS));
 	return added < 0 ? added : 0;
 }
 
@@ -950,6 +987,27 @@ static int register_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mod
 		err = sp_events_enable(&r->events, first_fd);
 		if (err)
 			return err;
+	} else if (mode == SP_ATTACH_ENABLE_THEN_SCAN) {
+		/*
+		 * Sampling first, then what /proc says: an mmap2, comm or fork
+		 * record from here on is in the rings, and what happened before is
+		 * in maps and task; the records merge with the scan when drained.
+		 */
+		int err = sp_events_enable(&r->events, first_fd);
+		for (int round = 0; !err && round < SCAN_ROUNDS; round++) {
+			size_t from = r->events.nfds;
+			int added = open_threads(r, pid);
+			if (added <= 0) {
+				err = added;
+				break;
+			}
+			err = sp_events_enable(&r->events, from);
+		}
+		note_owner(r, p, NULL, 0);
+		err = err ? err : read_maps(r, p);
+		if (err)
+			return err;
+		name_threads(r, pid);
 	}
 	return watch_root(r, pid);
 }
@@ -961,6 +1019,7 @@ static struct sp_recorder *recorder_new(void)
 		return NULL;
 	sp_map_init(&r->proc_index);
 	sp_map_init(&r->opened_tids);
+	sp_map_init(&r->sample_origin);
 	sp_map_init(&r->root_index);
 	sp_map_init(&r->comm_index);
 	sp_map_init(&r->stack_cache);
@@ -984,7 +1043,8 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 	struct sp_recorder *r = recorder_new();
 	if (!r)
 		return -ENOMEM;
-	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC);
+	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC,
+			     mode == SP_ATTACH_ENABLE_THEN_SCAN);
 	if (err)
 		goto fail;
 	/* The spool's header names the event source, known once an event is open. */
@@ -1223,6 +1283,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->pidfds);
 	sp_map_release(&r->proc_index);
 	sp_map_release(&r->opened_tids);
+	sp_map_release(&r->sample_origin);
 	sp_map_release(&r->root_index);
 	sp_map_release(&r->comm_index);
 	sp_map_release(&r->stack_cache);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 /*
@@ -37,6 +38,12 @@
 #define ARENA_PROBE 64      /* bytes read at a region's start to recognise an arena */
 #define MAP_RECHECK 1024    /* look at the perf map's size every this many lookups */
 #define MAP_DIR "/tmp"
+/*
+ * A re-read of a grown map waits this many times as long as the last read
+ * took: the target writes its map, so a map that keeps growing (a hostile
+ * one, re-parsed whole each time) gets at most a tenth of the recorder.
+ */
+#define MAP_READ_SPACING 9
 
 struct jit_fn {
 	uint64_t entry;
@@ -54,6 +61,7 @@ struct sp_jit_code {
 	int64_t map_size;       /* file size when the map was read; -1: never read */
 	uint32_t since_check;   /* lookups since the map's size was looked at */
 	bool map_tried;
+	uint64_t next_read_ns;  /* CLOCK_MONOTONIC: no re-read of a grown map before this */
 	struct sp_map fn_index; /* entry -> index into fns */
 	struct jit_fn *fns;
 	size_t nfns, fns_cap;
@@ -153,6 +161,13 @@ static size_t read_target(pid_t pid, uint64_t addr, void *buf, size_t len)
 }
 
 /* (Re)read the perf map when its size changed (it only grows while the process lives). */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
+}
+
 static void refresh_map(struct sp_jit_code *j)
 {
 	char path[64];
@@ -161,14 +176,19 @@ static void refresh_map(struct sp_jit_code *j)
 	j->since_check = 0;
 	if (lstat(path, &st) || st.st_size == j->map_size)
 		return;
+	uint64_t start = now_ns();
+	if (start < j->next_read_ns)
+		return;
 	struct sp_perf_map m;
 	unsigned verdict;
 	sp_perf_map_init(&m);
 	/* The process's user now: only its map (or root's) may name its code. */
 	uint32_t uid;
 	int64_t owner = sp_pid_euid(j->pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN : (int64_t)uid;
-	if (sp_perf_map_load(&m, MAP_DIR, j->pid, owner, j->not_before_us, NULL, &verdict) ||
-	    verdict != SP_PERF_MAP_USED) {
+	int err = sp_perf_map_load(&m, MAP_DIR, j->pid, owner, j->not_before_us, NULL, &verdict);
+	uint64_t end = now_ns();
+	j->next_read_ns = end + MAP_READ_SPACING * (end - start);
+	if (err || verdict != SP_PERF_MAP_USED) {
 		sp_perf_map_release(&m);
 		return;
 	}

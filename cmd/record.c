@@ -582,18 +582,24 @@ int cmd_record(int argc, char **argv)
 
 	/* Fail before anything starts, so a mistake never clobbers the last spool. */
 	err = output_error(a.output);
-	if (err)
+	if (err) {
+		free(a.pids);
 		return sp_cli_error("cannot create spool '%s': %s", a.output, strerror(err));
+	}
 	if (a.command && (err = command_error(a.command[0]))) {
 		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));
 		return err == ENOENT ? 127 : 126;
 	}
 	/* perf would attach, and the spool would hold no sample: say why instead. */
-	for (size_t i = 0; i < a.npids; i++)
-		if (sp_pid_is_kernel_thread(a.pids[i]) == 1)
-			return sp_cli_error("cannot record pid %d: it is a kernel thread, which runs "
-					    "no user code and has no user stack to sample; -p takes "
-					    "user processes only", (int)a.pids[i]);
+	for (size_t i = 0; i < a.npids; i++) {
+		if (sp_pid_is_kernel_thread(a.pids[i]) == 1) {
+			sp_cli_error("cannot record pid %d: it is a kernel thread, which runs no "
+				     "user code and has no user stack to sample; -p takes user "
+				     "processes only", (int)a.pids[i]);
+			free(a.pids);
+			return SP_EXIT_FAILURE;
+		}
+	}
 
 	/*
 	 * Before anything starts, so a refusal changes nothing.  The command
@@ -601,10 +607,12 @@ int cmd_record(int argc, char **argv)
 	 */
 	if (a.realtime) {
 		struct sched_param sp = {.sched_priority = a.realtime};
-		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp))
-			return sp_cli_error("cannot use SCHED_FIFO priority %d (--realtime): %s; run "
-					    "as root or with CAP_SYS_NICE, or leave --realtime out",
-					    a.realtime, strerror(errno));
+		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp)) {
+			free(a.pids);
+			return sp_cli_error("cannot use SCHED_FIFO priority %d (--realtime): %s; "
+					    "run as root or with CAP_SYS_NICE, or leave --realtime "
+					    "out", a.realtime, strerror(errno));
+		}
 	}
 
 	struct sigaction sa = {.sa_handler = on_stop_signal};

@@ -64,9 +64,9 @@ done
 # looked for again (its names stand only while it is there) but its decompressed
 # copy, which libdw would read, is opened only without the symbol cache.
 if command -v strace >/dev/null 2>&1; then
-	strace -f -e trace=openat -o trace.txt "$SP" report i.spool >/dev/null 2>&1
+	traced strace -f -e trace=openat -o trace.txt "$SP" report i.spool >/dev/null 2>&1
 	rm -rf cache/symbols.off && mv cache/symbols cache/symbols.off
-	strace -f -e trace=openat -o trace0.txt "$SP" report i.spool >/dev/null 2>&1
+	traced strace -f -e trace=openat -o trace0.txt "$SP" report i.spool >/dev/null 2>&1
 	rm -rf cache/symbols && mv cache/symbols.off cache/symbols
 	grep -q "symbols/$bid-[0-9a-f]*.sym" trace.txt && ok "the report read the symbol cache" ||
 		fail "the report did not open '$sym'"

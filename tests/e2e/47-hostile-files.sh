@@ -84,7 +84,7 @@ rm -rf .debug elsewhere
 secret="stackpulse-secret-$$-do-not-read"
 echo "$secret" >secret.txt && chmod 0600 secret.txt
 rm -f prog.debug && ln -s "$TMP/secret.txt" prog.debug
-with_timeout 60 strace -f -s 256 -e trace=open,openat,read,pread64 -o trace.txt \
+traced with_timeout 60 strace -f -s 256 -e trace=open,openat,read,pread64 -o trace.txt \
 	"$SP" report --format=folded prog.spool >link.folded 2>link.folded.err
 rc=$?
 opened=$(grep -E '(prog\.debug|secret\.txt)", [^)]*\) = [0-9]+' trace.txt | head -n 1)

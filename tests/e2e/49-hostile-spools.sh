@@ -54,7 +54,7 @@ else
 	svma=$(nm ./spbig | awk '$3 == "sp_symbolizer_resolve_all" { print $1 }')
 	SVMA=${svma:-10} python3 "$GEN" "spellings:$PWD/spbig" spell.spool 1000 ||
 		{ fail "cannot write the hostile spool"; finish; }
-	STACKPULSE_CACHE_DIR= with_timeout 120 strace -f -e trace=open,openat -o spell.trace \
+	STACKPULSE_CACHE_DIR= traced with_timeout 120 strace -f -e trace=open,openat -o spell.trace \
 		"$SP" report spell.spool >spell.txt 2>spell.err
 	rc=$?
 	opens=$(grep -c 'spbig"' spell.trace)

@@ -137,6 +137,16 @@ jit_record() {
 	[ -f "$MAP" ] || { fail "jit_perfmap left no perf map '$MAP'"; finish; }
 }
 
+# traced COMMAND...: COMMAND under strace's eyes.  LeakSanitizer cannot run under
+# ptrace (a sanitizer build then aborts at exit), so leak checking is off there.
+traced() {
+	(
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+		export ASAN_OPTIONS
+		"$@"
+	)
+}
+
 # sp_record SPOOL [RECORD OPTIONS...] -- COMMAND...: record into SPOOL, stderr kept in
 # record.err; returns record's exit status.
 sp_record() {

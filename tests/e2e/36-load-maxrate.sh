@@ -40,8 +40,13 @@ with_timeout 60 "$SP" dump max.spool >max.dump 2>/dev/null
 info "$(pid_samples max.dump | wc -l) pids with samples"
 with_timeout 120 "$SP" report max.spool >max.txt 2>max.rerr
 rc=$?
-[ $rc -eq 0 ] && [ "$(report_top_function max.txt)" = worker_leaf ] && ok "report works: worker_leaf on top" ||
-	fail "report exit $rc, top function '$(report_top_function max.txt)': $(head -c 200 max.rerr)"
+# Which function tops the table at this rate is the machine's doing (the kernel's
+# sampling work stretches every process's start-up: ld.so's do_lookup_x has led
+# worker_leaf on the same VM): report must read every sample and name the workers.
+shown=$(awk '/^Samples:/ { print $2; exit }' max.txt)
+[ $rc -eq 0 ] && [ "$shown" = "$written" ] && grep -q ' worker_leaf  ' max.txt &&
+	ok "report works: all $shown samples, worker_leaf among the functions (top: $(report_top_function max.txt))" ||
+	fail "report exit $rc, $shown samples of $written, top function '$(report_top_function max.txt)': $(head -c 200 max.rerr)"
 grep -q "lost $lost\|$lost lost" max.txt && ok "report shows the $lost lost samples" ||
 	fail "report does not show the $lost lost samples: $(grep -i lost max.txt | head -n 2)"
 
@@ -63,10 +68,11 @@ else
 	# Read the policies while the workload runs: the recorder's and the launched
 	# command's (forker prints its pid and each child's as it starts them).
 	i=0
-	while [ $i -lt 100 ] && ! grep -q '^child ' rt.out; do
+	while [ $i -lt 600 ] && ! grep -q '^child ' rt.out && kill -0 $rpid 2>/dev/null; do
 		sleep 0.1
 		i=$((i + 1))
 	done
+	info "--realtime: the workload's first child showed up after $((i / 10)) s"
 	fpid=$(awk '$1 == "pid" { print $2; exit }' rt.out)
 	cpid=$(awk '$1 == "child" { print $2; exit }' rt.out)
 	rsched=$(sched_of $rpid)
@@ -75,9 +81,13 @@ else
 	info "--realtime 10: recorder policy/priority '$rsched', command '$fsched', a child '$csched' (1 = SCHED_FIFO, 0 = SCHED_OTHER)"
 	[ "$rsched" = "1 10" ] && ok "--realtime 10: the recorder runs at SCHED_FIFO priority 10" ||
 		fail "--realtime 10: the recorder's policy and priority are '$rsched', not '1 10'"
-	[ "$fsched" = "0 0" ] && [ "$csched" = "0 0" ] &&
-		ok "--realtime: the launched command and its children keep SCHED_OTHER" ||
-		fail "--realtime: the command's policy is '$fsched', a child's '$csched' (want '0 0')"
+	if [ -n "$cpid" ] && [ -z "$csched" ] && [ ! -d "/proc/$cpid" ]; then
+		skip "--realtime: the child $cpid ended before its policy could be read"
+	else
+		[ "$fsched" = "0 0" ] && [ "$csched" = "0 0" ] &&
+			ok "--realtime: the launched command and its children keep SCHED_OTHER" ||
+			fail "--realtime: the command's policy is '$fsched', a child's '$csched' (want '0 0'; pids '$fpid' '$cpid')"
+	fi
 	# A recording still going after 90 s is stopped as Ctrl-C would stop it: the spool
 	# must then be as honest as a finished one.
 	(sleep 90 && kill -INT $rpid && echo stopped >rt.stopped) 2>/dev/null &

@@ -129,7 +129,11 @@ find_python() {
 		probe=$(sh -c 'echo $$; exec "$@" 2>/dev/null' sh "$cand" -X perf -c \
 			'import sys; print("active" if sys.is_stack_trampoline_active() else "off")')
 		set -- $probe
-		[ -n "${1:-}" ] && MAPS="$MAPS /tmp/perf-$1.map"
+		# The probe's own map, removed now: find_python runs in a command
+		# substitution, where MAPS (removed at exit) would not keep it.  A map left
+		# behind is old when a later process gets the same pid, and makes that
+		# process's map look stale (a node run lost its JIT names that way).
+		[ -n "${1:-}" ] && rm -f "/tmp/perf-$1.map"
 		[ "${2:-}" = active ] || continue
 		echo "$cand"
 		return 0

@@ -134,6 +134,14 @@ int main(int argc, char **argv)
 		char prog[64];
 		snprintf(prog, sizeof(prog), "stackpulse %s", commands[i].name);
 		argv[1] = prog;
+		/*
+		 * -h asks for help, as in perf and most tools (argp knows only -?):
+		 * among the leading options, before "--" or a launched command.
+		 */
+		static char help[] = "--help";
+		for (int a = 2; a < argc && argv[a][0] == '-' && strcmp(argv[a], "--"); a++)
+			if (!strcmp(argv[a], "-h"))
+				argv[a] = help;
 		int rc = commands[i].fn(argc - 1, argv + 1);
 		if (fflush(stdout) || ferror(stdout)) {
 			sp_cli_error("cannot write standard output: %s", strerror(errno));

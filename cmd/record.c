@@ -698,6 +698,15 @@ int cmd_record(int argc, char **argv)
 	else if (!err && !a.quiet)
 		print_summary(&a, &summary, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), elapsed);
+	const char *bomb;
+	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
+	if (not_inflated)
+		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
+			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
+			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
+			    not_inflated == 1 ? "it claims" : "each claims",
+			    SP_INFLATE_SECTION_MAX >> 20,
+			    not_inflated == 1 ? "its module was" : "their modules were");
 
 	if (launch) {
 		bool ended_by_us = false;

@@ -29,6 +29,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	struct symbolize_args *a = state->input;
 	switch (key) {
 	case 'o':
+		/* A spool is rewritten in place (a temporary file renamed over it): no pipe. */
+		if (!strcmp(arg, "-"))
+			argp_error(state, "-o -: symbolize writes a spool file, not standard output;"
+					  " name a file (use ./- for a file called '-')");
 		a->output = arg;
 		break;
 	case ARGP_KEY_INIT:

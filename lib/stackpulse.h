@@ -33,7 +33,9 @@ extern "C" {
 	X(NO_PROCESS, "no such process")                                       \
 	X(BAD_ARG, "invalid argument")                                         \
 	X(RING_CORRUPT, "corrupt perf ring buffer record")                     \
-	X(LAUNCH, "cannot start the command")
+	X(LAUNCH, "cannot start the command")                                  \
+	X(SPOOL_TOO_DEEP, "corrupt spool: a stack deeper than the 2049 frames "  \
+			  "a recorder writes")
 
 enum sp_error {
 	SP_E_FIRST_ = 4096,
@@ -317,7 +319,9 @@ struct sp_spool;
  * -SP_E_SPOOL_VERSION, -SP_E_SPOOL_TRUNCATED (header incomplete),
  * -SP_E_SPOOL_CORRUPT (a record references something that does not exist;
  * the reader keeps what precedes it and reports truncated instead when the
- * damaged record is the last one).
+ * damaged record is the last one), -SP_E_SPOOL_TOO_DEEP (a stack node more
+ * than SP_SPOOL_MAX_DEPTH frames from its root: only a hostile file chains
+ * so far, and its readers' work would grow with the square of the depth).
  */
 int sp_spool_open(const char *path, struct sp_spool **out);
 
@@ -649,6 +653,13 @@ struct sp_symbolizer_opts {
 	 */
 	const char *cache_dir;
 	/*
+	 * The cache's largest total size in bytes (its debug/ and symbols/
+	 * files): least recently used files go first when a new one would
+	 * exceed it.  0 reads $STACKPULSE_CACHE_SIZE, else SP_CACHE_DEFAULT_MAX
+	 * (2 GiB).
+	 */
+	uint64_t cache_max_bytes;
+	/*
 	 * With SP_PERF_MAPS_PIDS, the only processes whose perf maps are read
 	 * (the seeds' with_perf_map_processes): npids pids, copied.  See
 	 * sp_spool_python_pids for the seeds' lists of Python runtimes.
@@ -741,6 +752,20 @@ int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
 
 void sp_symbolizer_free(struct sp_symbolizer *sym);
 
+/*
+ * Bounds on compressed sections (SHF_COMPRESSED, GNU .zdebug_*; Debian's
+ * -dbg packages, gcc and clang -gz).  A section is inflated only when its
+ * compression header claims at most SP_INFLATE_SECTION_MAX bytes, and the
+ * sections of one file together at most SP_INFLATE_FILE_MAX (in section
+ * order); the claims are read before anything is inflated, and a section
+ * past them is skipped and counted, never inflated (deflate inflates up to
+ * about 1,032 times: a 4 MB library can claim gigabytes).
+ */
+#define SP_INFLATE_SECTION_MAX ((uint64_t)256 << 20)
+#define SP_INFLATE_FILE_MAX ((uint64_t)1 << 30)
+/* The cache's size bound (DIR/debug and DIR/symbols) unless opts or STACKPULSE_CACHE_SIZE say. */
+#define SP_CACHE_DEFAULT_MAX ((uint64_t)2 << 30)
+
 /* What a symbolizer could and could not use, counted as it resolves. */
 struct sp_symbolizer_stats {
 	uint64_t files_proven;        /* module files opened and proven the recorded file */
@@ -764,6 +789,24 @@ struct sp_symbolizer_stats {
 	const char *cache_dir_refused, *cache_dir_refusal;
 	uint64_t debug_files_mismatched; /* refused: another build-id, wrong CRC, not trusted */
 	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
+	/*
+	 * Compressed sections of module and debug files skipped, never
+	 * inflated: over SP_INFLATE_SECTION_MAX or SP_INFLATE_FILE_MAX (names,
+	 * inline chains or lines they held are missing).  The first such
+	 * file's path, or NULL.
+	 */
+	uint64_t sections_not_inflated;
+	const char *section_not_inflated_file;
+	/*
+	 * The cache's size bound in bytes (cache_max_bytes, STACKPULSE_CACHE_SIZE
+	 * or SP_CACHE_DEFAULT_MAX); cache_size_invalid is STACKPULSE_CACHE_SIZE
+	 * when it could not be read (the default was used), else NULL.  Files
+	 * removed to keep the cache within it (least recently used first), and
+	 * copies not kept because they alone would not fit.
+	 */
+	uint64_t cache_max_bytes;
+	const char *cache_size_invalid;
+	uint64_t cache_files_evicted, cache_files_too_large;
 	/* Kernel symbols: kallsyms is read once, for every kernel frame of the spool. */
 	int kallsyms_error;           /* 0, or -errno why kallsyms could not be read */
 	bool kallsyms_read;           /* a kallsyms file was read */
@@ -1066,6 +1109,15 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out);
 
 /* Event source actually opened. */
 enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
+
+/*
+ * Compressed .debug_frame sections the recorder left unread because they
+ * claim to inflate past SP_INFLATE_SECTION_MAX (or SP_INFLATE_FILE_MAX):
+ * their modules unwind with .eh_frame alone.  No other debug section is
+ * ever inflated while recording.  *first (may be NULL) gets the first such
+ * module file's path, borrowed from r, or NULL.
+ */
+uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const char **first);
 
 /*
  * False when the kernel refused kernel-mode sampling (an unprivileged user

@@ -81,10 +81,11 @@ static int open_vdso(struct sp_modfile *f)
  * longer be the mapped file (deleted, replaced, another mount namespace), so
  * the inode is checked and /proc/PID/map_files is the fallback.  Whatever is
  * at the path now is the target's choice: maps names a deleted module
- * "PATH (deleted)", a name anyone who could write the directory may take.
- * O_NONBLOCK: a FIFO there would wait for a writer (and hang record -p);
- * O_NOFOLLOW: a symlink could lead to a device, whose open(2) alone acts;
- * the kernel's path never ends in a symlink.  Only a regular file will do.
+ * "PATH (deleted)", a name anyone who could write the directory may take,
+ * and its directories may since have become symlinks (to one holding a
+ * FIFO, or to /dev).  Only a regular file is opened (a FIFO would wait for a
+ * writer and hang record -p; a device's open(2) alone acts), and through no
+ * symlink: the kernel's path has none, so one on the way was put there.
  */
 static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_t end,
 			const char *path)
@@ -92,9 +93,10 @@ static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_
 	struct stat st;
 	if (!strcmp(path, "[vdso]"))
 		return open_vdso(f);
-	int fd = path[0] == '/' ? open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW) : -1;
-	if (fd >= 0 &&
-	    (fstat(fd, &st) || !S_ISREG(st.st_mode) || (f->ino && st.st_ino != f->ino))) {
+	int fd = path[0] == '/'
+			 ? sp_open_regular(path, O_RDONLY | O_NONBLOCK, SP_RESOLVE_NO_SYMLINKS)
+			 : -1;
+	if (fd >= 0 && (fstat(fd, &st) || (f->ino && st.st_ino != f->ino))) {
 		close(fd);
 		fd = -1;
 	}
@@ -179,13 +181,17 @@ bool sp_modfile_replaced(const struct sp_modfile *f)
 	return !same;
 }
 
-/* The rule table is compiled on first use, once per build-id. */
+/*
+ * The rule table is compiled on first use, once per build-id.  It inflates
+ * nothing but a .debug_frame within SP_INFLATE_SECTION_MAX (sp_cfi_table_new):
+ * what it left compressed is kept in owner->inflate, for the summary.
+ */
 struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f)
 {
 	struct sp_modfile *owner = f->cfi_owner ? f->cfi_owner : f;
 	if (!owner->cfi_tried) {
 		owner->cfi_tried = true;
-		if (!owner->info_ok || sp_cfi_table_new(owner->elf, &owner->cfi))
+		if (!owner->info_ok || sp_cfi_table_new(owner->elf, &owner->inflate, &owner->cfi))
 			owner->cfi = NULL;
 	}
 	return owner->cfi;

@@ -177,6 +177,7 @@ struct sp_modfile {
 	int64_t mtime_ns;
 	struct sp_cfi_table *cfi;
 	bool cfi_tried;
+	struct sp_inflate_stats inflate; /* compressed sections the table left compressed */
 	struct sp_modfile *cfi_owner; /* same build-id seen first: share its table */
 	char *path;             /* the mapping's path as first seen, owned */
 };

@@ -1156,6 +1156,20 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
 	out->error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 }
 
+uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const char **first)
+{
+	uint64_t n = 0;
+	if (first)
+		*first = NULL;
+	for (size_t i = 0; i < r->files.nfiles; i++) {
+		const struct sp_modfile *f = r->files.files[i];
+		if (f->inflate.over_limit && first && !*first)
+			*first = f->path;
+		n += f->inflate.over_limit;
+	}
+	return n;
+}
+
 bool sp_recorder_counts_kernel_time(const struct sp_recorder *r)
 {
 	return !r->events.kernel_denied;

@@ -106,8 +106,10 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 		a->frame_func[frame_id] = SP_AGG_NO_FUNC;
 		return 0;
 	}
-	if (rf[n - 1].kind == SP_KIND_PYTHON)
+	if (rf[n - 1].kind == SP_KIND_PYTHON) {
 		a->frame_hidden[frame_id] = SP_AGG_STAND_IN;
+		a->any_stand_in = true;
+	}
 	if (n > UINT32_MAX - a->nchain)
 		return -ENOMEM;
 	err = sp_array_reserve((void **)&a->chain, &a->chain_cap, a->nchain + n, sizeof(*a->chain));
@@ -129,15 +131,18 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 
 size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t **frames)
 {
-	size_t n = 0;
-	/* The reader validates parents; the bound still keeps a bad tree from looping. */
-	for (uint32_t node = stack_id; node && n < a->nstacks;
-	     node = sp_spool_stack_parent(a->spool, node)) {
-		if (n == a->path_cap &&
-		    sp_array_reserve((void **)&a->path, &a->path_cap, n + 1, sizeof(*a->path)))
-			break;
+	size_t n = 0, depth = sp_spool_stack_depth(a->spool, stack_id);
+	*frames = a->path;
+	if (depth > a->path_cap &&
+	    sp_array_reserve((void **)&a->path, &a->path_cap, depth, sizeof(*a->path)))
+		return 0;
+	/* The reader validates parents and depths; the bound still keeps a bad tree from looping. */
+	for (uint32_t node = stack_id; node && n < depth;
+	     node = sp_spool_stack_parent(a->spool, node))
 		a->path[n++] = sp_spool_stack_frame(a->spool, node);
-	}
+	*frames = a->path;
+	if (!a->any_stand_in)
+		return n;
 	/*
 	 * Frames hidden by default (the Python runtime's machinery) leave a
 	 * stack that holds Python frames to stand in for them; a stack without
@@ -162,44 +167,286 @@ static bool frame_is_marker(const struct sp_spool *s, uint32_t frame_id)
 	return f && f->mode == SP_FRAME_TRUNCATED;
 }
 
-/* Self and total of every function for one distinct stack seen count times. */
-static int attribute_stack(struct sp_agg *a, uint32_t sid, uint64_t count)
+/* The child of parent for func, made on first use. */
+static int node_child(struct sp_agg *a, uint32_t parent, uint32_t func, bool marker_at_root,
+		      uint32_t *id)
 {
-	const uint32_t *fr;
-	size_t n = sp_agg_stack_frames(a, sid, &fr);
-	for (size_t i = 0; i < n; i++) {
-		int err = resolve_frame(a, fr[i]);
+	uint64_t key = (uint64_t)parent << 32 | func;
+	if (sp_map_get(&a->node_index, key, id))
+		return 0;
+	if (a->nnodes >= UINT32_MAX - 1)
+		return -ENOMEM;
+	int err = sp_array_reserve((void **)&a->nodes, &a->nodes_cap, a->nnodes + 1,
+				   sizeof(*a->nodes));
+	if (!err)
+		err = sp_map_put(&a->node_index, key, (uint32_t)a->nnodes);
+	if (err)
+		return err;
+	const struct sp_agg_node *p = &a->nodes[parent];
+	a->nodes[a->nnodes] = (struct sp_agg_node){
+		.parent = parent,
+		.func = func,
+		.depth = p->depth + 1,
+		.truncated = parent ? p->truncated : marker_at_root,
+	};
+	*id = (uint32_t)a->nnodes++;
+	return 0;
+}
+
+/*
+ * The node a frame leads to from base: its containing function, then the
+ * functions inlined into it, innermost last; a marker is a node of its own;
+ * with hiding, a frame hidden by default leads nowhere (base itself).
+ */
+static int frame_node(struct sp_agg *a, uint32_t base, uint32_t frame_id, bool hiding,
+		      uint32_t *out)
+{
+	*out = base;
+	if (frame_id >= a->nframes || frame_is_marker(a->spool, frame_id))
+		return node_child(a, base, SP_AGG_MARKER, frame_id < a->nframes && !base, out);
+	uint8_t h = a->frame_hidden[frame_id];
+	if (hiding && (h == SP_AGG_HIDDEN || h == SP_AGG_HIDDEN_SHOWN))
+		return 0;
+	const uint32_t *funcs;
+	size_t k = sp_agg_frame_funcs(a, frame_id, &funcs);
+	if (!k)
+		return node_child(a, base, SP_AGG_MARKER, false, out);
+	for (size_t j = k; j-- > 0;) {
+		int err = node_child(a, *out, funcs[j], false, out);
 		if (err)
 			return err;
-	}
-	n = sp_agg_stack_frames(a, sid, &fr); /* again: now hidden frames are known */
-	if (n && frame_is_marker(a->spool, fr[n - 1])) {
-		a->stack_truncated[sid] = 1;
-		a->truncated_samples += count;
-	}
-	for (size_t i = 0; i < n; i++) {
-		if (a->frame_hidden[fr[i]] == SP_AGG_HIDDEN) { /* no stand-in here: it shows */
-			a->frame_hidden[fr[i]] = SP_AGG_HIDDEN_SHOWN;
-			a->frame_func[fr[i]] = FUNC_UNSET;
-		}
-		int err = resolve_frame(a, fr[i]);
-		if (err)
-			return err;
-		const uint32_t *funcs;
-		size_t k = sp_agg_frame_funcs(a, fr[i], &funcs);
-		for (size_t j = 0; j < k; j++) {
-			struct sp_agg_func *f = &a->funcs[funcs[j]];
-			/* Self: the innermost function of the leaf frame, inlined or not. */
-			if (i == 0 && j == 0)
-				f->self += count;
-			/* Recursion: a function counts once per stack in total. */
-			if (f->stamp != sid + 1) {
-				f->stamp = sid + 1;
-				f->total += count;
-			}
-		}
 	}
 	return 0;
+}
+
+size_t sp_agg_node_path(const struct sp_agg *a, uint32_t node, uint32_t **funcs, size_t *cap)
+{
+	size_t n = node < a->nnodes ? a->nodes[node].depth : 0;
+	if (!n || sp_array_reserve((void **)funcs, cap, n, sizeof(**funcs)))
+		return 0;
+	for (size_t i = 0; i < n; i++, node = a->nodes[node].parent)
+		(*funcs)[i] = a->nodes[node].func;
+	return n;
+}
+
+/* Whether one frame matches the stack filters: bit 0 module, 1 focus, 2 exclude. */
+static int frame_filter_bits(const struct sp_report_filter *f, struct sp_agg *a,
+			     uint32_t frame_id, uint8_t *bits)
+{
+	*bits = 0;
+	bool pass;
+	if (f->module) {
+		struct sp_report_filter one = {.module = f->module};
+		int err = sp_filter_stack(&one, a->spool, a->sym, &frame_id, 1, &pass);
+		if (err)
+			return err;
+		*bits |= pass ? 1 : 0;
+	}
+	if (f->focus) {
+		struct sp_report_filter one = {.focus = f->focus};
+		int err = sp_filter_stack(&one, a->spool, a->sym, &frame_id, 1, &pass);
+		if (err)
+			return err;
+		*bits |= pass ? 2 : 0;
+	}
+	if (f->exclude) {
+		struct sp_report_filter one = {.exclude = f->exclude};
+		int err = sp_filter_stack(&one, a->spool, a->sym, &frame_id, 1, &pass);
+		if (err)
+			return err;
+		*bits |= pass ? 0 : 4;
+	}
+	return 0;
+}
+
+/*
+ * The stack filters (module, focus, exclude: each asks whether any frame of
+ * a stack matches), decided for every node once from its parent's answer and
+ * its own frame's: time proportional to the nodes, not to the stacks' depths.
+ */
+static int filter_stacks(struct sp_agg *a, const struct sp_report_filter *f, bool *dropped)
+{
+	size_t ns = a->nstacks, nf = a->nframes;
+	uint8_t *need = calloc(ns ? ns : 1, 1), *bits = calloc(ns ? ns : 1, 1);
+	uint8_t *fbits = calloc(nf ? nf : 1, 1); /* bit 7: computed */
+	int err = need && bits && fbits ? 0 : -ENOMEM;
+	for (size_t sid = ns; !err && sid-- > 1;)
+		if (a->stack_count[sid] || need[sid])
+			need[sid] = need[sp_spool_stack_parent(a->spool, (uint32_t)sid)] = 1;
+	for (size_t sid = 1; !err && sid < ns; sid++) {
+		if (!need[sid])
+			continue;
+		uint32_t fr = sp_spool_stack_frame(a->spool, (uint32_t)sid);
+		uint8_t own = 0;
+		if (fr < nf && !(fbits[fr] & 0x80) && !(err = frame_filter_bits(f, a, fr, &own)))
+			fbits[fr] = own | 0x80;
+		own = fr < nf ? fbits[fr] & 7 : 0;
+		bits[sid] = own | bits[sp_spool_stack_parent(a->spool, (uint32_t)sid)];
+		if (!a->stack_count[sid])
+			continue;
+		bool pass = (!f->module || (bits[sid] & 1)) && (!f->focus || (bits[sid] & 2)) &&
+			    !(bits[sid] & 4);
+		if (!pass) {
+			a->stack_count[sid] = 0;
+			*dropped = true;
+		}
+	}
+	free(need);
+	free(bits);
+	free(fbits);
+	return err;
+}
+
+enum { NEED = 1, STAND_IN = 2, NEED_SHOW = 4, NEED_HIDE = 8 };
+
+/*
+ * Map every sampled stack id to its node, merging stacks by functions.
+ * Frames hidden by default (the Python runtime's machinery) leave a stack
+ * that holds a Python frame to stand in for them; a stack without one
+ * (interpreter start-up) keeps them, so a stack node has up to two nodes:
+ * one for stacks that hide, one for stacks that show.
+ */
+static int build_nodes(struct sp_agg *a, uint32_t *sample_node)
+{
+	size_t ns = a->nstacks;
+	const struct sp_spool *s = a->spool;
+	uint8_t *st = calloc(ns ? ns : 1, 1);
+	uint32_t *show = malloc((ns ? ns : 1) * sizeof(*show));
+	uint32_t *hide = malloc((ns ? ns : 1) * sizeof(*hide));
+	struct sp_map canon;
+	sp_map_init(&canon);
+	int err = st && show && hide ? 0 : -ENOMEM;
+	if (!err)
+		err = sp_array_reserve((void **)&a->nodes, &a->nodes_cap, 1, sizeof(*a->nodes));
+	if (err)
+		goto out;
+	a->nodes[0] = (struct sp_agg_node){.func = SP_AGG_NO_FUNC};
+	a->nnodes = 1;
+	/* Stack ids name older parents, so one pass leafward and one rootward suffice. */
+	for (size_t sid = ns; sid-- > 1;)
+		if (a->stack_count[sid] || (st[sid] & NEED))
+			st[sid] |= NEED, st[sp_spool_stack_parent(s, (uint32_t)sid)] |= NEED;
+	for (size_t sid = 1; sid < ns && !err; sid++) {
+		if (!(st[sid] & NEED))
+			continue;
+		uint32_t fr = sp_spool_stack_frame(s, (uint32_t)sid);
+		if ((err = resolve_frame(a, fr)))
+			break;
+		/* The same frames under the same canonical parent: one stack, however spelled. */
+		uint64_t key = (uint64_t)a->stack_canon[sp_spool_stack_parent(s, (uint32_t)sid)] << 32 | fr;
+		if (!sp_map_get(&canon, key, &a->stack_canon[sid]) &&
+		    !(err = sp_map_put(&canon, key, (uint32_t)sid)))
+			a->stack_canon[sid] = (uint32_t)sid;
+		if ((st[sp_spool_stack_parent(s, (uint32_t)sid)] & STAND_IN) ||
+		    (fr < a->nframes && a->frame_hidden[fr] == SP_AGG_STAND_IN))
+			st[sid] |= STAND_IN;
+	}
+	for (size_t sid = ns; !err && sid-- > 1;) {
+		if (a->stack_count[sid])
+			st[sid] |= st[sid] & STAND_IN ? NEED_HIDE : NEED_SHOW;
+		st[sp_spool_stack_parent(s, (uint32_t)sid)] |= st[sid] & (NEED_SHOW | NEED_HIDE);
+	}
+	for (size_t sid = 1; sid < ns && !err; sid++) {
+		uint32_t fr = sp_spool_stack_frame(s, (uint32_t)sid);
+		uint32_t parent = sp_spool_stack_parent(s, (uint32_t)sid);
+		if (!(st[sid] & (NEED_SHOW | NEED_HIDE)))
+			continue;
+		/* A hidden frame in a stack without a stand-in shows: its functions now. */
+		if ((st[sid] & NEED_SHOW) && fr < a->nframes &&
+		    a->frame_hidden[fr] == SP_AGG_HIDDEN) {
+			a->frame_hidden[fr] = SP_AGG_HIDDEN_SHOWN;
+			a->frame_func[fr] = FUNC_UNSET;
+			if ((err = resolve_frame(a, fr)))
+				break;
+		}
+		if (st[sid] & NEED_SHOW)
+			err = frame_node(a, parent ? show[parent] : 0, fr, false, &show[sid]);
+		if (!err && (st[sid] & NEED_HIDE))
+			err = frame_node(a, parent ? hide[parent] : 0, fr, true, &hide[sid]);
+		if (err || !a->stack_count[sid])
+			continue;
+		sample_node[sid] = st[sid] & STAND_IN ? hide[sid] : show[sid];
+	}
+out:
+	sp_map_release(&canon);
+	free(st);
+	free(show);
+	free(hide);
+	return err;
+}
+
+/*
+ * Self and total of every function from the merged stacks: self from the
+ * node a stack ends at, total once per path however often a function recurs
+ * on it (a depth-first walk counting the functions on the current path).
+ */
+static int attribute(struct sp_agg *a)
+{
+	uint32_t *sample_node = calloc(a->nstacks ? a->nstacks : 1, sizeof(*sample_node));
+	int err = sample_node ? build_nodes(a, sample_node) : -ENOMEM;
+	for (size_t sid = 1; !err && sid < a->nstacks; sid++) {
+		uint64_t count = a->stack_count[sid];
+		if (!count)
+			continue;
+		struct sp_agg_node *nd = &a->nodes[sample_node[sid]];
+		nd->count = sp_u64_add_sat(nd->count, count);
+		if (nd->truncated) {
+			a->stack_truncated[sid] = 1;
+			a->truncated_samples = sp_u64_add_sat(a->truncated_samples, count);
+		}
+	}
+	free(sample_node);
+	size_t n = a->nnodes;
+	uint32_t *first = NULL, *next = NULL, *on_path = NULL;
+	if (!err) {
+		first = malloc((n ? n : 1) * sizeof(*first));
+		next = malloc((n ? n : 1) * sizeof(*next));
+		on_path = calloc(a->nfuncs ? a->nfuncs : 1, sizeof(*on_path));
+		if (!first || !next || !on_path)
+			err = -ENOMEM;
+	}
+	if (err)
+		goto out;
+	for (size_t i = 0; i < n; i++) {
+		a->nodes[i].total = a->nodes[i].count;
+		first[i] = 0; /* node 0 is nobody's child: 0 ends a list */
+	}
+	for (size_t i = n; i-- > 1;) {
+		struct sp_agg_node *nd = &a->nodes[i], *p = &a->nodes[nd->parent];
+		p->total = sp_u64_add_sat(p->total, nd->total);
+		next[i] = first[nd->parent];
+		first[nd->parent] = (uint32_t)i;
+	}
+	for (uint32_t v = first[0]; v;) {
+		struct sp_agg_node *nd = &a->nodes[v];
+		if (nd->func < a->nfuncs) {
+			struct sp_agg_func *f = &a->funcs[nd->func];
+			f->self = sp_u64_add_sat(f->self, nd->count);
+			if (!on_path[nd->func]++)
+				f->total = sp_u64_add_sat(f->total, nd->total);
+		}
+		if (first[v]) {
+			v = first[v];
+			continue;
+		}
+		/* Leave v, then every ancestor whose children are done. */
+		for (;;) {
+			if (a->nodes[v].func < a->nfuncs)
+				on_path[a->nodes[v].func]--;
+			if (next[v]) {
+				v = next[v];
+				break;
+			}
+			v = a->nodes[v].parent;
+			if (!v)
+				break;
+		}
+	}
+out:
+	free(first);
+	free(next);
+	free(on_path);
+	return err;
 }
 
 int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolizer *sym,
@@ -250,20 +497,9 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 	if (!f || (!f->module && !f->focus && !f->exclude))
 		return 0;
 	bool dropped = false;
-	for (size_t sid = 0; sid < a->nstacks; sid++) {
-		bool pass;
-		if (!a->stack_count[sid])
-			continue;
-		const uint32_t *frames;
-		size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &frames);
-		int err = sp_filter_stack(f, a->spool, a->sym, frames, n, &pass);
-		if (err)
-			return err;
-		if (!pass) {
-			a->stack_count[sid] = 0;
-			dropped = true;
-		}
-	}
+	int err = filter_stacks(a, f, &dropped);
+	if (err)
+		return err;
 	for (size_t i = 0; dropped && i < nsamples; i++) {
 		const struct sp_sample *smp = sp_spool_sample(s, i);
 		if (!a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0])
@@ -282,6 +518,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	a->show_runtime = opts && opts->show_runtime;
 	sp_map_init(&a->func_index);
 	sp_map_init(&a->name_index);
+	sp_map_init(&a->node_index);
 	a->nstacks = sp_spool_stack_count(s);
 	size_t nframes = a->nframes = sp_spool_frame_count(s);
 	if (a->nstacks >= UINT32_MAX)
@@ -292,7 +529,8 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	a->frame_first = calloc(nframes ? nframes : 1, sizeof(*a->frame_first));
 	a->frame_nfuncs = calloc(nframes ? nframes : 1, sizeof(*a->frame_nfuncs));
 	a->frame_hidden = calloc(nframes ? nframes : 1, 1);
-	if (!a->stack_count || !a->stack_truncated || !a->frame_func || !a->frame_first ||
+	a->stack_canon = calloc(a->nstacks ? a->nstacks : 1, sizeof(*a->stack_canon));
+	if (!a->stack_canon || !a->stack_count || !a->stack_truncated || !a->frame_func || !a->frame_first ||
 	    !a->frame_nfuncs || !a->frame_hidden)
 		return -ENOMEM;
 	for (size_t i = 0; i < nframes; i++)
@@ -325,15 +563,8 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	a->whole = a->samples;
 	a->empty_samples = a->nstacks ? a->stack_count[0] : 0;
 
-	/* Pass 2: once per distinct stack, each frame resolved the first time it is met. */
-	for (size_t sid = 1; sid < a->nstacks; sid++) {
-		if (!a->stack_count[sid])
-			continue;
-		int err = attribute_stack(a, (uint32_t)sid, a->stack_count[sid]);
-		if (err)
-			return err;
-	}
-	return 0;
+	/* Pass 2: once per stack node, each frame resolved the first time it is met. */
+	return attribute(a);
 }
 
 void sp_agg_release(struct sp_agg *a)
@@ -349,6 +580,9 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->names);
 	free(a->path);
 	free(a->keep);
+	free(a->nodes);
+	free(a->stack_canon);
+	sp_map_release(&a->node_index);
 	sp_map_release(&a->func_index);
 	sp_map_release(&a->name_index);
 	memset(a, 0, sizeof(*a));

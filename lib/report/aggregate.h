@@ -41,7 +41,24 @@ struct sp_agg_func {
 	uint64_t self;             /* samples whose innermost function is this one */
 	uint64_t total;            /* samples whose stack contains it (once per stack) */
 	uint32_t name_id;          /* interned name alone (folded output merges by name) */
-	uint32_t stamp;            /* last stack id counted in total, plus one */
+};
+
+/*
+ * Sampled stacks merged by functions: a tree whose root is node 0 and whose
+ * every other node is one function called from its parent's, so each
+ * distinct function sequence (root first) is one path.  Built once per
+ * aggregation in time proportional to the spool's stack nodes, never to the
+ * sum of the stacks' depths: views walk it instead of expanding every stack.
+ */
+#define SP_AGG_MARKER (UINT32_MAX - 2) /* the func of a truncation marker's node */
+
+struct sp_agg_node {
+	uint32_t parent;   /* node id; the root is its own parent */
+	uint32_t func;     /* function id, SP_AGG_MARKER, or SP_AGG_NO_FUNC at the root */
+	uint32_t depth;    /* 0 at the root */
+	bool truncated;    /* the path starts at a truncation marker */
+	uint64_t count;    /* kept samples whose stack is exactly this path */
+	uint64_t total;    /* kept samples through this node: its count and its descendants' */
 };
 
 /*
@@ -80,6 +97,7 @@ struct sp_agg {
 	uint8_t *stack_truncated;   /* by stack id, valid where stack_count > 0 */
 	bool lines;                 /* functions are told apart by source line too */
 	bool show_runtime;          /* keep SP_RFRAME_HIDDEN_DEFAULT frames in stacks */
+	bool any_stand_in;          /* some frame is SP_AGG_STAND_IN: stacks may hide frames */
 	uint8_t *frame_hidden;      /* by frame id: enum sp_agg_hidden */
 	uint32_t *frame_func;       /* by frame id: containing function id or SP_AGG_NO_FUNC */
 	uint32_t *frame_first;      /* by frame id: its first function in chain */
@@ -93,6 +111,12 @@ struct sp_agg {
 	struct sp_map func_index, name_index; /* content hash -> id */
 	uint32_t *path;             /* scratch: one stack's frame ids, leaf first */
 	size_t path_cap;
+	struct sp_agg_node *nodes;  /* the merged stacks; nodes[0] is the root */
+	size_t nnodes, nodes_cap;
+	struct sp_map node_index;   /* parent << 32 | func -> node id */
+	uint32_t *stack_canon;      /* by sampled stack id: the first stack id with the same
+				       frames (hidden ones left out), so stacks a writer
+				       spelled twice merge */
 };
 
 /*
@@ -155,6 +179,13 @@ void sp_agg_release(struct sp_agg *a);
  * pointer is valid until the next call.
  */
 size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t **frames);
+
+/*
+ * The functions of node's path, leaf first, into *funcs (malloc'd and grown
+ * as needed, *cap its capacity): markers as SP_AGG_MARKER.  Returns the
+ * length (node's depth), or 0 with *funcs unchanged when memory runs out.
+ */
+size_t sp_agg_node_path(const struct sp_agg *a, uint32_t node, uint32_t **funcs, size_t *cap);
 
 /* Groups of id sequences with a sample count each (stacks merged by names). */
 struct sp_seq_group {

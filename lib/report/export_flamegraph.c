@@ -116,24 +116,20 @@ static int build_tree(struct flamegraph *fg)
 		return err;
 	fg->nodes[0] = (struct node){.parent = NO_NODE, .key = KEY_ROOT};
 	fg->n = 1;
-	for (size_t sid = 1; sid < a->nstacks; sid++) {
-		uint64_t count = a->stack_count[sid];
-		if (!count)
-			continue;
-		fg->nodes[0].count += count;
-		const uint32_t *fr;
-		size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &fr);
-		uint32_t cur = 0;
-		for (size_t i = n; i-- > 0;) {
-			const uint32_t *funcs;
-			size_t k = sp_agg_frame_funcs(a, fr[i], &funcs);
-			if (!k && (err = child(fg, cur, KEY_TRUNCATED, count, &cur)))
-				return err;
-			for (size_t j = k; j-- > 0;)
-				if ((err = child(fg, cur, funcs[j], count, &cur)))
-					return err;
-		}
+	/* The aggregation's merged stacks, node for node (node v is map[v]). */
+	uint32_t *map = malloc((a->nnodes ? a->nnodes : 1) * sizeof(*map));
+	if (!map)
+		return -ENOMEM;
+	map[0] = 0;
+	fg->nodes[0].count = a->nnodes ? a->nodes[0].total : 0;
+	for (size_t v = 1; v < a->nnodes && !err; v++) {
+		const struct sp_agg_node *nd = &a->nodes[v];
+		uint32_t key = nd->func < a->nfuncs ? nd->func : KEY_TRUNCATED;
+		err = child(fg, map[nd->parent], key, nd->total, &map[v]);
 	}
+	free(map);
+	if (err)
+		return err;
 	/* Samples without a stack stay visible: a graph without them overstates every share. */
 	if (a->empty_samples) {
 		uint32_t e;

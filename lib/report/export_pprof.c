@@ -113,7 +113,73 @@ struct pprof {
 	uint8_t *map_flags;  /* by module id: MAP_* */
 	struct sp_buf clean, sub, packed; /* scratch */
 	struct sp_buf samples, mappings, locations_msg, functions_msg, tail, profile;
+	struct gz *gz;       /* the output: samples are compressed as they are made */
 };
+
+/*
+ * The message through zlib with a gzip wrapper (pprof files are gzip'd on
+ * disk), fed piece by piece so the samples never sit in memory whole.
+ */
+struct gz {
+	z_stream z;
+	unsigned char *chunk;
+	FILE *out;
+	bool open;
+};
+
+enum { GZ_CHUNK = 65536 };
+
+static int gz_open(struct gz *g, FILE *out)
+{
+	memset(g, 0, sizeof(*g));
+	g->out = out;
+	/* windowBits 15 + 16: a gzip header (mtime 0, so output is reproducible) and trailer. */
+	if (!(g->chunk = malloc(GZ_CHUNK)))
+		return -ENOMEM;
+	/* Level 1: samples repeat whole location lists, which the fastest level squeezes well. */
+	if (deflateInit2(&g->z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
+		return -ENOMEM;
+	g->open = true;
+	return 0;
+}
+
+/* Compress buf's bytes (and empty buf); with finish, end the stream. */
+static int gz_put(struct gz *g, struct sp_buf *buf, bool finish)
+{
+	const uint8_t *in = buf->data;
+	size_t left = buf->len;
+	int err = 0, zerr;
+	do {
+		/* avail_in is 32 bits: feed at most 1 GiB at a time, Z_FINISH with the last. */
+		size_t take = left < (1u << 30) ? left : (1u << 30);
+		g->z.next_in = (Bytef *)in;
+		g->z.avail_in = (uInt)take;
+		in += take;
+		left -= take;
+		int flush = left || !finish ? Z_NO_FLUSH : Z_FINISH;
+		do {
+			g->z.next_out = g->chunk;
+			g->z.avail_out = GZ_CHUNK;
+			zerr = deflate(&g->z, flush);
+			size_t n = GZ_CHUNK - g->z.avail_out;
+			if (zerr == Z_STREAM_ERROR)
+				err = -SP_E_BAD_ARG;
+			else if (n && fwrite(g->chunk, 1, n, g->out) != n)
+				err = -EIO;
+		} while (!err && (g->z.avail_out == 0 || (flush == Z_FINISH && zerr != Z_STREAM_END)));
+	} while (!err && left);
+	buf->len = 0;
+	return err;
+}
+
+static void gz_close(struct gz *g)
+{
+	if (g->open)
+		deflateEnd(&g->z);
+	free(g->chunk);
+	memset(g, 0, sizeof(*g));
+}
 
 /* String table index of s, made valid UTF-8 (proto3 strings must be). */
 static int str_id(struct pprof *p, const char *s, uint64_t *id)
@@ -227,7 +293,9 @@ static int group_samples(struct pprof *p)
 		if (!sp_agg_kept(p->a, i))
 			continue; /* filtered out */
 		const struct sp_sample *smp = sp_spool_sample(p->s, i);
-		uint32_t key[2] = {smp->thread, smp->stack_id < p->a->nstacks ? smp->stack_id : 0};
+		/* Stacks spelled twice in the spool (same frames) are one sample. */
+		uint32_t sid = smp->stack_id < p->a->nstacks ? smp->stack_id : 0;
+		uint32_t key[2] = {smp->thread, sid ? p->a->stack_canon[sid] : 0};
 		uint32_t g;
 		bool added;
 		int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
@@ -282,6 +350,8 @@ static int encode_samples(struct pprof *p, uint64_t period)
 		}
 		if (!err)
 			err = pb_message(&p->samples, PROFILE_SAMPLE, &msg);
+		if (!err && p->samples.len >= (1u << 20))
+			err = gz_put(p->gz, &p->samples, false);
 	}
 	sp_buf_release(&msg);
 	return err;
@@ -397,48 +467,6 @@ static int encode_mappings(struct pprof *p)
 	return err;
 }
 
-/* The whole message through zlib with a gzip wrapper: pprof files are gzip'd on disk. */
-static int write_gzip(const struct sp_buf *msg, FILE *out)
-{
-	z_stream z;
-	memset(&z, 0, sizeof(z));
-	/* windowBits 15 + 16: a gzip header (mtime 0, so output is reproducible) and trailer. */
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
-		return -ENOMEM;
-	enum { CHUNK = 65536 };
-	unsigned char *chunk = malloc(CHUNK);
-	if (!chunk) {
-		deflateEnd(&z);
-		return -ENOMEM;
-	}
-	const uint8_t *in = msg->data;
-	size_t left = msg->len;
-	int err = 0, zerr;
-	do {
-		/* avail_in is 32 bits: feed at most 1 GiB at a time, Z_FINISH with the last. */
-		size_t take = left < (1u << 30) ? left : (1u << 30);
-		z.next_in = (Bytef *)in;
-		z.avail_in = (uInt)take;
-		in += take;
-		left -= take;
-		int flush = left ? Z_NO_FLUSH : Z_FINISH;
-		do {
-			z.next_out = chunk;
-			z.avail_out = CHUNK;
-			zerr = deflate(&z, flush);
-			size_t n = CHUNK - z.avail_out;
-			if (zerr == Z_STREAM_ERROR)
-				err = -SP_E_BAD_ARG;
-			else if (n && fwrite(chunk, 1, n, out) != n)
-				err = -EIO;
-		} while (!err && (z.avail_out == 0 || (flush == Z_FINISH && zerr != Z_STREAM_END)));
-	} while (!err && left);
-	deflateEnd(&z);
-	free(chunk);
-	return err;
-}
-
 static void pprof_release(struct pprof *p)
 {
 	sp_intern_release(&p->strings);
@@ -461,8 +489,10 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 {
 	struct pprof p;
 	memset(&p, 0, sizeof(p));
+	struct gz gz = {0};
 	p.a = a;
 	p.s = a->spool;
+	p.gz = &gz;
 	sp_intern_init(&p.strings);
 	sp_intern_init(&p.modnames);
 	sp_intern_init(&p.functions);
@@ -488,6 +518,7 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	/* Index 0 counts samples, by profile.proto's convention; cpu is the default view. */
 	if ((err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "samples", "count")) ||
 	    (err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds")) ||
+	    (err = gz_open(&gz, out)) || (err = gz_put(&gz, &p.profile, false)) ||
 	    (err = group_samples(&p)) || (err = encode_samples(&p, period)))
 		goto out;
 	/* Mapping ids in module order: the recorded command's executable comes first. */
@@ -512,7 +543,7 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	    (err = pb_varint(&p.tail, PROFILE_DEFAULT_SAMPLE_TYPE, cpu)))
 		goto out;
 
-	/* Fields in number order: sample types are already in; the rest follow. */
+	/* Fields in number order: sample types and samples are already out; the rest follow. */
 	if ((err = sp_buf_append(&p.profile, p.samples.data, p.samples.len)) ||
 	    (err = sp_buf_append(&p.profile, p.mappings.data, p.mappings.len)) ||
 	    (err = sp_buf_append(&p.profile, p.locations_msg.data, p.locations_msg.len)) ||
@@ -526,8 +557,9 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	}
 	if ((err = sp_buf_append(&p.profile, p.tail.data, p.tail.len)))
 		goto out;
-	err = write_gzip(&p.profile, out);
+	err = gz_put(&gz, &p.profile, true);
 out:
+	gz_close(&gz);
 	pprof_release(&p);
 	return err;
 }

@@ -15,12 +15,11 @@ struct speedscope {
 	bool lines;                /* frames per source line: --lines */
 	struct sp_intern frames;   /* "name\0source\0module[\0line]" -> index in shared.frames */
 	struct sp_buf frames_json; /* shared.frames, rendered as frames are met */
-	struct sp_buf stacks;      /* every sampled stack as "[root,...,leaf]", back to back */
-	size_t *stack_off;         /* by stack id: offset into stacks */
-	uint32_t *stack_len;       /* by stack id: bytes; 0 when the stack has no samples */
+	size_t *frame_off;         /* by frame id: its text's offset in frame_text, plus one; 0: not yet */
+	uint32_t *frame_len;       /* by frame id: its text's length */
+	struct sp_buf frame_text;  /* each frame's ",I,J" (its indexes, inlined functions after
+				      their caller), back to back */
 	struct sp_buf key, text;   /* scratch */
-	uint32_t *idx;             /* scratch: one stack's frame indexes, root first */
-	size_t idx_cap;
 };
 
 /*
@@ -67,43 +66,66 @@ static int frame_index(struct speedscope *ss, const struct sp_resolved_frame *rf
 
 static const struct sp_resolved_frame truncated = {.name = "[truncated]", .module = ""};
 
-/* Render stack sid as "[root,...,leaf]" of frame indexes, inlined functions after their caller. */
+/* A spool frame's ",I,J" text of shared.frames indexes, inlined functions after their caller; made once. */
+static int frame_text(struct speedscope *ss, uint32_t frame_id, const char **text, size_t *len)
+{
+	*len = 0;
+	if (frame_id >= sp_spool_frame_count(ss->s))
+		return 0;
+	if (!ss->frame_off[frame_id]) {
+		const struct sp_frame *f = sp_spool_frame(ss->s, frame_id);
+		const struct sp_resolved_frame *lines = &truncated;
+		size_t nlines = 1, start = ss->frame_text.len;
+		int err = 0;
+		if (f->mode != SP_FRAME_TRUNCATED)
+			err = sp_symbolizer_resolve_all(ss->a->sym, frame_id, &lines, &nlines);
+		for (size_t j = nlines; !err && j-- > 0;) {
+			uint32_t index;
+			char num[16];
+			if (!(err = frame_index(ss, &lines[j], &index))) {
+				int n = snprintf(num, sizeof(num), ",%" PRIu32, index);
+				err = sp_buf_append(&ss->frame_text, num, (size_t)n);
+			}
+		}
+		if (!err && ss->frame_text.len - start > UINT32_MAX)
+			err = -ENOMEM;
+		if (err)
+			return err;
+		ss->frame_off[frame_id] = start + 1;
+		ss->frame_len[frame_id] = (uint32_t)(ss->frame_text.len - start);
+	}
+	*text = (const char *)ss->frame_text.data + ss->frame_off[frame_id] - 1;
+	*len = ss->frame_len[frame_id];
+	return 0;
+}
+
+/* Stack sid as "[root,...,leaf]" of frame indexes into ss->text. */
 static int render_stack(struct speedscope *ss, uint32_t sid)
 {
 	const uint32_t *fr;
 	size_t n = sp_agg_stack_frames(ss->a, sid, &fr);
-	size_t k = 0;
 	int err = 0;
+	ss->text.len = 0;
 	for (size_t i = n; !err && i-- > 0;) {
-		const struct sp_frame *f = sp_spool_frame(ss->s, fr[i]);
-		const struct sp_resolved_frame *lines = &truncated;
-		size_t nlines = 1;
-		if (f->mode != SP_FRAME_TRUNCATED &&
-		    (err = sp_symbolizer_resolve_all(ss->a->sym, fr[i], &lines, &nlines)))
+		const char *text;
+		size_t len;
+		if ((err = frame_text(ss, fr[i], &text, &len)))
 			break;
-		if ((err = sp_array_reserve((void **)&ss->idx, &ss->idx_cap, k + nlines, sizeof(*ss->idx))))
+		/* Grown by doubling: most frames are a memcpy. */
+		if (ss->text.len + len > ss->text.cap &&
+		    (err = sp_buf_reserve(&ss->text, len)))
 			break;
-		for (size_t j = nlines; !err && j-- > 0;)
-			err = frame_index(ss, &lines[j], &ss->idx[k++]);
+		memcpy(ss->text.data + ss->text.len, text, len);
+		ss->text.len += len;
 	}
 	if (err)
 		return err;
-	size_t start = ss->stacks.len;
-	err = sp_buf_append(&ss->stacks, "[", 1);
-	for (size_t i = 0; !err && i < k; i++) {
-		char num[16];
-		int len = snprintf(num, sizeof(num), i ? ",%" PRIu32 : "%" PRIu32, ss->idx[i]);
-		err = sp_buf_append(&ss->stacks, num, (size_t)len);
-	}
-	if (!err)
-		err = sp_buf_append(&ss->stacks, "]", 1);
-	if (!err && ss->stacks.len - start > UINT32_MAX)
-		err = -ENOMEM;
-	if (err)
+	/* ",a,b" becomes "[a,b": the first frame's comma opens the list. */
+	if (ss->text.len)
+		ss->text.data[0] = '[';
+	else if ((err = sp_buf_append(&ss->text, "[", 1)))
 		return err;
-	ss->stack_off[sid] = start;
-	ss->stack_len[sid] = (uint32_t)(ss->stacks.len - start);
-	return 0;
+	return sp_buf_append(&ss->text, "]", 1);
 }
 
 /* Write s as a JSON string value. */
@@ -157,7 +179,10 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_sample *smp = sp_spool_sample(ss->s, samples[i]);
 		uint32_t sid = smp->stack_id < ss->a->nstacks ? smp->stack_id : 0;
-		fwrite(ss->stacks.data + ss->stack_off[sid], 1, ss->stack_len[sid], out);
+		/* Rendered per sample: the output is this long anyway, and memory stays small. */
+		if ((err = render_stack(ss, sid)))
+			return err;
+		fwrite(ss->text.data, 1, ss->text.len, out);
 		fputs(i + 1 < n ? ",\n" : "\n", out);
 	}
 	fputs("],\n\"weights\":[", out);
@@ -176,7 +201,7 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	ss.lines = opts->lines;
 	sp_intern_init(&ss.frames);
 	sp_buf_init(&ss.frames_json);
-	sp_buf_init(&ss.stacks);
+	sp_buf_init(&ss.frame_text);
 	sp_buf_init(&ss.key);
 	sp_buf_init(&ss.text);
 	const struct sp_spool *s = a->spool;
@@ -186,17 +211,28 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	uint32_t *order = NULL, *by_thread = NULL;
 	size_t *first = NULL;
 	int err = -ENOMEM;
-	ss.stack_off = calloc(a->nstacks ? a->nstacks : 1, sizeof(*ss.stack_off));
-	ss.stack_len = calloc(a->nstacks ? a->nstacks : 1, sizeof(*ss.stack_len));
+	size_t nframes = sp_spool_frame_count(s);
+	ss.frame_off = calloc(nframes ? nframes : 1, sizeof(*ss.frame_off));
+	ss.frame_len = calloc(nframes ? nframes : 1, sizeof(*ss.frame_len));
 	first = calloc(nthreads + 1, sizeof(*first));
 	by_thread = malloc((nsamples ? nsamples : 1) * sizeof(*by_thread));
-	if (!ss.stack_off || !ss.stack_len || !first || !by_thread)
+	if (!ss.frame_off || !ss.frame_len || !first || !by_thread)
 		goto out;
 
-	/* Each sampled stack rendered once, which also fills shared.frames. */
-	for (size_t sid = 0; sid < a->nstacks; sid++)
-		if (a->stack_count[sid] && (err = render_stack(&ss, (uint32_t)sid)))
-			goto out;
+	/*
+	 * shared.frames, in the order the sampled stacks meet them (each stack
+	 * once, however often the spool spells it); the samples come after.
+	 */
+	for (size_t sid = 1; sid < a->nstacks; sid++) {
+		if (!a->stack_count[sid] || a->stack_canon[sid] != sid)
+			continue;
+		const uint32_t *fr;
+		const char *text;
+		size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &fr), len;
+		for (size_t i = n; i-- > 0;)
+			if ((err = frame_text(&ss, fr[i], &text, &len)))
+				goto out;
+	}
 
 	/* Samples by thread, oldest first within each: a stable bucket pass over the time order. */
 	if ((err = sp_export_time_order(s, &order)))
@@ -259,12 +295,11 @@ out:
 	free(order);
 	free(by_thread);
 	free(first);
-	free(ss.stack_off);
-	free(ss.stack_len);
-	free(ss.idx);
+	free(ss.frame_off);
+	free(ss.frame_len);
+	sp_buf_release(&ss.frame_text);
 	sp_intern_release(&ss.frames);
 	sp_buf_release(&ss.frames_json);
-	sp_buf_release(&ss.stacks);
 	sp_buf_release(&ss.key);
 	sp_buf_release(&ss.text);
 	return err;

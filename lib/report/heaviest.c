@@ -6,81 +6,60 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define name_cmp sp_text_name_cmp
-
-struct stack_sort {
-	const struct sp_agg *agg;
-	const struct sp_seq_groups *groups;
-};
-
-static int by_count(const void *pa, const void *pb, void *ctx)
+static int func_cmp(const struct sp_agg *a, uint32_t x, uint32_t y)
 {
-	const struct stack_sort *c = ctx;
-	const struct sp_seq_group *x = &c->groups->groups[*(const uint32_t *)pa];
-	const struct sp_seq_group *y = &c->groups->groups[*(const uint32_t *)pb];
-	if (x->count != y->count)
-		return x->count < y->count ? 1 : -1;
-	const uint32_t *xi = c->groups->ids + x->off, *yi = c->groups->ids + y->off;
-	for (uint32_t i = 0; i < x->len && i < y->len; i++) {
-		int d = name_cmp(&c->agg->funcs[xi[i]], &c->agg->funcs[yi[i]]);
-		if (d)
-			return d;
-	}
-	return x->len < y->len ? -1 : x->len > y->len;
+	if (x >= a->nfuncs || y >= a->nfuncs)
+		return (x >= a->nfuncs) - (y >= a->nfuncs);
+	return sp_text_name_cmp(&a->funcs[x], &a->funcs[y]);
 }
 
-/* Complete stacks merged by their function sequence: ids differ when addresses do. */
-int sp_agg_heaviest(struct sp_agg *a, struct sp_seq_groups *g, uint32_t **order_out)
+/*
+ * Heaviest first; ties by names, leaf first, then the shorter stack.  The
+ * walk stops where the two paths meet, so comparing two stacks costs their
+ * own nodes, never the depth they share.
+ */
+static int by_weight(const struct sp_agg *a, uint32_t x, uint32_t y)
 {
-	uint32_t *seq = NULL, *order = NULL;
-	size_t seq_cap = 0;
-	int err = 0;
-	for (size_t sid = 1; sid < a->nstacks; sid++) {
-		if (!a->stack_count[sid] || a->stack_truncated[sid])
+	const struct sp_agg_node *nx = &a->nodes[x], *ny = &a->nodes[y];
+	if (nx->count != ny->count)
+		return nx->count < ny->count ? 1 : -1;
+	while (x != y && x && y) {
+		int d = func_cmp(a, a->nodes[x].func, a->nodes[y].func);
+		if (d)
+			return d;
+		x = a->nodes[x].parent;
+		y = a->nodes[y].parent;
+	}
+	return x == y ? 0 : x ? 1 : -1;
+}
+
+int sp_agg_heaviest(struct sp_agg *a, size_t max, uint32_t **out, size_t *nout)
+{
+	uint32_t *top = malloc((max ? max : 1) * sizeof(*top));
+	size_t n = 0;
+	if (!top)
+		return -ENOMEM;
+	/* A bounded selection: each candidate costs a comparison or a binary search. */
+	for (size_t v = 1; v < a->nnodes && max; v++) {
+		const struct sp_agg_node *nd = &a->nodes[v];
+		if (!nd->count || nd->truncated)
 			continue;
-		const uint32_t *fr;
-		size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &fr);
-		if (n > seq_cap) {
-			free(seq);
-			seq_cap = n * 2;
-			if (!(seq = malloc(seq_cap * sizeof(*seq)))) {
-				err = -ENOMEM;
-				goto out;
-			}
+		if (n == max && by_weight(a, (uint32_t)v, top[n - 1]) >= 0)
+			continue;
+		size_t lo = 0, hi = n;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			if (by_weight(a, (uint32_t)v, top[mid]) < 0)
+				hi = mid;
+			else
+				lo = mid + 1;
 		}
-		uint32_t len = 0;
-		for (size_t i = 0; i < n; i++) {
-			const uint32_t *funcs;
-			size_t k = sp_agg_frame_funcs(a, fr[i], &funcs);
-			if (len + k > seq_cap) {
-				seq_cap = (len + k) * 2;
-				uint32_t *bigger = realloc(seq, seq_cap * sizeof(*seq));
-				if (!bigger) {
-					err = -ENOMEM;
-					goto out;
-				}
-				seq = bigger;
-			}
-			/* A marker inside a damaged stack has no functions (and no array). */
-			if (k)
-				memcpy(seq + len, funcs, k * sizeof(*seq));
-			len += (uint32_t)k;
-		}
-		if (len && (err = sp_seq_groups_add(g, seq, len, a->stack_count[sid])))
-			goto out;
+		if (n < max)
+			n++;
+		memmove(top + lo + 1, top + lo, (n - 1 - lo) * sizeof(*top));
+		top[lo] = (uint32_t)v;
 	}
-	if (!(order = malloc((g->ngroups ? g->ngroups : 1) * sizeof(*order)))) {
-		err = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < g->ngroups; i++)
-		order[i] = (uint32_t)i;
-	struct stack_sort ctx = {.agg = a, .groups = g};
-	qsort_r(order, g->ngroups, sizeof(*order), by_count, &ctx);
-	*order_out = order;
-	order = NULL;
-out:
-	free(seq);
-	free(order);
-	return err;
+	*out = top;
+	*nout = n;
+	return 0;
 }

@@ -113,107 +113,164 @@ static void release_labels(struct labels *l)
 	sp_map_release(&l->index);
 }
 
-struct line {
-	size_t off; /* key, in the keys buffer */
-	uint64_t count;
+/* Stacks merged by labels: a tree over a->nodes, where functions with one label meet. */
+struct lnode {
+	uint32_t parent, label;
+	uint32_t child, next; /* first child, next sibling; 0 ends (node 0 is the root) */
+	uint64_t count;       /* samples whose stack is exactly this path */
 };
 
-static int by_key(const void *pa, const void *pb, void *ctx)
+/*
+ * One entry of a sibling set in output order: the node's own line ("P;label")
+ * or the lines below it ("P;label;..."), which sort apart: strcmp puts
+ * "a;x" after "a!" but "a" before it.
+ */
+struct item {
+	uint32_t node;
+	bool below;
+	size_t path_len; /* the parent's path text length */
+};
+
+struct folded {
+	struct lnode *nodes;
+	size_t n, cap;
+	struct sp_map index; /* parent << 32 | label -> node */
+	const struct labels *lab;
+	const char *empty;   /* the "[empty]" pseudo-label, at the root only */
+};
+
+static const char *item_label(const struct folded *fo, const struct item *it)
 {
-	const char *base = ctx;
-	return strcmp(base + ((const struct line *)pa)->off, base + ((const struct line *)pb)->off);
+	return it->node == UINT32_MAX ? fo->empty : label_text(fo->lab, fo->nodes[it->node].label);
 }
 
-static int grow_seq(uint32_t **seq, size_t *cap, size_t need)
+/* The order strcmp gives the lines: own line as "label\0", lines below as "label;". */
+static int by_text(const void *pa, const void *pb, void *ctx)
 {
-	if (need <= *cap)
+	const struct folded *fo = ctx;
+	const struct item *x = pa, *y = pb;
+	const unsigned char *s = (const unsigned char *)item_label(fo, x);
+	const unsigned char *t = (const unsigned char *)item_label(fo, y);
+	for (;; s++, t++) {
+		int c = *s ? *s : x->below ? ';' : 0;
+		int d = *t ? *t : y->below ? ';' : 0;
+		if (c != d)
+			return c - d;
+		if (!*s || !*t)
+			return 0;
+	}
+}
+
+static int lchild(struct folded *fo, uint32_t parent, uint32_t label, uint32_t *id)
+{
+	uint64_t key = (uint64_t)parent << 32 | label;
+	if (sp_map_get(&fo->index, key, id))
 		return 0;
-	size_t n = need * 2;
-	uint32_t *p = realloc(*seq, n * sizeof(*p));
-	if (!p)
-		return -ENOMEM;
-	*seq = p;
-	*cap = n;
+	int err = sp_array_reserve((void **)&fo->nodes, &fo->cap, fo->n + 1, sizeof(*fo->nodes));
+	if (!err)
+		err = sp_map_put(&fo->index, key, (uint32_t)fo->n);
+	if (err)
+		return err;
+	fo->nodes[fo->n] = (struct lnode){.parent = parent, .label = label,
+					  .next = fo->nodes[parent].child};
+	fo->nodes[parent].child = *id = (uint32_t)fo->n++;
 	return 0;
 }
 
+/* Push node's children (and the empty line at the root) as items, in reverse text order. */
+static int push_children(struct folded *fo, uint32_t node, uint64_t empty, size_t path_len,
+			 struct item **stack, size_t *sp, size_t *cap)
+{
+	size_t base = *sp;
+	for (uint32_t c = fo->nodes[node].child; c; c = fo->nodes[c].next)
+		for (int below = 0; below < 2; below++) {
+			if (below ? !fo->nodes[c].child : !fo->nodes[c].count)
+				continue;
+			if (sp_array_reserve((void **)stack, cap, *sp + 1, sizeof(**stack)))
+				return -ENOMEM;
+			(*stack)[(*sp)++] = (struct item){c, below, path_len};
+		}
+	if (empty) {
+		if (sp_array_reserve((void **)stack, cap, *sp + 1, sizeof(**stack)))
+			return -ENOMEM;
+		(*stack)[(*sp)++] = (struct item){UINT32_MAX, false, 0};
+	}
+	if (*sp - base < 2)
+		return 0;
+	qsort_r(*stack + base, *sp - base, sizeof(**stack), by_text, fo);
+	for (size_t i = base, j = *sp - 1; i < j; i++, j--) {
+		struct item t = (*stack)[i];
+		(*stack)[i] = (*stack)[j];
+		(*stack)[j] = t;
+	}
+	return 0;
+}
+
+/*
+ * Every stack by labels, root first, in the order of their text, written
+ * depth first with one path buffer: time proportional to the output.
+ */
 int sp_report_folded(struct sp_agg *a, FILE *out)
 {
-	struct sp_seq_groups g;
-	struct sp_buf keys;
 	struct labels lab = {0};
-	uint32_t *seq = NULL;
-	size_t seq_cap = 0;
-	struct line *lines = NULL;
+	struct folded fo = {.lab = &lab, .empty = "[empty]"};
+	struct sp_buf path;
+	struct item *stack = NULL;
+	uint32_t *lnode = NULL;
+	size_t sp = 0, cap = 0;
 	int err;
-	sp_seq_groups_init(&g);
-	sp_buf_init(&keys);
+	sp_buf_init(&path);
 	sp_buf_init(&lab.text);
 	sp_map_init(&lab.index);
+	sp_map_init(&fo.index);
 	if ((err = build_labels(a, &lab)))
 		goto out;
-
-	/*
-	 * Merge by label sequence, root first; each frame gives its containing
-	 * function, then the functions inlined into it, innermost last.  A
-	 * truncated stack's root-end frame is the marker, so it starts with
-	 * "[truncated]" and never merges with a stack that reached its real root.
-	 */
-	for (size_t sid = 1; sid < a->nstacks; sid++) {
-		if (!a->stack_count[sid])
-			continue;
-		const uint32_t *fr;
-		size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &fr);
-		uint32_t len = 0;
-		for (size_t i = n; i-- > 0;) {
-			const uint32_t *funcs;
-			size_t k = sp_agg_frame_funcs(a, fr[i], &funcs);
-			if ((err = grow_seq(&seq, &seq_cap, (size_t)len + (k ? k : 1))))
-				goto out;
-			if (!k)
-				seq[len++] = 0; /* the marker's label */
-			for (size_t j = k; j-- > 0;)
-				seq[len++] = lab.of_func[funcs[j]];
-		}
-		if ((err = sp_seq_groups_add(&g, seq, len, a->stack_count[sid])))
-			goto out;
-	}
-
-	/* One key string per line, NUL-separated in one buffer; lines sorted by key. */
-	size_t nlines = g.ngroups + (a->empty_samples ? 1 : 0);
-	lines = malloc((nlines ? nlines : 1) * sizeof(*lines));
-	if (!lines) {
+	if (!(lnode = malloc((a->nnodes ? a->nnodes : 1) * sizeof(*lnode))) ||
+	    sp_array_reserve((void **)&fo.nodes, &fo.cap, 1, sizeof(*fo.nodes))) {
 		err = -ENOMEM;
 		goto out;
 	}
-	for (size_t i = 0; i < g.ngroups; i++) {
-		const struct sp_seq_group *grp = &g.groups[i];
-		lines[i] = (struct line){.off = keys.len, .count = grp->count};
-		for (uint32_t j = 0; j < grp->len; j++) {
-			const char *text = label_text(&lab, g.ids[grp->off + j]);
-			if ((j && (err = sp_buf_append(&keys, ";", 1))) ||
-			    (err = sp_buf_append(&keys, text, strlen(text))))
-				goto out;
-		}
-		if ((err = sp_buf_append(&keys, "", 1)))
+	fo.nodes[0] = (struct lnode){0};
+	fo.n = 1;
+	lnode[0] = 0;
+	/*
+	 * Each frame gives its containing function, then the functions inlined
+	 * into it, innermost last; a truncated stack starts with "[truncated]"
+	 * (label 0), so it never merges with one that reached its real root.
+	 */
+	for (size_t v = 1; v < a->nnodes; v++) {
+		const struct sp_agg_node *nd = &a->nodes[v];
+		uint32_t label = nd->func < a->nfuncs ? lab.of_func[nd->func] : 0;
+		if ((err = lchild(&fo, lnode[nd->parent], label, &lnode[v])))
 			goto out;
+		fo.nodes[lnode[v]].count = sp_u64_add_sat(fo.nodes[lnode[v]].count, nd->count);
 	}
 	/* Empty stacks stay visible: a flame graph without them overstates every share. */
-	if (a->empty_samples) {
-		lines[g.ngroups] = (struct line){.off = keys.len, .count = a->empty_samples};
-		if ((err = sp_buf_append(&keys, "[empty]", sizeof("[empty]"))))
+	if ((err = push_children(&fo, 0, a->empty_samples, 0, &stack, &sp, &cap)))
+		goto out;
+	while (sp) {
+		struct item it = stack[--sp];
+		const char *text = item_label(&fo, &it);
+		path.len = it.path_len;
+		if ((path.len && (err = sp_buf_append(&path, ";", 1))) ||
+		    (err = sp_buf_append(&path, text, strlen(text))))
 			goto out;
+		if (it.below) {
+			if ((err = push_children(&fo, it.node, 0, path.len, &stack, &sp, &cap)))
+				goto out;
+			continue;
+		}
+		uint64_t count = it.node == UINT32_MAX ? a->empty_samples : fo.nodes[it.node].count;
+		fwrite(path.data, 1, path.len, out);
+		fprintf(out, " %" PRIu64 "\n", count);
 	}
-	qsort_r(lines, nlines, sizeof(*lines), by_key, keys.data);
-	for (size_t i = 0; i < nlines; i++)
-		fprintf(out, "%s %" PRIu64 "\n", (const char *)keys.data + lines[i].off,
-			lines[i].count);
 	err = 0;
 out:
-	free(seq);
-	free(lines);
-	sp_buf_release(&keys);
+	free(lnode);
+	free(stack);
+	free(fo.nodes);
+	sp_map_release(&fo.index);
+	sp_buf_release(&path);
 	release_labels(&lab);
-	sp_seq_groups_release(&g);
 	return err;
 }

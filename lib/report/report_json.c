@@ -175,28 +175,34 @@ static int put_functions(struct json *j, const struct sp_agg *a, const struct sp
 static int put_stacks(struct json *j, struct sp_agg *a, const struct sp_report_opts *opts)
 {
 	uint32_t max_stacks = opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS;
-	struct sp_seq_groups g;
-	uint32_t *order = NULL;
-	sp_seq_groups_init(&g);
-	int err = sp_agg_heaviest(a, &g, &order);
+	uint32_t *top = NULL, *path = NULL;
+	size_t ntop = 0, path_cap = 0;
+	int err = sp_agg_heaviest(a, max_stacks, &top, &ntop);
 	if (!err) {
 		fputs(",\n\"stacks\":[", j->out);
-		for (size_t i = 0; i < g.ngroups && i < max_stacks; i++) {
-			const struct sp_seq_group *grp = &g.groups[order[i]];
-			fprintf(j->out, "%s{\"samples\":%" PRIu64, i ? ",\n" : "\n", grp->count);
-			put_key_share(j, "percent", grp->count, a->whole);
+		for (size_t i = 0; !err && i < ntop; i++) {
+			uint64_t count = a->nodes[top[i]].count;
+			size_t len = sp_agg_node_path(a, top[i], &path, &path_cap);
+			if (!len) {
+				err = -ENOMEM;
+				break;
+			}
+			fprintf(j->out, "%s{\"samples\":%" PRIu64, i ? ",\n" : "\n", count);
+			put_key_share(j, "percent", count, a->whole);
 			fputs(",\"frames\":[", j->out);
-			for (uint32_t k = 0; k < grp->len; k++) {
-				fputs(k ? ",{" : "{", j->out);
-				put_func(j, &a->funcs[g.ids[grp->off + k]]);
+			for (size_t k = 0, shown = 0; k < len; k++) {
+				if (path[k] >= a->nfuncs)
+					continue; /* a marker inside a damaged stack */
+				fputs(shown++ ? ",{" : "{", j->out);
+				put_func(j, &a->funcs[path[k]]);
 				fputc('}', j->out);
 			}
 			fputs("]}", j->out);
 		}
 		fputc(']', j->out);
 	}
-	free(order);
-	sp_seq_groups_release(&g);
+	free(top);
+	free(path);
 	return err;
 }
 

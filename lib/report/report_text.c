@@ -77,22 +77,30 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	uint32_t max_stacks = opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS;
-	struct sp_seq_groups g;
-	uint32_t *order = NULL;
-	sp_seq_groups_init(&g);
-	int err = sp_agg_heaviest(a, &g, &order);
+	uint32_t *top = NULL, *path = NULL;
+	size_t ntop = 0, path_cap = 0;
+	int err = sp_agg_heaviest(a, max_stacks, &top, &ntop);
 	if (err)
 		goto out;
 	fprintf(out, "\nHeaviest stacks (complete stacks, leaf first)\n");
-	if (!g.ngroups)
+	if (!ntop)
 		fprintf(out, "  (no complete stacks)\n");
 	size_t width = sp_text_width(opts);
-	for (size_t i = 0; i < g.ngroups && i < max_stacks; i++) {
-		const struct sp_seq_group *grp = &g.groups[order[i]];
-		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(grp->count, a->whole),
-			grp->count, grp->count == 1 ? "" : "s");
-		for (uint32_t j = 0; j < grp->len; j++) {
-			const struct sp_agg_func *f = &a->funcs[g.ids[grp->off + j]];
+	for (size_t i = 0; i < ntop; i++) {
+		uint64_t count = a->nodes[top[i]].count;
+		size_t len = sp_agg_node_path(a, top[i], &path, &path_cap);
+		if (!len) {
+			err = -ENOMEM;
+			goto out;
+		}
+		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(count, a->whole), count,
+			count == 1 ? "" : "s");
+		for (size_t j = 0; j < len; j++) {
+			if (path[j] >= a->nfuncs) {
+				fputs("    [truncated]\n", out); /* a marker inside a damaged stack */
+				continue;
+			}
+			const struct sp_agg_func *f = &a->funcs[path[j]];
 			/* "    function [marks] (module)", both cut to the width. */
 			size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
 			size_t mw = strlen(f->module), fw = sp_text_func_width(f);
@@ -106,8 +114,8 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 		}
 	}
 out:
-	free(order);
-	sp_seq_groups_release(&g);
+	free(top);
+	free(path);
 	return err;
 }
 

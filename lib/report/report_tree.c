@@ -28,8 +28,6 @@ struct tree {
 	size_t n, cap;
 	struct sp_map index; /* (parent + 1) << 32 | func -> node id */
 	uint32_t first_root;
-	uint32_t *seq;       /* scratch: one stack's function ids, leaf first */
-	size_t seq_cap;
 };
 
 static int child_of(struct tree *t, uint32_t parent, uint32_t func, uint32_t *id)
@@ -49,47 +47,109 @@ static int child_of(struct tree *t, uint32_t parent, uint32_t func, uint32_t *id
 	return 0;
 }
 
-/* The functions of stack sid, leaf first; a marker frame is one MARKER entry. */
-static int stack_seq(struct tree *t, uint32_t sid, size_t *len)
+static uint32_t func_of(const struct sp_agg *a, uint32_t node)
 {
-	const uint32_t *fr;
-	size_t n = sp_agg_stack_frames(t->agg, sid, &fr), k = 0;
-	for (size_t i = 0; i < n; i++) {
-		const uint32_t *funcs;
-		size_t m = sp_agg_frame_funcs(t->agg, fr[i], &funcs);
-		int err = sp_array_reserve((void **)&t->seq, &t->seq_cap, k + (m ? m : 1), sizeof(*t->seq));
+	return a->nodes[node].func < a->nfuncs ? a->nodes[node].func : MARKER;
+}
+
+/* Top-down: the aggregation's merged stacks themselves (node v + 1 is tree node v). */
+static int build_top_down(struct tree *t)
+{
+	struct sp_agg *a = t->agg;
+	for (size_t v = 1; v < a->nnodes; v++) {
+		uint32_t id, p = a->nodes[v].parent;
+		int err = child_of(t, p ? p - 1 : ROOT, func_of(a, (uint32_t)v), &id);
 		if (err)
 			return err;
-		if (!m)
-			t->seq[k++] = MARKER;
-		for (size_t j = 0; j < m; j++)
-			t->seq[k++] = funcs[j];
+		t->nodes[id].total = a->nodes[v].total;
+		t->nodes[id].self = a->nodes[v].count;
 	}
-	*len = k;
 	return 0;
 }
 
-static int build(struct tree *t, bool inverted)
+/*
+ * Bottom-up, one level at a time: each tree node keeps the merged-stack
+ * nodes that reach it (cursors), and only a node the print shows (over the
+ * limit) moves its cursors one caller up to make its children.  Two cursors
+ * of one tree node are never the same merged node, so the work is bounded by
+ * what is shown, not by the stacks' depths.
+ */
+struct cursor {
+	uint32_t tree_node; /* while grouping: the child it goes to */
+	uint32_t node;      /* a node of a->nodes */
+	uint64_t count;
+};
+
+static int by_tree_node(const void *pa, const void *pb)
+{
+	const struct cursor *x = pa, *y = pb;
+	return (x->tree_node > y->tree_node) - (x->tree_node < y->tree_node);
+}
+
+static int build_inverted(struct tree *t, double limit)
 {
 	struct sp_agg *a = t->agg;
-	for (size_t sid = 1; sid < a->nstacks; sid++) {
-		uint64_t count = a->stack_count[sid];
-		size_t n;
-		if (!count)
+	struct cursor *pool = NULL, *next = NULL;
+	size_t npool = 0, pool_cap = 0, nnext = 0, next_cap = 0;
+	size_t *off = NULL, *len = NULL, off_cap = 0, len_cap = 0;
+	int err = 0;
+	/* Level 1: the leaf functions. */
+	for (size_t v = 1; !err && v < a->nnodes; v++) {
+		if (!a->nodes[v].count)
 			continue;
-		int err = stack_seq(t, (uint32_t)sid, &n);
-		uint32_t node = ROOT;
-		for (size_t i = 0; !err && i < n; i++) {
-			err = child_of(t, node, t->seq[inverted ? i : n - 1 - i], &node);
-			if (!err)
-				t->nodes[node].total += count;
-		}
-		if (err)
-			return err;
-		if (node != ROOT)
-			t->nodes[node].self += count;
+		uint32_t id;
+		if ((err = child_of(t, ROOT, func_of(a, (uint32_t)v), &id)) ||
+		    (err = sp_array_reserve((void **)&next, &next_cap, nnext + 1, sizeof(*next))))
+			break;
+		t->nodes[id].total += a->nodes[v].count;
+		next[nnext++] = (struct cursor){id, (uint32_t)v, a->nodes[v].count};
 	}
-	return 0;
+	for (size_t done = 0; !err;) {
+		/* Hand the grouped cursors to their tree nodes. */
+		qsort(next, nnext, sizeof(*next), by_tree_node);
+		if ((err = sp_array_reserve((void **)&off, &off_cap, t->n, sizeof(*off))) ||
+		    (err = sp_array_reserve((void **)&len, &len_cap, t->n, sizeof(*len))) ||
+		    (err = sp_array_reserve((void **)&pool, &pool_cap, npool + nnext, sizeof(*pool))))
+			break;
+		for (size_t i = 0; i < nnext; i++) {
+			uint32_t id = next[i].tree_node;
+			if (!i || next[i - 1].tree_node != id) {
+				off[id] = npool;
+				len[id] = 0;
+			}
+			pool[npool++] = next[i];
+			len[id]++;
+		}
+		nnext = 0;
+		size_t level_end = t->n;
+		/* Expand the nodes made by the last level that the print will show. */
+		for (; !err && done < level_end; done++) {
+			struct node *nd = &t->nodes[done];
+			if (sp_text_pct(nd->total, a->whole) < limit)
+				continue;
+			for (size_t i = 0; !err && i < len[done]; i++) {
+				struct cursor c = pool[off[done] + i];
+				uint32_t up = a->nodes[c.node].parent, id;
+				if (!up) {
+					t->nodes[done].self += c.count; /* the stack's root */
+					continue;
+				}
+				if ((err = child_of(t, (uint32_t)done, func_of(a, up), &id)) ||
+				    (err = sp_array_reserve((void **)&next, &next_cap, nnext + 1,
+							    sizeof(*next))))
+					break;
+				t->nodes[id].total += c.count;
+				next[nnext++] = (struct cursor){id, up, c.count};
+			}
+		}
+		if (!nnext)
+			break;
+	}
+	free(pool);
+	free(next);
+	free(off);
+	free(len);
+	return err;
 }
 
 static int by_weight(const void *pa, const void *pb, void *ctx)
@@ -203,7 +263,7 @@ int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *ou
 	sp_map_init(&t.index);
 	double limit = opts->percent_limit >= 0 ? opts->percent_limit : TREE_LIMIT_DEFAULT;
 	bool inverted = opts->inverted;
-	int err = build(&t, inverted);
+	int err = inverted ? build_inverted(&t, limit) : build_top_down(&t);
 	if (!err) {
 		if (inverted)
 			fprintf(out, "\nCallers (bottom-up: each leaf function, then its callers)\n"
@@ -219,6 +279,5 @@ int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *ou
 		fprintf(out, "(entries under %.2g%% not shown)\n", limit);
 	sp_map_release(&t.index);
 	free(t.nodes);
-	free(t.seq);
 	return err;
 }

@@ -65,9 +65,11 @@ void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, 
 
 /* (lib/report/heaviest.c) */
 /*
- * The complete stacks of a merged by function sequence (leaf first), into g,
- * and their order, heaviest first, ties by names (malloc'd *order).  0 or -ENOMEM.
+ * The max heaviest complete stacks of a (nodes of a->nodes that samples end
+ * at, none truncated), heaviest first, ties by names leaf first, into a
+ * malloc'd *nodes of *n entries.  Time proportional to a's nodes (times
+ * log max), never to the stacks' depths.  0 or -ENOMEM.
  */
-int sp_agg_heaviest(struct sp_agg *a, struct sp_seq_groups *g, uint32_t **order);
+int sp_agg_heaviest(struct sp_agg *a, size_t max, uint32_t **nodes, size_t *n);
 
 #endif

@@ -155,7 +155,7 @@ static int parse_stack(struct sp_spool *s, struct cur *c)
 	/* Deeper than any recorder writes: only a hostile file chains so far. */
 	uint32_t depth = (uint32_t)s->stack_depth[id - back] + 1;
 	if (depth > SP_SPOOL_MAX_DEPTH)
-		return CORRUPT;
+		return -SP_E_SPOOL_TOO_DEEP;
 	void *q = sp_grow_array(s->stack_depth, &s->depth_cap, id, sizeof(uint16_t));
 	if (!q)
 		return -ENOMEM;

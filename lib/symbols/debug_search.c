@@ -17,6 +17,14 @@ static void note_mismatch(struct sp_symbolizer *sym, uint32_t n, const char *pat
 								    strlen(path));
 }
 
+void sp_sym_note_not_inflated(struct sp_symbolizer *sym, uint32_t n, const char *path)
+{
+	sym->stats.sections_not_inflated += n;
+	if (n && path && !sym->stats.section_not_inflated_file)
+		sym->stats.section_not_inflated_file = sp_arena_strndup(&sym->strings, path,
+									 strlen(path));
+}
+
 /* What sp_debug_file_find looks for: f's separate debug file. */
 static struct sp_debug_query debug_query(const struct file_entry *f)
 {
@@ -28,6 +36,27 @@ static struct sp_debug_query debug_query(const struct file_entry *f)
 		.debuglink_crc = f->debuglink_crc,
 		.dirs = f->owner->debug_dirs,
 	};
+}
+
+/*
+ * A DWARF alternate file (dwz's .gnu_debugaltlink), found by libdwfl's own
+ * search, goes to dwarf_begin_elf too: bounded like a debug file, as a copy
+ * in memory when it has sections past the bounds (its build-id is not at
+ * hand here, so no cache copy).  Returns the fd to use, or -1 (ENOENT).
+ */
+static int bound_alternate(struct sp_symbolizer *sym, int fd, const char *name)
+{
+	struct sp_debug_copy copy;
+	int cfd = sp_debug_cache_open(NULL, 0, NULL, 0, fd, &copy);
+	if (sym)
+		sp_sym_note_not_inflated(sym, copy.inflate.over_limit, name);
+	if (copy.refused || cfd >= 0)
+		close(fd);
+	if (copy.refused) {
+		errno = ENOENT;
+		return -1;
+	}
+	return cfd >= 0 ? cfd : fd;
 }
 
 /*
@@ -47,10 +76,12 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 	/* The main request names the file's own debug link, or none when it has none. */
 	bool own = f && (!debuglink_file ||
 			 (f->debuglink && !strcmp(debuglink_file, f->debuglink)));
-	if (!own)
-		return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
-						    debuglink_file, debuglink_crc,
-						    debuginfo_file_name);
+	if (!own) {
+		int fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name,
+						      debuglink_file, debuglink_crc,
+						      debuginfo_file_name);
+		return fd < 0 ? fd : bound_alternate(f ? f->owner : NULL, fd, *debuginfo_file_name);
+	}
 	struct sp_symbolizer *sym = f->owner;
 	struct sp_debug_query q = debug_query(f);
 	int fd = -1;
@@ -98,21 +129,33 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		 */
 		free(*debuginfo_file_name);
 		*debuginfo_file_name = NULL;
-		char *cached = NULL;
-		bool made;
-		int cfd = sp_debug_cache_open(sym->cache_dir, q.build_id, q.build_id_len, fd,
-					      &cached, &made);
+		/*
+		 * libdwfl hands the file to dwarf_begin_elf as soon as this
+		 * returns: sections past the inflation bounds reach it only as a
+		 * copy without them.
+		 */
+		struct sp_debug_copy copy;
+		int cfd = sp_debug_cache_open(sym->cache_dir, sym->cache_max, q.build_id,
+					      q.build_id_len, fd, &copy);
+		sym->stats.cache_files_evicted += copy.evicted;
+		sym->stats.cache_files_too_large += copy.too_large;
+		if (!f->debug_bounded) {
+			f->debug_bounded = true;
+			sp_sym_note_not_inflated(sym, copy.inflate.over_limit, f->debug_path);
+		}
+		if (copy.refused) {
+			close(fd);
+			goto none;
+		}
 		if (cfd >= 0) {
 			close(fd);
 			fd = cfd;
-			if (!f->debug_cached)
+			if (copy.path && !f->debug_cached)
 				sym->stats.debug_files_cached++;
-			f->debug_cached = true;
-			sym->stats.debug_files_cache_written += made;
-			*debuginfo_file_name = cached;
-		} else {
-			*debuginfo_file_name = strdup(f->debug_path);
+			f->debug_cached |= copy.path != NULL;
+			sym->stats.debug_files_cache_written += copy.made;
 		}
+		*debuginfo_file_name = copy.path ? copy.path : strdup(f->debug_path);
 		return fd;
 	}
 none:

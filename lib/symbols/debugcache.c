@@ -1,11 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Decompressed copies of separate debug files, kept by build-id.  Debian's
- * -dbg packages compress their DWARF (SHF_COMPRESSED, zlib), and libdw
- * inflates every debug section of a file when it opens it: 40 ms for
- * libc6-dbg's libc, paid by every report that reaches one libc frame.  The
- * copy is made once, on the first report that needs the file, and then
- * mapped as it is.
+ * Debug files made fit for libdw: decompressed copies kept by build-id, and
+ * copies without the sections no one may inflate.  Debian's -dbg packages
+ * compress their DWARF (SHF_COMPRESSED, zlib), and libdw inflates every
+ * debug section of a file when it opens it: 40 ms for libc6-dbg's libc,
+ * paid by every report that reaches one libc frame.  The copy is made once,
+ * on the first report that needs the file, and then mapped as it is.
+ *
+ * A debug file may also claim more than anyone should inflate (a bomb: a
+ * few hundred KB claiming gigabytes).  libdwfl opens a debug file and hands
+ * it to dwarf_begin_elf at once, with no chance to hide a section in
+ * between, so such a file reaches libdw only as a copy without those
+ * sections: in the cache (the others inflated), or when there is no cache,
+ * in memory (the others left compressed): either way libdw sees the same
+ * DWARF, and the reports are the same.
  */
 #include "symbols/symbols.h"
 
@@ -16,32 +24,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 /* Below this many compressed bytes, inflating costs less than a copy on disk. */
 #define MIN_COMPRESSED_BYTES (256u * 1024u)
-
-char *sp_debug_cache_dir(const char *dir)
-{
-	char *out = NULL;
-	if (!dir)
-		dir = getenv("STACKPULSE_CACHE_DIR");
-	if (dir) {
-		/* An explicit empty directory switches the cache off. */
-		return *dir == '/' ? strdup(dir) : NULL;
-	}
-	const char *xdg = getenv("XDG_CACHE_HOME");
-	const char *home = getenv("HOME");
-	if (xdg && *xdg == '/') {
-		if (asprintf(&out, "%s/stackpulse", xdg) < 0)
-			out = NULL;
-	} else if (home && *home == '/') {
-		if (asprintf(&out, "%s/.cache/stackpulse", home) < 0)
-			out = NULL;
-	}
-	return out;
-}
 
 /* Bytes of SHF_COMPRESSED sections in elf; 0 when none (or not ELF). */
 static uint64_t compressed_bytes(Elf *elf)
@@ -62,11 +50,13 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 }
 
 /*
- * Write in's sections to out_fd with every compressed section inflated.
- * Allocated sections keep their file offsets (the program headers point at
- * them); the others follow them, then the section header table.
+ * Write in's sections to out_fd, every compressed section inflated when
+ * inflate is true, else copied as it is.  Sections hidden by
+ * sp_elf_bound_inflation (SHT_NOBITS now) take no room.  Allocated sections
+ * keep their file offsets (the program headers point at them); the others
+ * follow them, then the section header table.
  */
-static int write_decompressed(Elf *in, int out_fd)
+static int write_copy(Elf *in, int out_fd, bool inflate)
 {
 	GElf_Ehdr eh;
 	size_t phnum, shnum;
@@ -104,7 +94,9 @@ static int write_decompressed(Elf *in, int out_fd)
 	while ((scn = elf_nextscn(in, scn))) {
 		if (!gelf_getshdr(scn, &sh))
 			goto out;
-		if ((sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS) {
+		bool compressed = (sh.sh_flags & SHF_COMPRESSED) && sh.sh_type != SHT_NOBITS;
+		/* Only sections sp_elf_bound_inflation kept are still compressed here. */
+		if (compressed && inflate) {
 			if (elf_compress(scn, 0, 0) < 0 || !gelf_getshdr(scn, &sh))
 				goto out;
 		}
@@ -112,7 +104,9 @@ static int write_decompressed(Elf *in, int out_fd)
 		if (!o)
 			goto out;
 		if (sh.sh_type != SHT_NOBITS) {
-			Elf_Data *d = elf_getdata(scn, NULL);
+			/* Copied as they are: raw bytes, their header not converted. */
+			Elf_Data *d = compressed && !inflate ? elf_rawdata(scn, NULL)
+							     : elf_getdata(scn, NULL);
 			Elf_Data *od = elf_newdata(o);
 			if (!od)
 				goto out;
@@ -144,106 +138,7 @@ out:
 	return err;
 }
 
-/*
- * Whether the directory fd (named name, a component of the cache path) may be
- * gone through (last false) or may hold the cache (last true).  A directory
- * another user could change lets them swap what lies below for a symlink
- * into any directory root can write.
- */
-static const char *dir_refusal(int fd, bool last)
-{
-	struct stat st;
-	if (fstat(fd, &st))
-		return "cannot be read";
-	if (!S_ISDIR(st.st_mode))
-		return "not a directory";
-	if (last) {
-		if (st.st_uid != geteuid())
-			return "owned by another user";
-		if (st.st_mode & (S_IWGRP | S_IWOTH))
-			return "writable by group or others";
-		return NULL;
-	}
-	if (st.st_uid != 0 && st.st_uid != geteuid())
-		return "inside a directory owned by another user";
-	/* /tmp: others may add entries, but only their owner may rename or remove them. */
-	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
-		return "inside a directory writable by group or others";
-	return NULL;
-}
-
-int sp_cache_dir_check(const char *path, bool create, const char **why)
-{
-	const char *unused;
-	why = why ? why : &unused;
-	*why = NULL;
-	if (path[0] != '/')
-		return -EINVAL;
-	int fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	int err = 0;
-	const char *p = path;
-	while (!err) {
-		while (*p == '/')
-			p++;
-		if (!*p)
-			break;
-		size_t n = strcspn(p, "/");
-		char name[NAME_MAX + 1];
-		if (n > NAME_MAX) {
-			err = -ENAMETOOLONG;
-			break;
-		}
-		memcpy(name, p, n);
-		name[n] = '\0';
-		p += n;
-		bool last = !p[strspn(p, "/")];
-		/* O_NOFOLLOW | O_DIRECTORY: a symlink component fails (ELOOP or ENOTDIR). */
-		int next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		if (next < 0 && errno == ENOENT && create) {
-			if (mkdirat(fd, name, 0700) && errno != EEXIST) {
-				err = -errno;
-				break;
-			}
-			next = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		}
-		if (next < 0) {
-			err = -errno;
-			if (err == -ELOOP || err == -ENOTDIR) {
-				*why = "a symbolic link or not a directory";
-				err = -EPERM;
-			}
-			break;
-		}
-		close(fd);
-		fd = next;
-		if ((*why = dir_refusal(fd, last)))
-			err = -EPERM;
-	}
-	close(fd);
-	return err;
-}
-
-int sp_cache_make_dirs(const char *path)
-{
-	return sp_cache_dir_check(path, true, NULL);
-}
-
-int sp_cache_open_own(const char *path, struct stat *st)
-{
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
-	if (fd < 0)
-		return -1;
-	if (fstat(fd, st) || !S_ISREG(st->st_mode) || st->st_uid != geteuid() ||
-	    (st->st_mode & (S_IWGRP | S_IWOTH))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
-}
-
-/* A cached copy we may trust: sp_cache_open_own's, with the right build-id. */
+/* A cached copy we may trust: sp_cache_open_own's, with the right build-id; marked as used. */
 static int open_cached(const char *path, const struct sp_debug_query *q)
 {
 	struct stat st;
@@ -252,62 +147,121 @@ static int open_cached(const char *path, const struct sp_debug_query *q)
 		close(fd);
 		return -1;
 	}
+	if (fd >= 0)
+		sp_cache_touch(fd, &st);
 	return fd;
 }
 
-int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
-			int fd, char **path_out, bool *made)
+/*
+ * What the copy of the file open on fd takes on disk, at most: the file, its
+ * kept sections inflated (st), and room for alignment.
+ */
+static uint64_t copy_size(int fd, const struct sp_inflate_stats *st)
 {
-	*path_out = NULL;
-	*made = false;
-	if (!cache_dir || !build_id_len || build_id_len > SP_BUILD_ID_MAX)
+	struct stat fst;
+	uint64_t size = fstat(fd, &fst) ? 0 : (uint64_t)fst.st_size;
+	return sp_u64_add_sat(size, sp_u64_add_sat(st->kept_bytes, 1u << 20));
+}
+
+/*
+ * Make the cache's copy of in (the file open on fd) at path, in dir: an fd
+ * on it, or -1.  Room is made first, least recently used files going
+ * (out->evicted); a copy that alone would pass the bound is not made
+ * (out->too_large).
+ */
+static int make_cached(Elf *in, int fd, const char *cache_dir, uint64_t cache_max,
+		       const char *dir, const char *path, const char *hex,
+		       const struct sp_debug_query *q, struct sp_debug_copy *out)
+{
+	char *tmp = NULL;
+	int r = sp_cache_make_room(cache_dir, cache_max, copy_size(fd, &out->inflate),
+				   &out->evicted);
+	out->too_large = r == -EFBIG;
+	/* Made beside its final name and renamed: readers see no half-written file. */
+	if (r || sp_cache_make_dirs(dir) || asprintf(&tmp, "%s/.%s.XXXXXX", dir, hex) < 0)
+		return -1;
+	int tfd = mkostemp(tmp, O_CLOEXEC);
+	int cfd = -1;
+	if (tfd >= 0) {
+		if (write_copy(in, tfd, true) || fsync(tfd) || rename(tmp, path))
+			unlink(tmp);
+		else
+			cfd = open_cached(path, q);
+		close(tfd);
+	}
+	free(tmp);
+	return cfd;
+}
+
+/* An unnamed copy of in, in memory, its kept sections left compressed: an fd, or -1. */
+static int make_in_memory(Elf *in)
+{
+	int mfd = memfd_create("stackpulse-debug", MFD_CLOEXEC);
+	if (mfd < 0)
+		return -1;
+	if (write_copy(in, mfd, false) || lseek(mfd, 0, SEEK_SET)) {
+		close(mfd);
+		return -1;
+	}
+	return mfd;
+}
+
+int sp_debug_cache_open(const char *cache_dir, uint64_t cache_max, const uint8_t *build_id,
+			size_t build_id_len, int fd, struct sp_debug_copy *out)
+{
+	*out = (struct sp_debug_copy){.fd = -1};
+	if (build_id_len > SP_BUILD_ID_MAX)
 		return -1;
 	sp_elf_init();
 	Elf *in = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!in)
 		return -1;
-	int out_fd = -1;
-	char *dir = NULL, *path = NULL, *tmp = NULL;
-	if (elf_kind(in) != ELF_K_ELF || compressed_bytes(in) < MIN_COMPRESSED_BYTES)
+	char *dir = NULL, *path = NULL;
+	if (elf_kind(in) != ELF_K_ELF)
 		goto out;
-	char hex[2 * SP_BUILD_ID_MAX + 1];
+	/* Nothing past the bounds may reach libdw: hidden here, so left out of any copy. */
+	if (sp_elf_bound_inflation(in, NULL, &out->inflate)) {
+		out->refused = true;
+		goto out;
+	}
+	bool bomb = out->inflate.over_limit > 0;
+	if (!bomb && compressed_bytes(in) < MIN_COMPRESSED_BYTES)
+		goto out;
+	struct sp_debug_query q = {.build_id = build_id, .build_id_len = build_id_len};
+	char hex[2 * SP_BUILD_ID_MAX + 1] = "";
 	for (size_t i = 0; i < build_id_len; i++)
 		snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
-	if (asprintf(&dir, "%s/debug", cache_dir) < 0) {
-		dir = NULL;
-		goto out;
+	if (cache_dir && build_id_len) {
+		if (asprintf(&dir, "%s/debug", cache_dir) < 0)
+			dir = NULL;
+		else if (asprintf(&path, "%s/%s.debug", dir, hex) < 0)
+			path = NULL;
 	}
-	if (asprintf(&path, "%s/%s.debug", dir, hex) < 0) {
+	if (path) {
+		out->fd = open_cached(path, &q);
+		struct stat cst;
+		/* Larger than the file's copy can be: made before the bounds, the bomb inside. */
+		if (out->fd >= 0 && (fstat(out->fd, &cst) ||
+				     (uint64_t)cst.st_size > copy_size(fd, &out->inflate))) {
+			close(out->fd);
+			out->fd = -1;
+		}
+		if (out->fd < 0) {
+			out->fd = make_cached(in, fd, cache_dir, cache_max, dir, path, hex, &q,
+					      out);
+			out->made = out->fd >= 0;
+		}
+	}
+	if (out->fd >= 0) {
+		out->path = path;
 		path = NULL;
-		goto out;
+	} else if (bomb) {
+		out->fd = make_in_memory(in);
+		out->refused = out->fd < 0;
 	}
-	struct sp_debug_query q = {.build_id = build_id, .build_id_len = build_id_len};
-	out_fd = open_cached(path, &q);
-	if (out_fd >= 0)
-		goto out;
-	/* Made beside its final name and renamed: readers see no half-written file. */
-	if (sp_cache_make_dirs(dir) || asprintf(&tmp, "%s/.%s.XXXXXX", dir, hex) < 0) {
-		tmp = NULL;
-		goto out;
-	}
-	int tfd = mkostemp(tmp, O_CLOEXEC);
-	if (tfd < 0)
-		goto out;
-	if (write_decompressed(in, tfd) || fsync(tfd) || rename(tmp, path)) {
-		close(tfd);
-		unlink(tmp);
-		goto out;
-	}
-	close(tfd);
-	out_fd = open_cached(path, &q);
-	*made = out_fd >= 0;
 out:
 	elf_end(in);
 	free(dir);
-	free(tmp);
-	if (out_fd >= 0)
-		*path_out = path;
-	else
-		free(path);
-	return out_fd;
+	free(path);
+	return out->fd;
 }

@@ -4,14 +4,12 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -123,42 +121,27 @@ static bool trusted(const struct search *s, const struct stat *st)
 }
 
 /*
- * open(2) path with no symlink anywhere on it (openat2(2)'s
- * RESOLVE_NO_SYMLINKS), or, before Linux 5.6, none as its last component.
- */
-static int open_no_symlinks(const char *path, int flags)
-{
-#ifdef SYS_openat2
-	struct open_how how = {.flags = (uint64_t)flags, .resolve = RESOLVE_NO_SYMLINKS};
-	long fd = syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
-	if (fd >= 0 || errno != ENOSYS)
-		return (int)fd;
-#endif
-	return open(path, flags | O_NOFOLLOW);
-}
-
-/*
- * Open one candidate as perf maps are opened (perfmap.c): O_NONBLOCK, so that
- * a FIFO planted there cannot hang us, and no symlink followed, so that one
- * planted beside a module file cannot make us open or read whatever it
- * names (a CRC check reads the whole file).  O_NOFOLLOW guards the last
- * component only, which is enough where only root or the user could have
- * made a symlinked directory (/usr/lib/debug, STACKPULSE_DEBUG_DIRS); beside
- * the module file a symlinked directory (FILEDIR/.debug -> /etc) is refused
- * too.  Symlinks are followed in build-id trees: Fedora's and Arch's
- * .build-id entries link to the debug files, and a file found there is
- * proven by build-id, which reads a few headers.  Then only a regular file
- * that trusted() accepts will do.  Returns the fd; -1 with *refused set when
- * a file is there but refused, -1 alone when there is none (or a directory,
- * a FIFO, the module file itself).
+ * Open one candidate as perf maps are opened (perfmap.c): only a regular
+ * file, so that a FIFO planted there can neither hang us nor be opened at
+ * all, and no symlink followed, so that one planted beside a module file
+ * cannot make us open or read whatever it names (a CRC check reads the whole
+ * file).  O_NOFOLLOW guards the last component only, which is enough where
+ * only root or the user could have made a symlinked directory
+ * (/usr/lib/debug, STACKPULSE_DEBUG_DIRS); beside the module file a symlink
+ * anywhere on the path (FILEDIR/.debug -> /etc) is refused too.  Symlinks
+ * are followed in build-id trees: Fedora's and Arch's .build-id entries link
+ * to the debug files, and a file found there is proven by build-id, which
+ * reads a few headers.  Then only a file that trusted() accepts will do.
+ * Returns the fd; -1 with *refused set when a file is there but refused, -1
+ * alone when there is none (or a directory, a FIFO, the module file itself).
  */
 static int open_candidate(const struct search *s, const char *path, bool *refused)
 {
 	*refused = false;
-	int flags = O_RDONLY | O_CLOEXEC | O_NONBLOCK;
-	int fd = s->in_build_id_tree ? open(path, flags)
-		 : s->beside_module  ? open_no_symlinks(path, flags)
-				     : open(path, flags | O_NOFOLLOW);
+	int fd = sp_open_regular(path, O_RDONLY | O_NONBLOCK,
+				 s->in_build_id_tree ? SP_RESOLVE_FOLLOW
+				 : s->beside_module  ? SP_RESOLVE_NO_SYMLINKS
+						     : SP_RESOLVE_NOFOLLOW);
 	if (fd < 0) {
 		/* A symlink on the way: refused, when it leads to something. */
 		struct stat st;
@@ -166,10 +149,9 @@ static int open_candidate(const struct search *s, const char *path, bool *refuse
 		return -1;
 	}
 	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    (s->have_main_st && st.st_dev == s->main_st.st_dev &&
-	     st.st_ino == s->main_st.st_ino)) {
-		/* Not a file, or the module file itself (a debug link naming its own file). */
+	if (fstat(fd, &st) || (s->have_main_st && st.st_dev == s->main_st.st_dev &&
+			       st.st_ino == s->main_st.st_ino)) {
+		/* The module file itself (a debug link naming its own file). */
 		close(fd);
 		return -1;
 	}

@@ -65,6 +65,15 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 	if (!elf)
 		goto close_fd;
 	int err = sp_elf_info_read(elf, &f->info);
+	/*
+	 * libdwfl relocates a relocatable file's sections (inflating compressed
+	 * ones) before anything can hide them: such a file with sections past
+	 * the inflation bounds is not used.  Processes map ET_EXEC and ET_DYN.
+	 */
+	struct sp_inflate_stats ist;
+	if (!err && (sp_elf_bound_inflation(elf, NULL, &ist) ||
+		     (f->info.e_type == ET_REL && ist.over_limit)))
+		err = -SP_E_ELF_MALFORMED;
 	f->own_dwarf = !err && has_debug_info(elf);
 	/* Its debug link, to tell libdwfl's request for it from one for an alternate file. */
 	GElf_Word crc = 0;
@@ -100,6 +109,21 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 		sp_elf_info_release(&f->info);
 		return FILE_UNREADABLE;
 	}
+	/*
+	 * libdw inflates every compressed DWARF section when the file's DWARF is
+	 * first asked for (dwarf_begin_elf), libdwfl a compressed symbol table:
+	 * those past the bounds are hidden first, in libdwfl's own Elf handle.
+	 */
+	Dwarf_Addr bias;
+	Elf *main = dwfl_module_getelf(f->mod, &bias);
+	if (!main || sp_elf_bound_inflation(main, NULL, &ist)) {
+		dwfl_end(f->dwfl);
+		f->dwfl = NULL;
+		f->mod = NULL;
+		sp_elf_info_release(&f->info);
+		return FILE_UNREADABLE;
+	}
+	sp_sym_note_not_inflated(sym, ist.over_limit, f->open_path);
 	/* find_debuginfo gets the module's userdata slot: it leads back to f. */
 	void **userdata;
 	dwfl_module_info(f->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -121,16 +145,13 @@ close_fd:
 /*
  * A module path from a spool, opened only when it names a regular file: not
  * a symlink someone planted, nor a device, whose open alone can act (a tape
- * rewinds).  The kernel names mappings by their resolved path, so a genuine
- * module path never ends in a symlink.  O_NONBLOCK: a FIFO put there between
- * the look and the open must not hang the report.
+ * rewinds), nor a FIFO.  The kernel names mappings by their resolved path, so
+ * a genuine module path never ends in a symlink.  sp_open_regular looks
+ * without opening, so nothing swapped in after the look is opened either.
  */
 static int open_module_path(const char *path)
 {
-	struct stat st;
-	if (lstat(path, &st) || !S_ISREG(st.st_mode))
-		return -1;
-	return open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW);
+	return sp_open_regular(path, O_RDONLY | O_NONBLOCK, SP_RESOLVE_NOFOLLOW);
 }
 
 void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f)

@@ -273,11 +273,11 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_
 		return 0;
 	/*
 	 * /tmp is writable by everyone: a symlink planted there must not lead
-	 * us elsewhere (O_NOFOLLOW), nor a FIFO hang us (O_NONBLOCK).
+	 * us elsewhere, nor a FIFO hang us or even be opened (sp_open_regular).
 	 */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	int fd = sp_open_regular(path, O_RDONLY | O_NONBLOCK, SP_RESOLVE_NOFOLLOW);
 	if (fd < 0) {
-		if (errno == ELOOP)
+		if (errno == ELOOP || errno == EINVAL)
 			*verdict = SP_PERF_MAP_INSECURE;
 		return errno == ENOMEM ? -ENOMEM : 0;
 	}

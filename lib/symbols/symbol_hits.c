@@ -138,7 +138,14 @@ void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
 		count += !err;
 	}
 	uint64_t witness = source == SP_SYMCACHE_OWN ? f->witness : f->debug_witness;
-	if (witness)
+	/* Room first (the file is the entries, a header and a CRC): the cache stays within its bound. */
+	uint64_t evicted = 0;
+	int room = witness && sym->cache_dir ? sp_cache_make_room(sym->cache_dir, sym->cache_max,
+								   b.len + 32, &evicted)
+					     : -ENOENT;
+	sym->stats.cache_files_evicted += evicted;
+	sym->stats.cache_files_too_large += room == -EFBIG;
+	if (!room)
 		sp_symcache_write(sym->cache_dir, f->info.build_id, f->info.build_id_len, witness,
 				  (uint8_t)source, &b, count);
 	sp_buf_release(&b);

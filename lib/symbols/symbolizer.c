@@ -174,6 +174,13 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	sym->opts.debug_dirs = sym->debug_dirs;
 	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
 	sym->opts.cache_dir = NULL;
+	const char *invalid;
+	sym->stats.cache_max_bytes = sym->cache_max =
+		sp_cache_max_bytes(sym->opts.cache_max_bytes, &invalid);
+	if (invalid &&
+	    !(sym->stats.cache_size_invalid = sp_arena_strndup(&sym->strings, invalid,
+								strlen(invalid))))
+		goto fail;
 	/*
 	 * Root must not read or write through another user's directory: the
 	 * cache and the subdirectories already in it are checked before any use.

@@ -125,6 +125,7 @@ struct file_entry {
 	uint8_t debug_state;         /* enum debug_state */
 	const char *debug_path;      /* the separate debug file in use, or NULL */
 	bool debug_cached;           /* read from its decompressed copy (counted once) */
+	bool debug_bounded;          /* its sections past the inflation bounds were counted */
 	bool debug_debuginfod;       /* debug_path came from a debuginfod server */
 	bool own_dwarf;              /* the proven image has DWARF of its own (.debug_info) */
 	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
@@ -154,6 +155,7 @@ struct sp_symbolizer {
 	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
 	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
 	char *cache_dir;             /* decompressed debug file copies, or NULL */
+	uint64_t cache_max;          /* the cache's size bound, bytes (sp_cache_max_bytes) */
 	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
 	const char *printable_seen[61]; /* strings found printable, by address (printable_frame) */
 	struct file_entry *files;
@@ -239,6 +241,11 @@ int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64
 
 /* ---- separate debug files (debug_search.c) ----------------------------- */
 
+/*
+ * Count n compressed sections of the file at path skipped for the inflation
+ * bounds (the first such path is kept for the warning).
+ */
+void sp_sym_note_not_inflated(struct sp_symbolizer *sym, uint32_t n, const char *path);
 /* libdwfl's find_debuginfo callback (Dwfl_Callbacks): the search of lib/symbols/debugfile.c, counted. */
 int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,

@@ -8,7 +8,7 @@
  * (elf_symbols.c, symtab.c), DWARF inline chains and lines (dwarf_inline.c),
  * the answers kept per file address and the symbol cache (symbol_hits.c,
  * symcache.c), separate debug files (debug_search.c, debugfile.c,
- * debugcache.c), kernel frames from kallsyms (kernel_frames.c, kallsyms.c),
+ * debugcache.c), the cache directory and its size bound (cache_dir.c), kernel frames from kallsyms (kernel_frames.c, kallsyms.c),
  * anonymous code from perf maps (perfmap_frames.c, perfmap.c), names stored
  * in the spool (stored_frames.c, symstore.c), a native plug-in
  * (native_frames.c, native_backend.c), C++ demangling (demangle.c), inline
@@ -117,7 +117,7 @@ int sp_debug_file_open(const struct sp_debug_query *q, const char *path);
  */
 int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size_t *n);
 
-/* ---- decompressed copies of debug files (debugcache.c) ----------------- */
+/* ---- the cache directory and its size bound (cache_dir.c) -------------- */
 
 /*
  * The cache directory: dir when not NULL, else $STACKPULSE_CACHE_DIR, else
@@ -126,17 +126,6 @@ int sp_debug_file_candidates(const struct sp_debug_query *q, char ***paths, size
  * Returns a malloc'd path or NULL.
  */
 char *sp_debug_cache_dir(const char *dir);
-/*
- * When the debug file open on fd keeps at least 256 KiB of compressed
- * sections (SHF_COMPRESSED; libdw would inflate them all on every open),
- * return an fd on its copy with every section inflated:
- * CACHE_DIR/debug/HEXBUILDID.debug, made now (and *made set) when missing.
- * A copy is used only when it is a regular file of this user that group and
- * others cannot write, with the given build-id.  *path is its malloc'd path.
- * -1 when no copy is needed or none can be made: go on with fd.
- */
-int sp_debug_cache_open(const char *cache_dir, const uint8_t *build_id, size_t build_id_len,
-			int fd, char **path, bool *made);
 /*
  * Whether the absolute path may be used as (or inside) the cache: walked from
  * / one component at a time, never through a symlink; every directory on the
@@ -157,7 +146,65 @@ int sp_cache_make_dirs(const char *path);
 struct stat;
 struct sp_arena;
 int sp_cache_open_own(const char *path, struct stat *st);
+/*
+ * Mark the cache file open on fd (st: its fstat) as used now, for
+ * sp_cache_make_room: its mtime is set to now when it is an hour old or
+ * more (atime is not kept on noatime mounts).  Failures are ignored.
+ */
+void sp_cache_touch(int fd, const struct stat *st);
+/*
+ * The cache's size bound in bytes: max when not 0, else
+ * $STACKPULSE_CACHE_SIZE ("2147483648", or with a K, M, G or T suffix,
+ * powers of 1024; 0 keeps nothing), else SP_CACHE_DEFAULT_MAX.  *invalid
+ * (may be NULL) gets the variable's value when it cannot be read (the
+ * default is then returned), else NULL.
+ */
+uint64_t sp_cache_max_bytes(uint64_t max, const char **invalid);
+/*
+ * Make room for a file of incoming bytes in the cache at cache_dir: while the
+ * files in cache_dir/debug and cache_dir/symbols take more than
+ * max - incoming bytes, remove the least recently used (oldest mtime; see
+ * sp_cache_touch).  Only regular files of this user count and are removed,
+ * by name in directories that sp_cache_dir_check accepts (never through a
+ * symlink); a directory it refuses stops everything.  *evicted gets how
+ * many were removed.  0; -EFBIG when incoming > max (nothing removed: the
+ * file should not be written); -EPERM or other -errno, -ENOMEM.
+ */
+int sp_cache_make_room(const char *cache_dir, uint64_t max, uint64_t incoming,
+		       uint64_t *evicted);
 
+/* ---- debug files made fit for libdw (debugcache.c) ---------------------- */
+
+/* What sp_debug_cache_open did with a debug file. */
+struct sp_debug_copy {
+	int fd;          /* the copy to use instead of the file, or -1: use the file itself */
+	char *path;      /* the copy's path in the cache (malloc'd), NULL for a copy in memory */
+	bool made;       /* the cache copy was written now */
+	bool refused;    /* the file could not be made safe: use none of it */
+	bool too_large;  /* a cache copy would alone pass the cache's bound: none made */
+	uint64_t evicted; /* cache files removed to make room for the copy */
+	struct sp_inflate_stats inflate; /* its compressed sections: kept and skipped */
+};
+
+/*
+ * Make the debug file open on fd fit for libdw.  Its compressed sections
+ * past SP_INFLATE_SECTION_MAX / SP_INFLATE_FILE_MAX are never inflated
+ * (sp_elf_bound_inflation; out->inflate counts them): when there are such,
+ * the file is used only as a copy without them, in the cache or else in
+ * memory (its other sections left compressed).  When it keeps at least
+ * 256 KiB of compressed sections (libdw would inflate them all on every
+ * open), the copy is CACHE_DIR/debug/HEXBUILDID.debug with every section
+ * inflated, made now (out->made) when missing, after sp_cache_make_room
+ * within cache_max bytes.  A cached copy is used only when it is a regular
+ * file of this user that group and others cannot write, with the given
+ * build-id, and no larger than the file's copy can be (else it is made
+ * again: a copy from before the bounds holds what they leave out).  Without
+ * cache_dir or a build-id, only the copy in memory is made, when needed.
+ * Returns out->fd: -1 when the file is to be used as it is, or, with
+ * out->refused, not at all.  Free out->path.
+ */
+int sp_debug_cache_open(const char *cache_dir, uint64_t cache_max, const uint8_t *build_id,
+			size_t build_id_len, int fd, struct sp_debug_copy *out);
 /* ---- names found before, kept by build-id (symcache.c) ----------------- */
 
 /* Deepest inline chain kept for one address; a longer one is not cached. */

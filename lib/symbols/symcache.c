@@ -209,6 +209,8 @@ static uint8_t *read_trusted(const char *path, size_t *len)
 		free(data);
 		data = NULL;
 	}
+	if (data)
+		sp_cache_touch(fd, &st);
 	*len = n;
 out:
 	close(fd);

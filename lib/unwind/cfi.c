@@ -68,12 +68,22 @@ static bool has_section(Elf *elf, const char *name)
 	return false;
 }
 
-int sp_cfi_table_new(Elf *elf, struct sp_cfi_table **out)
+/* The one compressed section a rule table may need inflated (.zdebug_frame: gcc -gz=zlib-gnu). */
+static bool frame_section(const char *name)
+{
+	return !strcmp(name, ".debug_frame") || !strcmp(name, ".zdebug_frame");
+}
+
+int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_table **out)
 {
 	struct sp_cfi_table *t;
+	struct sp_inflate_stats unused;
 	GElf_Ehdr eh;
 
 	sp_elf_init();
+	if (!skipped)
+		skipped = &unused;
+	*skipped = (struct sp_inflate_stats){0};
 	if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
 		return -SP_E_ELF_MALFORMED;
 	/* The rules use x86-64 DWARF register numbers (SysV x86-64 ABI §3.6.2). */
@@ -83,8 +93,17 @@ int sp_cfi_table_new(Elf *elf, struct sp_cfi_table **out)
 	if (!t)
 		return -ENOMEM;
 	t->entry = eh.e_entry;
+	/* .eh_frame is allocated, so never compressed: libdw reads its raw bytes. */
 	t->eh = dwarf_getcfi_elf(elf);
-	if (has_section(elf, ".debug_frame")) {
+	/*
+	 * dwarf_begin_elf inflates every compressed DWARF section of the file
+	 * there and then (libdw 0.188, check_section), on the recorder's hot
+	 * path: .debug_info, .debug_line, ... are hidden first, and .debug_frame
+	 * (compressed by clang -gz, legitimately) is inflated only within
+	 * SP_INFLATE_SECTION_MAX.  When hiding fails, .debug_frame goes unread.
+	 */
+	if (!sp_elf_bound_inflation(elf, frame_section, skipped) &&
+	    (has_section(elf, ".debug_frame") || has_section(elf, ".zdebug_frame"))) {
 		t->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 		if (t->dw)
 			t->dbg = dwarf_getcfi(t->dw);

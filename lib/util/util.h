@@ -5,9 +5,11 @@
  * Owns: growable buffers and varints (buf.c), the u64 -> u32 hash map
  * (hashmap.c), string arenas (arena.c), the bounded line reader over
  * untrusted text files (linereader.c), UTF-8, JSON and terminal string
- * escapes (escape.c), facts read from ELF files (elf_util.c), module path display
+ * escapes (escape.c), facts read from ELF files (elf_util.c), bounds on what
+ * compressed ELF sections may inflate to (elf_inflate.c), module path display
  * and Python runtime modules (module_path.c), a process's owner from /proc
- * (procfs.c), and the error table (errors.c).
+ * (procfs.c), opening only regular files in places others control
+ * (open_regular.c), and the error table (errors.c).
  * May call: libc and libelf only, never another stage of lib/.
  */
 #ifndef SP_UTIL_H
@@ -137,6 +139,40 @@ int sp_elf_load_bias(const struct sp_elf_info *info, uint64_t start, uint64_t fi
 /* Find the NT_GNU_BUILD_ID note; returns its length (0 when absent). */
 size_t sp_elf_build_id(Elf *elf, uint8_t *out, size_t cap);
 
+/* ---- compressed sections bounded (elf_inflate.c) ----------------------- */
+
+/*
+ * Whether scn is a compressed section: SHF_COMPRESSED (gABI, its Elf32_Chdr
+ * or Elf64_Chdr) or a GNU .zdebug_* section ("ZLIB" and a big-endian 64-bit
+ * size).  When it is, *size is the size it claims to inflate to, read from
+ * its header without inflating anything; UINT64_MAX when the header cannot
+ * be read.
+ */
+bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size);
+
+/* What sp_elf_bound_inflation found: counts of compressed sections, sizes as claimed. */
+struct sp_inflate_stats {
+	uint32_t kept;             /* left to be inflated by whoever needs them */
+	uint64_t kept_bytes;       /* their inflated sizes, summed (<= SP_INFLATE_FILE_MAX) */
+	uint32_t over_limit;       /* hidden: over SP_INFLATE_SECTION_MAX or SP_INFLATE_FILE_MAX */
+	uint64_t over_limit_bytes; /* their claimed sizes, summed (saturating) */
+	uint32_t unwanted;         /* hidden because the caller's want() refused them */
+};
+
+/*
+ * Bound what libelf and libdw may later inflate from elf (stackpulse.h,
+ * SP_INFLATE_SECTION_MAX and SP_INFLATE_FILE_MAX): every compressed section
+ * that want(name) refuses (want NULL: none), that claims more than
+ * SP_INFLATE_SECTION_MAX, or whose claim would take the sections kept
+ * before it (in section order) past SP_INFLATE_FILE_MAX, is hidden: its
+ * header in elf's memory becomes SHT_NOBITS without SHF_COMPRESSED, so
+ * dwarf_begin_elf and libdwfl skip it; the file is not written.  Call it
+ * before the Elf reaches libdw.  Fills *st.  0, or -SP_E_ELF_MALFORMED when
+ * some section could not be hidden (then elf must not reach libdw).
+ */
+int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
+			   struct sp_inflate_stats *st);
+
 /* ---- module paths (module_path.c) -------------------------------------- */
 
 /*
@@ -222,6 +258,28 @@ bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
  * for pid <= 0 or a line that does not parse; -errno.
  */
 int sp_pid_euid(pid_t pid, uint32_t *uid);
+
+/* ---- opening files others control (open_regular.c) --------------------- */
+
+/* How a path's symlinks are treated. */
+enum sp_resolve {
+	SP_RESOLVE_FOLLOW,	/* followed, as open(2) does */
+	SP_RESOLVE_NOFOLLOW,	/* none as the last component (O_NOFOLLOW) */
+	SP_RESOLVE_NO_SYMLINKS, /* none anywhere (openat2(2) RESOLVE_NO_SYMLINKS; before
+				   Linux 5.6, as SP_RESOLVE_NOFOLLOW) */
+};
+
+/*
+ * open(2) path with flags (O_CLOEXEC added) only when it names a regular file,
+ * reached as resolve says.  Nothing else is ever opened, not even for a look:
+ * the path is taken as an O_PATH handle first, which acts on nothing (a FIFO's
+ * open wakes or waits for a writer, a device's open can act), and the file the
+ * handle holds is reopened through /proc/self/fd, so a file swapped in
+ * between is not the one opened.  Returns the fd, or -1 with errno: ELOOP for
+ * a symlink refused, EINVAL for a FIFO, device, socket or directory, or what
+ * open(2) says (ENOENT when /proc is not mounted).
+ */
+int sp_open_regular(const char *path, int flags, enum sp_resolve resolve);
 
 /* ---- string escapes (escape.c) ----------------------------------------- */
 

@@ -82,4 +82,20 @@ else
 		ok "record -p of a kernel thread left no spool"
 fi
 
+# -h is help, as in perf, among the leading options only (a launched command's -h is its own).
+for sub in record report dump symbolize; do
+	run "$sub -h" "$SP" $sub -h
+	[ "$status" = 0 ] && grep -q "^Usage: stackpulse $sub" out.txt &&
+		ok "$sub -h prints the help" || fail "$sub -h: exit $status: $(head -c 200 err.txt)"
+done
+run "record -- sh -c -h" "$SP" record -o h.spool -- sh -c 'echo "arg:$0"' -h
+[ "$status" = 0 ] && grep -q "arg:-h" out.txt && ! grep -q "^Usage:" out.txt &&
+	ok "record -- COMMAND -h passes -h to the command" ||
+	fail "record -- sh -c ... -h: exit $status: $(head -c 200 out.txt) $(head -c 200 err.txt)"
+# symbolize -o - would write a file named '-': refused, it writes spool files only.
+"$SP" record -q -o tiny.spool -- true >/dev/null 2>&1 || "$SP" record -o tiny.spool -- true >/dev/null 2>&1
+run "symbolize -o -" "$SP" symbolize -o - tiny.spool
+expect "symbolize -o -" 2 "symbolize writes a spool file, not standard output"
+[ -e ./- ] && fail "symbolize -o - wrote a file named '-'" || ok "symbolize -o - wrote no file named '-'"
+
 finish

@@ -9,11 +9,17 @@ hostile-spool.py KIND OUT [N]
   spellings FILE: N modules (default 1000), each naming FILE by another path
          ("/dir//FILE", "/dir/./FILE", ...) with its true inode, device, size
          and mtime and no build-id, a sampled frame in each (at $SVMA, hex)
-Every record is well formed; only the shape is hostile.
+  widenames  as wide, every node with a frame of its own (no names merge)
+  deepnames  chains N deep (default 2048), every node a frame of its own and
+         sampled, as many as fit in 1 MB
+Every record is well formed; only the shape is hostile.  HOSTILE_BYTES in the
+environment changes the 1 MB that wide, widenames and deepnames fill.
 """
 import os
 import struct
 import sys
+
+LIMIT = int(os.environ.get("HOSTILE_BYTES", 1 << 20))
 
 
 def uvarint(v):
@@ -67,6 +73,26 @@ def spool(kind, n):
             out += record(4, uvarint(i + 1) + uvarint(i + 2))  # parent: the root
             out += record(7, uvarint(0) + uvarint(i + 1) + svarint(1_000_000))
         return bytes(out)
+    if kind in ("widenames", "deepnames"):
+        # Frame i + 2 (ids 0 and 1 are above) at its own address; node i uses it.
+        frames = 0
+
+        def node(back):
+            nonlocal frames
+            frames += 1
+            return (record(3, uvarint(0) + uvarint(0) + uvarint(0x500000 + frames * 16) + svarint(0))
+                    + record(4, uvarint(back) + uvarint(frames + 1)))
+        nodes = 0
+        while len(out) < LIMIT - 64:
+            if kind == "widenames":
+                back = 1 if nodes < n else nodes + 1 - n
+            else:
+                back = nodes + 1 if nodes % n == 0 else 1  # each chain starts at the root
+            out += node(back)
+            nodes += 1
+            if kind == "deepnames" or nodes > n:
+                out += record(7, uvarint(0) + uvarint(nodes) + svarint(1_000_000))
+        return bytes(out)
     if kind == "deep":
         for i in range(1, n + 1):
             out += record(4, uvarint(1) + uvarint(i % 2))
@@ -75,7 +101,7 @@ def spool(kind, n):
         for i in range(1, n + 1):
             out += record(4, uvarint(1) + uvarint(i % 2))
         node = n
-        while len(out) < (1 << 20) - 32:
+        while len(out) < LIMIT - 32:
             node += 1
             # Each leaf hangs under the chain's end (node n), back = node - n.
             out += record(4, uvarint(node - n) + uvarint(node % 2))
@@ -85,7 +111,7 @@ def spool(kind, n):
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    default = 20000 if kind == "deep" else 2048 if kind == "wide" else 1000
+    default = 20000 if kind == "deep" else 2048 if kind in ("wide", "widenames", "deepnames") else 1000
     n = int(sys.argv[3]) if len(sys.argv) > 3 else default
     with open(path, "wb") as f:
         f.write(spool(kind, n))

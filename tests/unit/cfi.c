@@ -156,7 +156,7 @@ Test(cfi, loader_entry_is_root)
 	if (!ld)
 		cr_skip_test("no ld-linux mapped (static test binary?)");
 	cr_assert_not_null(gelf_getehdr(ld->elf, &eh));
-	cr_assert_eq(sp_cfi_table_new(ld->elf, &t), 0);
+	cr_assert_eq(sp_cfi_table_new(ld->elf, NULL, &t), 0);
 	for (uint64_t off = 0; off < 16; off++) {
 		const struct sp_cfi_row *row = sp_cfi_table_lookup(t, eh.e_entry + off, &hit);
 
@@ -320,7 +320,7 @@ Test(cfi, restore_state_row_does_not_cover_epilogue)
 	const struct sp_cfi_row *row;
 	bool hit;
 
-	cr_assert_eq(sp_cfi_table_new(mod->file->elf, &t), 0);
+	cr_assert_eq(sp_cfi_table_new(mod->file->elf, NULL, &t), 0);
 	row = sp_cfi_table_lookup(t, (uintptr_t)&fx_remember_body + 1 - bias, &hit);
 	cr_assert_not_null(row);
 	cr_assert_eq(row->cfa_off, 24);
@@ -389,15 +389,43 @@ Test(cfi, file_without_cfi_is_refused)
 	sp_elf_init();
 	elf = elf_memory((char *)&eh, sizeof(eh));
 	cr_assert_not_null(elf);
-	cr_assert_eq(sp_cfi_table_new(elf, &t), -SP_E_NO_CFI);
+	cr_assert_eq(sp_cfi_table_new(elf, NULL, &t), -SP_E_NO_CFI);
 	cr_assert_null(t);
 	elf_end(elf);
 
 	eh.e_machine = EM_AARCH64;
 	elf = elf_memory((char *)&eh, sizeof(eh));
-	cr_assert_eq(sp_cfi_table_new(elf, &t), -SP_E_ELF_MALFORMED);
+	cr_assert_eq(sp_cfi_table_new(elf, NULL, &t), -SP_E_ELF_MALFORMED);
 	elf_end(elf);
 	sp_cfi_table_free(NULL);
+}
+
+/*
+ * Build DIR/d.so from source with the C compiler: -g, no .eh_frame, so its
+ * CFI is a .debug_frame (extra: more flags).  DIR is a template made here;
+ * src and so receive the paths (64 bytes each).  false when no compiler
+ * could (DIR removed again).
+ */
+static bool build_debug_frame_so(char *dir, char *src, char *so, const char *source,
+				 const char *extra)
+{
+	char cmd[512];
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(src, 64, "%s/d.c", dir);
+	snprintf(so, 64, "%s/d.so", dir);
+	FILE *fp = fopen(src, "w");
+	cr_assert_not_null(fp);
+	fputs(source, fp);
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd),
+		 "cc -shared -fPIC -nostdlib -O0 -g %s -fno-asynchronous-unwind-tables "
+		 "-fno-unwind-tables -o %s %s 2>/dev/null",
+		 extra, so, src);
+	if (system(cmd) == 0)
+		return true;
+	unlink(src);
+	rmdir(dir);
+	return false;
 }
 
 /*
@@ -406,31 +434,17 @@ Test(cfi, file_without_cfi_is_refused)
  */
 Test(cfi, reads_debug_frame)
 {
-	char dir[] = "/tmp/sp-cfi-XXXXXX", src[64], so[64], cmd[512];
+	char dir[] = "/tmp/sp-cfi-XXXXXX", src[64], so[64];
 	struct sp_cfi_table *t = NULL;
 	struct ls_file *f;
 	struct ls_map m = { 0 };
-	FILE *fp;
 	bool hit;
 
-	cr_assert_not_null(mkdtemp(dir));
-	snprintf(src, sizeof(src), "%s/d.c", dir);
-	snprintf(so, sizeof(so), "%s/d.so", dir);
-	fp = fopen(src, "w");
-	cr_assert_not_null(fp);
-	fputs("int leaf(int x) { return x * 3; }\n"
-	      "int outer(int x) { volatile int a[4] = {x}; return leaf(a[0]) + 1; }\n",
-	      fp);
-	fclose(fp);
-	snprintf(cmd, sizeof(cmd),
-		 "cc -shared -fPIC -nostdlib -O0 -g -fno-asynchronous-unwind-tables "
-		 "-fno-unwind-tables -o %s %s 2>/dev/null",
-		 so, src);
-	if (system(cmd) != 0) {
-		unlink(src);
-		rmdir(dir);
+	if (!build_debug_frame_so(dir, src, so,
+				  "int leaf(int x) { return x * 3; }\n"
+				  "int outer(int x) { volatile int a[4] = {x}; return leaf(a[0]) + 1; }\n",
+				  ""))
 		cr_skip_test("no C compiler to build a .debug_frame fixture");
-	}
 	f = ls_file_get(&m, so);
 	cr_assert_not_null(f);
 	cr_assert_not_null(f->cfi, "table over .debug_frame");
@@ -468,6 +482,101 @@ Test(cfi, reads_debug_frame)
 	cr_assert_eq(row->saved_off[S_RBP], -16);
 
 	ls_map_free(&m);
+	unlink(so);
+	unlink(src);
+	rmdir(dir);
+}
+
+/* The header of the section named name in elf, and the section. */
+static Elf_Scn *named_section(Elf *elf, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	Elf_Scn *scn = NULL;
+
+	cr_assert_eq(elf_getshdrstrndx(elf, &shstrndx), 0);
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		const char *n;
+		if (gelf_getshdr(scn, sh) && (n = elf_strptr(elf, shstrndx, sh->sh_name)) &&
+		    !strcmp(n, name))
+			return scn;
+	}
+	return NULL;
+}
+
+/*
+ * clang -gz and gcc -gz compress .debug_frame with the rest of the DWARF:
+ * the table reads it, while the other compressed sections are hidden from
+ * libdw, never inflated on the recorder's path; a .debug_frame claiming
+ * more than SP_INFLATE_SECTION_MAX is not read at all, and counted.
+ */
+Test(cfi, compressed_debug_frame_within_the_bound_only)
+{
+	char dir[] = "/tmp/sp-cfi-XXXXXX", src[64], so[64];
+	struct sp_cfi_table *t = NULL;
+	struct sp_inflate_stats st;
+	GElf_Shdr sh;
+	bool hit;
+
+	if (!build_debug_frame_so(dir, src, so, "int leaf(int x) { return x * 3; }\n", "-gz=zlib"))
+		cr_skip_test("no C compiler with -gz=zlib to build a compressed .debug_frame");
+	int fd = open(so, O_RDWR);
+	cr_assert_geq(fd, 0);
+	sp_elf_init();
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	cr_assert_not_null(elf);
+	Elf_Scn *frame = named_section(elf, ".debug_frame", &sh);
+	if (!frame || !(sh.sh_flags & SHF_COMPRESSED)) {
+		elf_end(elf);
+		close(fd);
+		unlink(so);
+		unlink(src);
+		rmdir(dir);
+		cr_skip_test("the toolchain left .debug_frame uncompressed with -gz=zlib");
+	}
+	off_t chdr_at = (off_t)sh.sh_offset;
+	cr_assert_eq(sp_cfi_table_new(elf, &st, &t), 0);
+	cr_assert_eq(st.over_limit, 0);
+	cr_assert_eq(st.kept, 1);
+	cr_assert_gt(st.unwanted, 0, "the compressed .debug_info and others");
+	cr_assert_not_null(named_section(elf, ".debug_info", &sh));
+	cr_assert_eq(sh.sh_type, SHT_NOBITS, ".debug_info hidden from libdw");
+	uint64_t leaf = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn)) != NULL) {
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		for (size_t i = 0; d && i < sh.sh_size / sh.sh_entsize; i++) {
+			GElf_Sym s;
+			const char *n;
+			if (gelf_getsym(d, (int)i, &s) &&
+			    (n = elf_strptr(elf, sh.sh_link, s.st_name)) && !strcmp(n, "leaf"))
+				leaf = s.st_value;
+		}
+	}
+	cr_assert_neq(leaf, 0);
+	const struct sp_cfi_row *row = sp_cfi_table_lookup(t, leaf, &hit);
+	cr_assert_not_null(row, "leaf's row from the compressed .debug_frame");
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert_eq(row->cfa_reg, SP_DW_RSP);
+	cr_assert_eq(row->cfa_off, 8);
+	sp_cfi_table_free(t);
+	elf_end(elf);
+
+	/* The same file whose .debug_frame claims 512 MiB (Elf64_Chdr.ch_size). */
+	uint64_t claim = (uint64_t)512 << 20;
+	cr_assert_eq(pwrite(fd, &claim, sizeof(claim), chdr_at + 8), (ssize_t)sizeof(claim));
+	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	cr_assert_not_null(elf);
+	t = NULL;
+	cr_assert_eq(sp_cfi_table_new(elf, &st, &t), -SP_E_NO_CFI);
+	cr_assert_null(t);
+	cr_assert_eq(st.over_limit, 1);
+	cr_assert_eq(st.over_limit_bytes, claim);
+	cr_assert_not_null(named_section(elf, ".debug_frame", &sh));
+	cr_assert_eq(sh.sh_type, SHT_NOBITS);
+	elf_end(elf);
+	close(fd);
 	unlink(so);
 	unlink(src);
 	rmdir(dir);

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Compressed ELF sections bounded before anything inflates them.
+ *
+ * A section compressed with zlib may claim to inflate a thousand times over
+ * (deflate's best ratio is about 1,032 to 1): 500 KB of a 4 MB library can
+ * become 512 MiB.  libelf's elf_compress allocates what the compression
+ * header claims and inflates it, and libdw calls it on every compressed
+ * DWARF section of a file as soon as the file is opened (dwarf_begin_elf),
+ * libdwfl on a compressed symbol table: a library made that way cost the
+ * recorder 4.2 GB and 36 s.  So the claimed sizes are read from the headers
+ * first, and a section over the bounds is hidden from every later user of
+ * the Elf handle: its header, in memory only, becomes SHT_NOBITS, which
+ * dwarf_begin_elf and libdwfl skip as a section without contents.
+ */
+#include "util/util.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* A GNU .zdebug_* section (gcc -gz=zlib-gnu): "ZLIB", then the size, big-endian. */
+#define GNU_MAGIC "ZLIB"
+#define GNU_HEADER 12
+
+static uint64_t get_uint(const unsigned char *p, size_t n, bool big_endian)
+{
+	uint64_t v = 0;
+	for (size_t i = 0; i < n; i++)
+		v |= (uint64_t)p[big_endian ? i : n - 1 - i] << (8 * (n - 1 - i));
+	return v;
+}
+
+bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size)
+{
+	GElf_Shdr sh;
+	GElf_Ehdr eh;
+	size_t shstrndx;
+	const char *name = NULL;
+	*size = 0;
+	if (!gelf_getshdr(scn, &sh) || sh.sh_type == SHT_NOBITS || !gelf_getehdr(elf, &eh))
+		return false;
+	if (!(sh.sh_flags & SHF_COMPRESSED)) {
+		if (elf_getshdrstrndx(elf, &shstrndx) ||
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strncmp(name, ".zdebug", 7))
+			return false;
+	}
+	/*
+	 * The header is read from the raw bytes, never through elf_getdata's
+	 * conversion: whatever the file's byte order and alignment.  A header
+	 * that cannot be read claims everything, so it is never inflated.
+	 */
+	*size = UINT64_MAX;
+	Elf_Data *raw = elf_rawdata(scn, NULL);
+	const unsigned char *p = raw ? raw->d_buf : NULL;
+	size_t n = raw ? raw->d_size : 0;
+	bool big = eh.e_ident[EI_DATA] == ELFDATA2MSB;
+	if (!(sh.sh_flags & SHF_COMPRESSED)) {
+		/* Without the magic, elf_compress_gnu refuses it: nothing is inflated. */
+		if (!p || n < GNU_HEADER || memcmp(p, GNU_MAGIC, 4)) {
+			*size = 0;
+			return false;
+		}
+		*size = get_uint(p + 4, 8, true);
+		return true;
+	}
+	/* Elf32_Chdr {type, size, align}; Elf64_Chdr {type, reserved, size, align}. */
+	if (gelf_getclass(elf) == ELFCLASS32 && p && n >= sizeof(Elf32_Chdr))
+		*size = get_uint(p + 4, 4, big);
+	else if (gelf_getclass(elf) == ELFCLASS64 && p && n >= sizeof(Elf64_Chdr))
+		*size = get_uint(p + 8, 8, big);
+	return true;
+}
+
+/* Hide scn from libelf's users: no contents, nothing to inflate.  The file is not touched. */
+static int hide(Elf_Scn *scn)
+{
+	GElf_Shdr sh;
+	if (!gelf_getshdr(scn, &sh))
+		return -SP_E_ELF_MALFORMED;
+	sh.sh_type = SHT_NOBITS;
+	sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
+	return gelf_update_shdr(scn, &sh) ? 0 : -SP_E_ELF_MALFORMED;
+}
+
+int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
+			   struct sp_inflate_stats *st)
+{
+	*st = (struct sp_inflate_stats){0};
+	size_t shstrndx;
+	if (elf_kind(elf) != ELF_K_ELF)
+		return 0;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		shstrndx = SIZE_MAX;
+	int err = 0;
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		uint64_t size;
+		if (!sp_elf_section_inflated_size(elf, scn, &size))
+			continue;
+		GElf_Shdr sh;
+		const char *name = gelf_getshdr(scn, &sh) && shstrndx != SIZE_MAX
+					   ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+		bool keep = !want || (name && want(name));
+		if (!keep) {
+			st->unwanted++;
+		} else if (size > SP_INFLATE_SECTION_MAX ||
+			   size > SP_INFLATE_FILE_MAX - st->kept_bytes) {
+			keep = false;
+			st->over_limit++;
+			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
+		} else {
+			st->kept++;
+			st->kept_bytes += size;
+		}
+		/* A section that cannot be hidden must not reach libdw: the caller gives up. */
+		if (!keep && hide(scn))
+			err = -SP_E_ELF_MALFORMED;
+	}
+	return err;
+}

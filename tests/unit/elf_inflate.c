@@ -1,0 +1,276 @@
+/* SPDX-License-Identifier: MIT */
+/* Unit tests of lib/util/elf_inflate.c: compressed sections' claims read, and those past the bounds hidden. */
+#include <criterion/criterion.h>
+
+#include "util/util.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define MIB ((uint64_t)1 << 20)
+
+/* One section of a test file: SHF_COMPRESSED with a header claiming claim bytes, or plain. */
+struct sec {
+	const char *name;
+	bool compressed;
+	uint64_t claim;
+	bool gnu;      /* a GNU .zdebug_* section: "ZLIB" and a big-endian size */
+	bool truncated; /* a compression header cut short */
+};
+
+#define Z(n, c) {.name = (n), .compressed = true, .claim = (c)}
+#define GNU(n, c) {.name = (n), .gnu = true, .claim = (c)}
+#define PLAIN(n) {.name = (n)}
+#define CUT(n) {.name = (n), .compressed = true, .truncated = true}
+
+static char path[64];
+
+static void setup(void)
+{
+	strcpy(path, "/tmp/sp-inflate-XXXXXX");
+	int fd = mkstemp(path);
+	cr_assert_geq(fd, 0);
+	close(fd);
+	sp_elf_init();
+}
+
+static void teardown(void)
+{
+	unlink(path);
+}
+
+TestSuite(elf_inflate, .init = setup, .fini = teardown);
+
+/* The bytes of s: a header as described, then a real zlib stream of 64 zero bytes. */
+static size_t section_bytes(const struct sec *s, unsigned char *buf, size_t cap)
+{
+	unsigned char zeros[64] = {0};
+	size_t n = 0;
+	if (s->gnu) {
+		memcpy(buf, "ZLIB", 4);
+		for (int i = 0; i < 8; i++)
+			buf[4 + i] = (unsigned char)(s->claim >> (8 * (7 - i)));
+		n = 12;
+	} else if (s->compressed) {
+		Elf64_Chdr ch = {.ch_type = ELFCOMPRESS_ZLIB, .ch_size = s->claim, .ch_addralign = 1};
+		if (s->truncated)
+			return 10;
+		memcpy(buf, &ch, sizeof(ch));
+		n = sizeof(ch);
+	} else {
+		memset(buf, 'x', 16);
+		return 16;
+	}
+	uLongf z = (uLongf)(cap - n);
+	cr_assert_eq(compress(buf + n, &z, zeros, sizeof(zeros)), Z_OK);
+	return n + z;
+}
+
+/* Write an x86-64 ELF file at path with the sections of secs. */
+static void write_elf(const struct sec *secs, size_t n)
+{
+	int fd = open(path, O_RDWR | O_TRUNC);
+	cr_assert_geq(fd, 0);
+	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
+	cr_assert_not_null(e);
+	GElf_Ehdr eh;
+	cr_assert_not_null(gelf_newehdr(e, ELFCLASS64));
+	cr_assert_not_null(gelf_getehdr(e, &eh));
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	static char names[4096];
+	static unsigned char bytes[16][256];
+	size_t used = 1;
+	names[0] = '\0';
+	for (size_t i = 0; i <= n; i++) {
+		const char *name = i < n ? secs[i].name : ".shstrtab";
+		Elf_Scn *scn = elf_newscn(e);
+		cr_assert_not_null(scn);
+		Elf_Data *d = elf_newdata(scn);
+		cr_assert_not_null(d);
+		GElf_Shdr sh;
+		cr_assert_not_null(gelf_getshdr(scn, &sh));
+		sh.sh_name = (GElf_Word)used;
+		strcpy(names + used, name);
+		used += strlen(name) + 1;
+		sh.sh_type = i < n ? SHT_PROGBITS : SHT_STRTAB;
+		sh.sh_addralign = 1;
+		if (i < n) {
+			d->d_buf = bytes[i];
+			d->d_size = section_bytes(&secs[i], bytes[i], sizeof(bytes[i]));
+			sh.sh_flags = secs[i].compressed ? SHF_COMPRESSED : 0;
+			if (secs[i].compressed)
+				sh.sh_addralign = 8;
+		} else {
+			d->d_buf = names;
+			d->d_size = used;
+			eh.e_shstrndx = (GElf_Half)elf_ndxscn(scn);
+		}
+		d->d_type = ELF_T_BYTE;
+		d->d_align = 1;
+		d->d_version = EV_CURRENT;
+		cr_assert(gelf_update_shdr(scn, &sh));
+	}
+	cr_assert(gelf_update_ehdr(e, &eh));
+	cr_assert_geq(elf_update(e, ELF_C_WRITE), 0, "%s", elf_errmsg(-1));
+	elf_end(e);
+	close(fd);
+}
+
+/* The test file, opened as the recorder and the symbolizer open module files. */
+static Elf *open_elf(int *fd)
+{
+	*fd = open(path, O_RDONLY);
+	cr_assert_geq(*fd, 0);
+	Elf *e = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	cr_assert_not_null(e);
+	return e;
+}
+
+/* The section named name, and its header. */
+static Elf_Scn *section(Elf *e, const char *name, GElf_Shdr *sh)
+{
+	size_t shstrndx;
+	cr_assert_eq(elf_getshdrstrndx(e, &shstrndx), 0);
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(e, scn))) {
+		cr_assert_not_null(gelf_getshdr(scn, sh));
+		const char *n = elf_strptr(e, shstrndx, sh->sh_name);
+		if (n && !strcmp(n, name))
+			return scn;
+	}
+	cr_assert_fail("no section '%s'", name);
+	return NULL;
+}
+
+Test(elf_inflate, claims_are_read_from_the_headers)
+{
+	const struct sec secs[] = {
+		Z(".debug_info", 300 * MIB),
+		GNU(".zdebug_line", 5000),
+		PLAIN(".debug_str"),
+		CUT(".debug_abbrev"),
+	};
+	write_elf(secs, 4);
+	int fd;
+	Elf *e = open_elf(&fd);
+	GElf_Shdr sh;
+	uint64_t size;
+	cr_assert(sp_elf_section_inflated_size(e, section(e, ".debug_info", &sh), &size));
+	cr_assert_eq(size, 300 * MIB);
+	cr_assert(sp_elf_section_inflated_size(e, section(e, ".zdebug_line", &sh), &size));
+	cr_assert_eq(size, 5000);
+	cr_assert_not(sp_elf_section_inflated_size(e, section(e, ".debug_str", &sh), &size));
+	/* A header cut short claims everything: it is never inflated. */
+	cr_assert(sp_elf_section_inflated_size(e, section(e, ".debug_abbrev", &sh), &size));
+	cr_assert_eq(size, UINT64_MAX);
+	elf_end(e);
+	close(fd);
+}
+
+Test(elf_inflate, sections_past_the_bounds_are_hidden_in_memory_only)
+{
+	const struct sec secs[] = {
+		Z(".debug_info", 512 * MIB),  /* over the section bound */
+		Z(".debug_line", 64),          /* kept */
+		GNU(".zdebug_ranges", 300 * MIB),
+		PLAIN(".debug_str"),
+	};
+	write_elf(secs, 4);
+	int fd;
+	Elf *e = open_elf(&fd);
+	struct sp_inflate_stats st;
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(st.over_limit, 2);
+	cr_assert_eq(st.over_limit_bytes, 812 * MIB);
+	cr_assert_eq(st.kept, 1);
+	cr_assert_eq(st.kept_bytes, 64);
+	cr_assert_eq(st.unwanted, 0);
+	GElf_Shdr sh;
+	section(e, ".debug_info", &sh);
+	cr_assert_eq(sh.sh_type, SHT_NOBITS);
+	cr_assert_eq(sh.sh_flags & SHF_COMPRESSED, 0);
+	section(e, ".zdebug_ranges", &sh);
+	cr_assert_eq(sh.sh_type, SHT_NOBITS);
+	section(e, ".debug_line", &sh);
+	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
+	cr_assert_neq(sh.sh_flags & SHF_COMPRESSED, 0);
+	/* The kept one still inflates; a second pass finds nothing more to hide. */
+	cr_assert_eq(elf_compress(section(e, ".debug_line", &sh), 0, 0), 1);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(st.over_limit, 0);
+	elf_end(e);
+	close(fd);
+
+	/* The file itself is unchanged. */
+	e = open_elf(&fd);
+	section(e, ".debug_info", &sh);
+	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
+	cr_assert_neq(sh.sh_flags & SHF_COMPRESSED, 0);
+	elf_end(e);
+	close(fd);
+}
+
+Test(elf_inflate, one_file_s_sections_share_a_bound_in_section_order)
+{
+	/* Five of 200 MiB fit in 1 GiB (1000 MiB); the sixth would not, the seventh (24 MiB) does. */
+	const struct sec secs[] = {
+		Z(".debug_info", 200 * MIB),   Z(".debug_line", 200 * MIB),
+		Z(".debug_str", 200 * MIB),    Z(".debug_abbrev", 200 * MIB),
+		Z(".debug_ranges", 200 * MIB), Z(".debug_loc", 200 * MIB),
+		Z(".debug_frame", 24 * MIB),
+	};
+	write_elf(secs, 7);
+	int fd;
+	Elf *e = open_elf(&fd);
+	struct sp_inflate_stats st;
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(st.kept, 6);
+	cr_assert_eq(st.kept_bytes, 1024 * MIB);
+	cr_assert_eq(st.over_limit, 1);
+	GElf_Shdr sh;
+	section(e, ".debug_loc", &sh);
+	cr_assert_eq(sh.sh_type, SHT_NOBITS);
+	section(e, ".debug_frame", &sh);
+	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
+	elf_end(e);
+	close(fd);
+}
+
+static bool only_frames(const char *name)
+{
+	return !strcmp(name, ".debug_frame");
+}
+
+Test(elf_inflate, sections_the_caller_does_not_want_are_hidden_uncounted)
+{
+	const struct sec secs[] = {
+		Z(".debug_info", 64),
+		Z(".debug_frame", 64),
+		PLAIN(".debug_line"),
+	};
+	write_elf(secs, 3);
+	int fd;
+	Elf *e = open_elf(&fd);
+	struct sp_inflate_stats st;
+	cr_assert_eq(sp_elf_bound_inflation(e, only_frames, &st), 0);
+	cr_assert_eq(st.unwanted, 1);
+	cr_assert_eq(st.over_limit, 0);
+	cr_assert_eq(st.kept, 1);
+	GElf_Shdr sh;
+	section(e, ".debug_info", &sh);
+	cr_assert_eq(sh.sh_type, SHT_NOBITS);
+	section(e, ".debug_frame", &sh);
+	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
+	/* Uncompressed sections cost nothing to read: left alone. */
+	section(e, ".debug_line", &sh);
+	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
+	elf_end(e);
+	close(fd);
+}

@@ -113,12 +113,15 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->cache_dir_refusal);
 	if (st->sections_not_inflated)
 		sp_cli_warn("%" PRIu64 " compressed section%s not inflated, first in '%s': %s "
-			    "more than %" PRIu64 " MiB (or %" PRIu64 " MiB for one file's sections "
-			    "together); what %s held (symbols, inline functions, lines) is missing",
+			    "more than %" PRIu64 " MiB (%" PRIu64 " MiB for one file's sections "
+			    "together, %" PRIu64 " MiB for MiniDebugInfo), or %s not whole; what %s "
+			    "held (symbols, inline functions, lines) is missing",
 			    st->sections_not_inflated, st->sections_not_inflated == 1 ? "" : "s",
 			    st->section_not_inflated_file ? st->section_not_inflated_file : "?",
 			    st->sections_not_inflated == 1 ? "it claims" : "each claims",
 			    SP_INFLATE_SECTION_MAX >> 20, SP_INFLATE_FILE_MAX >> 20,
+			    SP_INFLATE_DEBUGDATA_MAX >> 20,
+			    st->sections_not_inflated == 1 ? "is" : "are",
 			    st->sections_not_inflated == 1 ? "it" : "they");
 	if (st->cache_size_invalid)
 		sp_cli_warn("STACKPULSE_CACHE_SIZE '%s' not understood (bytes, or a number with K, M, "

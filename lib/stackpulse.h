@@ -763,6 +763,15 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
  */
 #define SP_INFLATE_SECTION_MAX ((uint64_t)256 << 20)
 #define SP_INFLATE_FILE_MAX ((uint64_t)1 << 30)
+/*
+ * MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF file holding only a
+ * symbol table, which libdwfl unpacks whole for a stripped module): xz's
+ * sizes are claims its decoder checks only at the end, so the section is
+ * decoded once, into scratch, up to this bound, with a dictionary of at most
+ * SP_XZ_MEMLIMIT; past either it is skipped like a compressed section.
+ */
+#define SP_INFLATE_DEBUGDATA_MAX ((uint64_t)64 << 20)
+#define SP_XZ_MEMLIMIT ((uint64_t)64 << 20)
 /* The cache's size bound (DIR/debug and DIR/symbols) unless opts or STACKPULSE_CACHE_SIZE say. */
 #define SP_CACHE_DEFAULT_MAX ((uint64_t)2 << 30)
 

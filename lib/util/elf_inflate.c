@@ -11,11 +11,15 @@
  * recorder 4.2 GB and 36 s.  So the claimed sizes are read from the headers
  * first, and a section over the bounds is hidden from every later user of
  * the Elf handle: its header, in memory only, becomes SHT_NOBITS, which
- * dwarf_begin_elf and libdwfl skip as a section without contents.
+ * dwarf_begin_elf and libdwfl skip as a section without contents.  The
+ * same goes for MiniDebugInfo (.gnu_debugdata, xz), whose size is found by
+ * a bounded decode: xz streams carry no size their decoder trusts.
  */
 #include "util/util.h"
 
 #include <errno.h>
+#include <lzma.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* A GNU .zdebug_* section (gcc -gz=zlib-gnu): "ZLIB", then the size, big-endian. */
@@ -30,6 +34,33 @@ static uint64_t get_uint(const unsigned char *p, size_t n, bool big_endian)
 	return v;
 }
 
+/*
+ * What an xz stream (.gnu_debugdata) decodes to, found by decoding it into a
+ * scratch buffer and counting: UINT64_MAX past SP_INFLATE_DEBUGDATA_MAX, for
+ * a dictionary over SP_XZ_MEMLIMIT, or for a stream that is not whole.
+ */
+static uint64_t xz_size(const unsigned char *p, size_t n)
+{
+	enum { SCRATCH = 1 << 16 };
+	lzma_stream z = LZMA_STREAM_INIT;
+	unsigned char *out = malloc(SCRATCH);
+	uint64_t total = 0;
+	lzma_ret r = LZMA_PROG_ERROR;
+	if (out && p && lzma_stream_decoder(&z, SP_XZ_MEMLIMIT, 0) == LZMA_OK) {
+		z.next_in = p;
+		z.avail_in = n;
+		do {
+			z.next_out = out;
+			z.avail_out = SCRATCH;
+			r = lzma_code(&z, LZMA_FINISH);
+			total += SCRATCH - z.avail_out;
+		} while (r == LZMA_OK && total <= SP_INFLATE_DEBUGDATA_MAX);
+		lzma_end(&z);
+	}
+	free(out);
+	return r == LZMA_STREAM_END && total <= SP_INFLATE_DEBUGDATA_MAX ? total : UINT64_MAX;
+}
+
 bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size)
 {
 	GElf_Shdr sh;
@@ -41,7 +72,14 @@ bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size)
 		return false;
 	if (!(sh.sh_flags & SHF_COMPRESSED)) {
 		if (elf_getshdrstrndx(elf, &shstrndx) ||
-		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)) || strncmp(name, ".zdebug", 7))
+		    !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			return false;
+		if (!strcmp(name, ".gnu_debugdata")) {
+			Elf_Data *raw = elf_rawdata(scn, NULL);
+			*size = raw ? xz_size(raw->d_buf, raw->d_size) : UINT64_MAX;
+			return true;
+		}
+		if (strncmp(name, ".zdebug", 7))
 			return false;
 	}
 	/*
@@ -71,14 +109,21 @@ bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size)
 	return true;
 }
 
-/* Hide scn from libelf's users: no contents, nothing to inflate.  The file is not touched. */
-static int hide(Elf_Scn *scn)
+/*
+ * Hide scn from libelf's users: no contents, nothing to inflate.  The file
+ * is not touched.  libdwfl finds MiniDebugInfo by name alone and reads its
+ * raw bytes (cached by libelf once read, whatever the type says), so that
+ * one also loses its name (index 0 of the string table: "").
+ */
+static int hide(Elf_Scn *scn, bool by_name)
 {
 	GElf_Shdr sh;
 	if (!gelf_getshdr(scn, &sh))
 		return -SP_E_ELF_MALFORMED;
 	sh.sh_type = SHT_NOBITS;
 	sh.sh_flags &= ~(GElf_Xword)SHF_COMPRESSED;
+	if (by_name)
+		sh.sh_name = 0;
 	return gelf_update_shdr(scn, &sh) ? 0 : -SP_E_ELF_MALFORMED;
 }
 
@@ -95,15 +140,19 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		uint64_t size;
-		if (!sp_elf_section_inflated_size(elf, scn, &size))
-			continue;
 		GElf_Shdr sh;
 		const char *name = gelf_getshdr(scn, &sh) && shstrndx != SIZE_MAX
 					   ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
 		bool keep = !want || (name && want(name));
+		bool xz = name && !strcmp(name, ".gnu_debugdata") && sh.sh_type != SHT_NOBITS;
+		/* One the caller does not want is not decoded to be measured. */
+		if (xz && !keep)
+			size = 0;
+		else if (!sp_elf_section_inflated_size(elf, scn, &size))
+			continue;
 		if (!keep) {
 			st->unwanted++;
-		} else if (size > SP_INFLATE_SECTION_MAX ||
+		} else if (size > SP_INFLATE_SECTION_MAX || size == UINT64_MAX ||
 			   size > SP_INFLATE_FILE_MAX - st->kept_bytes) {
 			keep = false;
 			st->over_limit++;
@@ -113,7 +162,7 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 			st->kept_bytes += size;
 		}
 		/* A section that cannot be hidden must not reach libdw: the caller gives up. */
-		if (!keep && hide(scn))
+		if (!keep && hide(scn, xz))
 			err = -SP_E_ELF_MALFORMED;
 	}
 	return err;

@@ -143,10 +143,12 @@ size_t sp_elf_build_id(Elf *elf, uint8_t *out, size_t cap);
 
 /*
  * Whether scn is a compressed section: SHF_COMPRESSED (gABI, its Elf32_Chdr
- * or Elf64_Chdr) or a GNU .zdebug_* section ("ZLIB" and a big-endian 64-bit
- * size).  When it is, *size is the size it claims to inflate to, read from
- * its header without inflating anything; UINT64_MAX when the header cannot
- * be read.
+ * or Elf64_Chdr), a GNU .zdebug_* section ("ZLIB" and a big-endian 64-bit
+ * size) or MiniDebugInfo (.gnu_debugdata, xz).  When it is, *size is the
+ * size it claims to inflate to, read from its header without inflating
+ * anything (for xz, found by a decode bounded by SP_INFLATE_DEBUGDATA_MAX
+ * into scratch); UINT64_MAX when the header cannot be read or xz's bounds
+ * are passed.
  */
 bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size);
 

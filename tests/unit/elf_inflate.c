@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <lzma.h>
 #include <zlib.h>
 
 #define MIB ((uint64_t)1 << 20)
@@ -273,4 +274,86 @@ Test(elf_inflate, sections_the_caller_does_not_want_are_hidden_uncounted)
 	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
 	elf_end(e);
 	close(fd);
+}
+
+/*
+ * A file with one .gnu_debugdata section: xz of size zero bytes, or (size 0)
+ * bytes that are not xz at all.
+ */
+static void write_debugdata(uint64_t size)
+{
+	size_t cap = 1 << 20, n = 0;
+	unsigned char *out = malloc(cap), *zeros = calloc(size ? size : 1, 1);
+	cr_assert(out && zeros);
+	if (size)
+		cr_assert_eq(lzma_easy_buffer_encode(0, LZMA_CHECK_CRC64, NULL, zeros, size, out, &n,
+						     cap), LZMA_OK);
+	else
+		n = (size_t)snprintf((char *)out, cap, "not an xz stream");
+	int fd = open(path, O_RDWR | O_TRUNC);
+	cr_assert_geq(fd, 0);
+	Elf *e = elf_begin(fd, ELF_C_WRITE, NULL);
+	GElf_Ehdr eh;
+	cr_assert(e && gelf_newehdr(e, ELFCLASS64) && gelf_getehdr(e, &eh));
+	eh.e_ident[EI_DATA] = ELFDATA2LSB;
+	eh.e_type = ET_DYN;
+	eh.e_machine = EM_X86_64;
+	eh.e_version = EV_CURRENT;
+	static char names[] = "\0.gnu_debugdata\0.shstrtab";
+	for (int i = 0; i < 2; i++) {
+		Elf_Scn *scn = elf_newscn(e);
+		Elf_Data *d = scn ? elf_newdata(scn) : NULL;
+		GElf_Shdr sh;
+		cr_assert(d && gelf_getshdr(scn, &sh));
+		sh.sh_name = i ? 16 : 1;
+		sh.sh_type = i ? SHT_STRTAB : SHT_PROGBITS;
+		sh.sh_addralign = 1;
+		d->d_buf = i ? (void *)names : out;
+		d->d_size = i ? sizeof(names) : n;
+		d->d_type = ELF_T_BYTE;
+		d->d_align = 1;
+		d->d_version = EV_CURRENT;
+		cr_assert(gelf_update_shdr(scn, &sh));
+		if (i)
+			eh.e_shstrndx = (GElf_Half)elf_ndxscn(scn);
+	}
+	cr_assert(gelf_update_ehdr(e, &eh));
+	cr_assert_geq(elf_update(e, ELF_C_WRITE), 0, "%s", elf_errmsg(-1));
+	elf_end(e);
+	close(fd);
+	free(out);
+	free(zeros);
+}
+
+/* MiniDebugInfo's size is found by a bounded decode; past the bound, or not xz, it is hidden. */
+Test(elf_inflate, minidebuginfo_is_decoded_within_its_bound_only)
+{
+	struct {
+		uint64_t size, claim;
+		bool hidden;
+	} cases[] = {
+		{1 << 20, 1 << 20, false},
+		{SP_INFLATE_DEBUGDATA_MAX + 1, UINT64_MAX, true},
+		{0, UINT64_MAX, true},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		write_debugdata(cases[i].size);
+		int fd;
+		Elf *e = open_elf(&fd);
+		GElf_Shdr sh;
+		Elf_Scn *scn = section(e, ".gnu_debugdata", &sh);
+		uint64_t claim;
+		cr_assert(sp_elf_section_inflated_size(e, scn, &claim));
+		cr_expect_eq(claim, cases[i].claim, "case %zu: %llu", i, (unsigned long long)claim);
+		size_t index = elf_ndxscn(scn);
+		struct sp_inflate_stats st;
+		cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+		cr_assert_not_null(gelf_getshdr(elf_getscn(e, index), &sh));
+		cr_expect_eq(sh.sh_type == SHT_NOBITS, cases[i].hidden, "case %zu", i);
+		/* libdwfl looks it up by name only: a hidden one has none. */
+		cr_expect_eq(sh.sh_name == 0, cases[i].hidden, "case %zu", i);
+		cr_expect_eq(st.over_limit, cases[i].hidden ? 1u : 0u, "case %zu", i);
+		elf_end(e);
+		close(fd);
+	}
 }

@@ -106,7 +106,8 @@ static int build_inverted(struct tree *t, double limit)
 	}
 	for (size_t done = 0; !err;) {
 		/* Hand the grouped cursors to their tree nodes. */
-		qsort(next, nnext, sizeof(*next), by_tree_node);
+		if (nnext > 1)
+			qsort(next, nnext, sizeof(*next), by_tree_node);
 		if ((err = sp_array_reserve((void **)&off, &off_cap, t->n, sizeof(*off))) ||
 		    (err = sp_array_reserve((void **)&len, &len_cap, t->n, sizeof(*len))) ||
 		    (err = sp_array_reserve((void **)&pool, &pool_cap, npool + nnext, sizeof(*pool))))

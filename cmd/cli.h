@@ -47,6 +47,8 @@ extern const char *sp_cli_subcommand;
 
 /* Open -o FILE for writing (NULL or "-" means stdout).  NULL on error, reported. */
 FILE *sp_cli_open_output(const char *path);
+/* What to add to an error creating an output: why a symlink or FIFO is refused; else "". */
+const char *sp_cli_output_hint(int err);
 /* Close an output from sp_cli_open_output, reporting write errors.  0 or SP_EXIT_FAILURE. */
 int sp_cli_close_output(FILE *f, const char *path);
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 const char *sp_cli_subcommand = NULL;
 
@@ -66,10 +67,25 @@ FILE *sp_cli_open_output(const char *path)
 			     "file (or remove the spool first)", path);
 		return NULL;
 	}
-	FILE *f = fopen(path, "w");
+	int fd = sp_output_create(path, 0666);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (fd >= 0 && !f)
+		close(fd);
 	if (!f)
-		sp_cli_error("cannot create '%s': %s", path, strerror(errno));
+		sp_cli_error("cannot create '%s': %s%s", path, sp_strerror(fd < 0 ? fd : -errno),
+			     sp_cli_output_hint(fd));
 	return f;
+}
+
+const char *sp_cli_output_hint(int err)
+{
+	if (err == -ELOOP)
+		return " (another user's symbolic link, which is not followed: give the path it "
+		       "names, or remove it)";
+	if (err == -SP_E_NOT_REGULAR)
+		return " (another user's FIFO, device or socket: outputs go to regular files, or "
+		       "to your own)";
+	return "";
 }
 
 int sp_cli_close_output(FILE *f, const char *path)

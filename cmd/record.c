@@ -265,10 +265,10 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 				    "pid %d", (int)pid);
 	default:
 		if (a->command)
-			return sp_cli_error("cannot record '%s' into '%s': %s", a->command[0],
-					    a->output, sp_strerror(err));
-		return sp_cli_error("cannot record pid %d into '%s': %s", (int)pid, a->output,
-				    sp_strerror(err));
+			return sp_cli_error("cannot record '%s' into '%s': %s%s", a->command[0],
+					    a->output, sp_strerror(err), sp_cli_output_hint(err));
+		return sp_cli_error("cannot record pid %d into '%s': %s%s", (int)pid, a->output,
+				    sp_strerror(err), sp_cli_output_hint(err));
 	}
 }
 
@@ -446,13 +446,17 @@ static int output_error(const char *path)
 	else
 		*slash = '\0';
 	struct stat st;
+	/* Another user's link would make root write where it points; their FIFO, hang. */
+	if (!lstat(path, &st) && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && st.st_uid &&
+	    st.st_uid != geteuid())
+		return S_ISLNK(st.st_mode) ? -ELOOP : -SP_E_NOT_REGULAR;
 	if (!stat(path, &st) && S_ISDIR(st.st_mode))
-		return EISDIR;
+		return -EISDIR;
 	if (stat(dir, &st))
-		return errno;
+		return -errno;
 	if (!S_ISDIR(st.st_mode))
-		return ENOTDIR;
-	return access(dir, W_OK) ? errno : 0;
+		return -ENOTDIR;
+	return access(dir, W_OK) ? -errno : 0;
 }
 
 /* How a launched command ended, when it did not simply exit 0. */
@@ -584,7 +588,8 @@ int cmd_record(int argc, char **argv)
 	err = output_error(a.output);
 	if (err) {
 		free(a.pids);
-		return sp_cli_error("cannot create spool '%s': %s", a.output, strerror(err));
+		return sp_cli_error("cannot create spool '%s': %s%s", a.output, sp_strerror(err),
+				    sp_cli_output_hint(err));
 	}
 	if (a.command && (err = command_error(a.command[0]))) {
 		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));

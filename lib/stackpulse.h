@@ -35,7 +35,8 @@ extern "C" {
 	X(RING_CORRUPT, "corrupt perf ring buffer record")                     \
 	X(LAUNCH, "cannot start the command")                                  \
 	X(SPOOL_TOO_DEEP, "corrupt spool: a stack deeper than the 2049 frames "  \
-			  "a recorder writes")
+			  "a recorder writes")                                   \
+	X(NOT_REGULAR, "not a regular file")
 
 enum sp_error {
 	SP_E_FIRST_ = 4096,
@@ -321,9 +322,24 @@ struct sp_spool;
  * the reader keeps what precedes it and reports truncated instead when the
  * damaged record is the last one), -SP_E_SPOOL_TOO_DEEP (a stack node more
  * than SP_SPOOL_MAX_DEPTH frames from its root: only a hostile file chains
- * so far, and its readers' work would grow with the square of the depth).
+ * so far, and its readers' work would grow with the square of the depth),
+ * -SP_E_NOT_REGULAR (a FIFO, device or socket: never opened, as its read
+ * could wait or never end).  A symlink is followed.  The file is read up to
+ * its size when opened: a spool still being written yields its prefix.
  */
 int sp_spool_open(const char *path, struct sp_spool **out);
+
+/*
+ * Open path for writing an output (a spool, a report), created with mode
+ * (less the umask) or truncated.  A regular file is written; a symlink,
+ * FIFO or device only when root or the caller owns it (what a symlink names
+ * under the same rule): another user's is refused without being opened
+ * (-ELOOP for a symlink, which would make root write where it points;
+ * -SP_E_NOT_REGULAR for a FIFO, which would hang it), and a directory is
+ * -EISDIR.  So `-o /dev/null` and a FIFO of one's own still work.  Returns
+ * the descriptor (O_CLOEXEC, blocking), or -errno.  The caller closes it.
+ */
+int sp_output_create(const char *path, unsigned int mode);
 
 /*
  * True when the file at path starts with the spool magic (stackpulse-spool(5)),

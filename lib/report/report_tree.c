@@ -67,92 +67,6 @@ static int build_top_down(struct tree *t)
 	return 0;
 }
 
-/*
- * Bottom-up, one level at a time: each tree node keeps the merged-stack
- * nodes that reach it (cursors), and only a node the print shows (over the
- * limit) moves its cursors one caller up to make its children.  Two cursors
- * of one tree node are never the same merged node, so the work is bounded by
- * what is shown, not by the stacks' depths.
- */
-struct cursor {
-	uint32_t tree_node; /* while grouping: the child it goes to */
-	uint32_t node;      /* a node of a->nodes */
-	uint64_t count;
-};
-
-static int by_tree_node(const void *pa, const void *pb)
-{
-	const struct cursor *x = pa, *y = pb;
-	return (x->tree_node > y->tree_node) - (x->tree_node < y->tree_node);
-}
-
-static int build_inverted(struct tree *t, double limit)
-{
-	struct sp_agg *a = t->agg;
-	struct cursor *pool = NULL, *next = NULL;
-	size_t npool = 0, pool_cap = 0, nnext = 0, next_cap = 0;
-	size_t *off = NULL, *len = NULL, off_cap = 0, len_cap = 0;
-	int err = 0;
-	/* Level 1: the leaf functions. */
-	for (size_t v = 1; !err && v < a->nnodes; v++) {
-		if (!a->nodes[v].count)
-			continue;
-		uint32_t id;
-		if ((err = child_of(t, ROOT, func_of(a, (uint32_t)v), &id)) ||
-		    (err = sp_array_reserve((void **)&next, &next_cap, nnext + 1, sizeof(*next))))
-			break;
-		t->nodes[id].total += a->nodes[v].count;
-		next[nnext++] = (struct cursor){id, (uint32_t)v, a->nodes[v].count};
-	}
-	for (size_t done = 0; !err;) {
-		/* Hand the grouped cursors to their tree nodes. */
-		if (nnext > 1)
-			qsort(next, nnext, sizeof(*next), by_tree_node);
-		if ((err = sp_array_reserve((void **)&off, &off_cap, t->n, sizeof(*off))) ||
-		    (err = sp_array_reserve((void **)&len, &len_cap, t->n, sizeof(*len))) ||
-		    (err = sp_array_reserve((void **)&pool, &pool_cap, npool + nnext, sizeof(*pool))))
-			break;
-		for (size_t i = 0; i < nnext; i++) {
-			uint32_t id = next[i].tree_node;
-			if (!i || next[i - 1].tree_node != id) {
-				off[id] = npool;
-				len[id] = 0;
-			}
-			pool[npool++] = next[i];
-			len[id]++;
-		}
-		nnext = 0;
-		size_t level_end = t->n;
-		/* Expand the nodes made by the last level that the print will show. */
-		for (; !err && done < level_end; done++) {
-			struct node *nd = &t->nodes[done];
-			if (sp_text_pct(nd->total, a->whole) < limit)
-				continue;
-			for (size_t i = 0; !err && i < len[done]; i++) {
-				struct cursor c = pool[off[done] + i];
-				uint32_t up = a->nodes[c.node].parent, id;
-				if (!up) {
-					t->nodes[done].self += c.count; /* the stack's root */
-					continue;
-				}
-				if ((err = child_of(t, (uint32_t)done, func_of(a, up), &id)) ||
-				    (err = sp_array_reserve((void **)&next, &next_cap, nnext + 1,
-							    sizeof(*next))))
-					break;
-				t->nodes[id].total += c.count;
-				next[nnext++] = (struct cursor){id, up, c.count};
-			}
-		}
-		if (!nnext)
-			break;
-	}
-	free(pool);
-	free(next);
-	free(off);
-	free(len);
-	return err;
-}
-
 static int by_weight(const void *pa, const void *pb, void *ctx)
 {
 	const struct tree *t = ctx;
@@ -258,23 +172,148 @@ out:
 	return err;
 }
 
+/*
+ * Bottom-up, printed as it is built, depth first: each entry holds the
+ * merged-stack nodes that reach it (cursors), and only an entry the print
+ * shows (over the limit) moves its cursors one caller up, into its
+ * children, and lets go of them.  Each sampled stack is one cursor in one
+ * list at a time, so memory stays with the merged stacks however much is
+ * printed, and the work follows what is shown.
+ */
+struct cursor {
+	uint32_t func;  /* while grouping: the function of node */
+	uint32_t node;  /* a node of a->nodes */
+	uint64_t count;
+};
+
+struct entry {
+	uint32_t func;
+	uint32_t depth;
+	uint64_t total;
+	struct cursor *cur; /* malloc'd, owned until expanded */
+	size_t ncur;
+};
+
+static int by_func(const void *pa, const void *pb)
+{
+	const struct cursor *x = pa, *y = pb;
+	return (x->func > y->func) - (x->func < y->func);
+}
+
+static int entry_weight(const void *pa, const void *pb, void *ctx)
+{
+	const struct sp_agg *a = ctx;
+	const struct entry *x = pa, *y = pb;
+	if (x->total != y->total)
+		return x->total < y->total ? 1 : -1;
+	if (x->func == MARKER || y->func == MARKER)
+		return (x->func == MARKER) - (y->func == MARKER);
+	return sp_text_name_cmp(&a->funcs[x->func], &a->funcs[y->func]);
+}
+
+/*
+ * Group cur[0..n) (each already moved to the node it stands for, func set)
+ * by function into entries over the limit, pushed onto *stack lightest
+ * first so the heaviest pops first.  Takes cur: freed here, or split into
+ * the entries' own lists.
+ */
+static int push_groups(struct sp_agg *a, struct cursor *cur, size_t n, uint32_t depth,
+		       double limit, struct entry **stack, size_t *sp, size_t *cap)
+{
+	int err = 0;
+	size_t base = *sp;
+	if (n > 1)
+		qsort(cur, n, sizeof(*cur), by_func);
+	for (size_t i = 0, j; !err && i < n; i = j) {
+		uint64_t total = 0;
+		for (j = i; j < n && cur[j].func == cur[i].func; j++)
+			total = sp_u64_add_sat(total, cur[j].count);
+		if (sp_text_pct(total, a->whole) < limit)
+			continue;
+		struct cursor *own = malloc((j - i) * sizeof(*own));
+		if (!own || (err = sp_array_reserve((void **)stack, cap, *sp + 1, sizeof(**stack)))) {
+			free(own);
+			err = err ? err : -ENOMEM;
+			break;
+		}
+		memcpy(own, cur + i, (j - i) * sizeof(*own));
+		(*stack)[(*sp)++] = (struct entry){cur[i].func, depth, total, own, j - i};
+	}
+	free(cur);
+	if (*sp - base > 1) {
+		qsort_r(*stack + base, *sp - base, sizeof(**stack), entry_weight, a);
+		for (size_t x = base, y = *sp - 1; x < y; x++, y--) {
+			struct entry t = (*stack)[x];
+			(*stack)[x] = (*stack)[y];
+			(*stack)[y] = t;
+		}
+	}
+	return err;
+}
+
+static int print_inverted(struct sp_agg *a, double limit, const struct sp_report_opts *opts,
+			  FILE *out)
+{
+	struct tree t = {.agg = a};
+	struct entry *stack = NULL;
+	size_t sp = 0, cap = 0, printed = 0, n = 0;
+	struct cursor *cur = NULL;
+	int err = 0;
+	/* The leaf functions: every node a stack ends at. */
+	for (size_t v = 1; v < a->nnodes; v++)
+		n += a->nodes[v].count ? 1 : 0;
+	if (!(cur = malloc((n ? n : 1) * sizeof(*cur))))
+		return -ENOMEM;
+	n = 0;
+	for (size_t v = 1; v < a->nnodes; v++)
+		if (a->nodes[v].count)
+			cur[n++] = (struct cursor){func_of(a, (uint32_t)v), (uint32_t)v,
+						   a->nodes[v].count};
+	err = push_groups(a, cur, n, 0, limit, &stack, &sp, &cap);
+	while (!err && sp) {
+		struct entry e = stack[--sp];
+		struct node line = {.func = e.func, .total = e.total};
+		put_node(&t, &line, e.depth, true, opts, out);
+		printed++;
+		/* Its callers: each cursor one node up; a stack whose root this is ends. */
+		size_t k = 0;
+		for (size_t i = 0; i < e.ncur; i++) {
+			uint32_t up = a->nodes[e.cur[i].node].parent;
+			if (up)
+				e.cur[k++] = (struct cursor){func_of(a, up), up, e.cur[i].count};
+		}
+		if (k)
+			err = push_groups(a, e.cur, k, e.depth + 1, limit, &stack, &sp, &cap);
+		else
+			free(e.cur);
+	}
+	while (sp)
+		free(stack[--sp].cur);
+	free(stack);
+	if (!err && !printed && limit > 0)
+		fprintf(out, "  (no stack over %.2g%% of the samples)\n", limit);
+	else if (!err && !printed)
+		fprintf(out, "  (no stacks)\n");
+	return err;
+}
+
 int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	struct tree t = {.agg = a, .first_root = ROOT};
 	sp_map_init(&t.index);
 	double limit = opts->percent_limit >= 0 ? opts->percent_limit : TREE_LIMIT_DEFAULT;
 	bool inverted = opts->inverted;
-	int err = inverted ? build_inverted(&t, limit) : build_top_down(&t);
-	if (!err) {
-		if (inverted)
-			fprintf(out, "\nCallers (bottom-up: each leaf function, then its callers)\n"
-				     "  Self%%%s  Function (module)\n",
-				opts->show_counts ? "   Samples" : "");
-		else
-			fprintf(out, "\nCall tree (top-down: callees indented under callers)\n"
-				     " Total%%   Self%%%s  Function (module)\n",
-				opts->show_counts ? "     Total      Self" : "");
-		err = print(&t, limit, inverted, opts, out);
+	int err = 0;
+	if (inverted) {
+		fprintf(out, "\nCallers (bottom-up: each leaf function, then its callers)\n"
+			     "  Self%%%s  Function (module)\n",
+			opts->show_counts ? "   Samples" : "");
+		err = print_inverted(a, limit, opts, out);
+	} else if (!(err = build_top_down(&t))) {
+		fprintf(out, "\nCall tree (top-down: callees indented under callers)\n"
+			     " Total%%   Self%%%s  Function (module)\n",
+			opts->show_counts ? "     Total      Self" : "");
+		err = print(&t, limit, false, opts, out);
 	}
 	if (!err && limit > 0)
 		fprintf(out, "(entries under %.2g%% not shown)\n", limit);

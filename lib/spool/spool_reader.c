@@ -2,8 +2,10 @@
 /* The validating spool reader: every byte is untrusted, a cut tail yields the intact prefix. */
 #include "spool/spool.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define CORRUPT (-SP_E_SPOOL_CORRUPT)
@@ -667,13 +669,15 @@ int sp_spool_open_buffer(const void *data, size_t len, struct sp_spool **out)
 }
 
 /* Read the whole file; works for pipes and /proc-like files without a size too. */
-static int read_all(int fd, struct sp_buf *b)
+/* The file's bytes up to limit (its size when opened: a spool being written grows). */
+static int read_all(int fd, struct sp_buf *b, size_t limit)
 {
-	for (;;) {
-		int err = sp_buf_reserve(b, 64 * 1024);
+	while (b->len < limit) {
+		size_t want = limit - b->len < 64 * 1024 ? limit - b->len : 64 * 1024;
+		int err = sp_buf_reserve(b, want);
 		if (err)
 			return err;
-		ssize_t n = read(fd, b->data + b->len, b->cap - b->len);
+		ssize_t n = read(fd, b->data + b->len, want);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -682,18 +686,23 @@ static int read_all(int fd, struct sp_buf *b)
 			return 0;
 		b->len += (size_t)n;
 	}
+	return 0;
 }
 
 int sp_spool_open(const char *path, struct sp_spool **out)
 {
 	struct sp_buf b;
 	sp_buf_init(&b);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	int err = fd < 0 ? -errno : 0;
-	if (err)
-		goto out;
-	err = read_all(fd, &b);
-	close(fd);
+	/* A regular file only: a FIFO's or device's read could wait, or never end. */
+	int fd = sp_open_regular(path, O_RDONLY, SP_RESOLVE_FOLLOW);
+	int err = fd < 0 ? (errno == EINVAL ? -SP_E_NOT_REGULAR : -errno) : 0;
+	struct stat st;
+	if (!err && fstat(fd, &st))
+		err = -errno;
+	if (!err)
+		err = read_all(fd, &b, (size_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
 	if (err)
 		goto out;
 	err = sp_spool_open_buffer(b.data, b.len, out);
@@ -859,7 +868,7 @@ uint64_t sp_spool_timestamp_us(const struct sp_spool *s, const struct sp_sample 
 
 bool sp_file_is_spool(const char *path)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = sp_open_regular(path, O_RDONLY | O_NONBLOCK, SP_RESOLVE_FOLLOW);
 	if (fd < 0)
 		return false;
 	char magic[SP_SPOOL_MAGIC_LEN];

@@ -164,8 +164,9 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	sp_map_init(&w->stack_by_edge);
 	sp_map_init(&w->thread_by_id);
 	w->last_timestamp_ns = meta->start_monotonic_ns;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-	int err = w->fd < 0 ? -errno : 0;
+	/* Never through another user's symlink, never into a FIFO or device. */
+	w->fd = sp_output_create(path, 0666);
+	int err = w->fd < 0 ? w->fd : 0;
 	if (err)
 		goto fail;
 	uint8_t header[SP_SPOOL_HEADER_LEN];

@@ -58,3 +58,65 @@ int sp_open_regular(const char *path, int flags, enum sp_resolve resolve)
 		errno = err;
 	return fd;
 }
+
+/*
+ * Whether what st describes may take an output: a regular file; anything
+ * else only when root or the caller made it (a symlink, a FIFO, a device:
+ * another user plants those to make root write elsewhere, or hang).
+ */
+static int output_kind(const struct stat *st, bool *special)
+{
+	*special = false;
+	if (S_ISDIR(st->st_mode))
+		return -EISDIR;
+	if (S_ISREG(st->st_mode))
+		return 0;
+	if (st->st_uid != 0 && st->st_uid != geteuid())
+		return S_ISLNK(st->st_mode) ? -ELOOP : -SP_E_NOT_REGULAR;
+	*special = true;
+	return 0;
+}
+
+int sp_output_create(const char *path, unsigned int mode)
+{
+	/* What is there now, looked at through handles that open nothing. */
+	bool special = false, follow = false;
+	for (int pass = 0; pass < 2; pass++) {
+		int h = open(path, O_PATH | O_CLOEXEC | (pass ? 0 : O_NOFOLLOW));
+		struct stat hs;
+		if (h < 0) {
+			if (errno == ENOENT)
+				break;
+			return -errno;
+		}
+		int err = fstat(h, &hs) ? -errno : output_kind(&hs, &special);
+		close(h);
+		if (err)
+			return err;
+		/* A symlink root or the caller made: what it names, under the same rule. */
+		if (pass || !S_ISLNK(hs.st_mode))
+			break;
+		follow = true;
+	}
+	/*
+	 * Whatever may be swapped in since: a symlink fails (O_NOFOLLOW), a
+	 * FIFO without a reader fails (O_NONBLOCK: ENXIO) and one with a reader
+	 * is refused below; a device node needs privilege to make.  Truncated
+	 * only once it is known to be a regular file.
+	 */
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW) |
+		    (special ? 0 : O_NONBLOCK);
+	int fd = open(path, flags, mode);
+	if (fd < 0)
+		return errno == ENXIO ? -SP_E_NOT_REGULAR : -errno;
+	struct stat st;
+	int err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) && !special ? -SP_E_NOT_REGULAR : 0;
+	if (!err && S_ISREG(st.st_mode) &&
+	    (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || ftruncate(fd, 0)))
+		err = -errno;
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}

@@ -85,7 +85,8 @@ static int add_pids(struct record_args *a, const char *list, struct argp_state *
 		char *end;
 		errno = 0;
 		long v = strtol(p, &end, 10);
-		if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ',')) {
+		if (errno || end == p || v <= 0 || v > INT_MAX || (*end && *end != ',') ||
+		    (*end == ',' && !end[1])) {
 			argp_error(state, "invalid process id list '%.*s%s' (PID[,PID...])",
 				   SP_CLI_ECHO(list));
 			return EINVAL;
@@ -160,6 +161,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "give either -p PID or a COMMAND, not both");
 		if (a->descendants && !a->npids)
 			argp_error(state, "--descendants goes with -p");
+		if (a->stop_attach && !a->npids)
+			argp_error(state, "--stop-attach goes with -p (a launched command is never "
+					  "stopped)");
 		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;

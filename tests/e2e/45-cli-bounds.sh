@@ -92,6 +92,10 @@ run "record -- sh -c -h" "$SP" record -o h.spool -- sh -c 'echo "arg:$0"' -h
 [ "$status" = 0 ] && grep -q "arg:-h" out.txt && ! grep -q "^Usage:" out.txt &&
 	ok "record -- COMMAND -h passes -h to the command" ||
 	fail "record -- sh -c ... -h: exit $status: $(head -c 200 out.txt) $(head -c 200 err.txt)"
+run "record --stop-attach without -p" "$SP" record --stop-attach -- true
+expect "record --stop-attach without -p" 2 "--stop-attach goes with -p"
+run "record -p with a trailing comma" "$SP" record -p "$$,"
+expect "record -p $$, (a trailing comma)" 2 "invalid process id list"
 # symbolize -o - would write a file named '-': refused, it writes spool files only.
 "$SP" record -q -o tiny.spool -- true >/dev/null 2>&1 || "$SP" record -o tiny.spool -- true >/dev/null 2>&1
 run "symbolize -o -" "$SP" symbolize -o - tiny.spool

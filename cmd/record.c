@@ -365,10 +365,11 @@ static size_t append_word(char *buf, size_t cap, size_t used, const char *w, boo
 		buf[used++] = ' ';
 	if (!plain && used + 1 < cap)
 		buf[used++] = '\'';
-	for (; *w && used + 5 < cap; w++) {
+	for (; *w && used + 6 < cap; w++) {
 		if (*w == '\'' && !plain) {
-			memcpy(buf + used, "'\\''", 4); /* close, escaped quote, reopen */
-			used += 4;
+			/* Close, a quote in double quotes, reopen: no backslash, which reports escape. */
+			memcpy(buf + used, "'\"'\"'", 5);
+			used += 5;
 		} else {
 			buf[used++] = *w;
 		}

@@ -121,14 +121,17 @@ struct sp_summary {
 uint64_t sp_summary_error_total(const struct sp_summary *s);
 
 /*
- * Write the NUL-terminated s to f as text a terminal cannot obey: every byte
- * of a C0 or C1 control character, DEL, a bidirectional override or a byte
- * that is not well-formed UTF-8 as \xHH, the rest (backslashes included)
- * unchanged.  For names a target or another user chose (thread names,
- * symbols, module and perf-map paths, the recorded command) on their way to
- * root's terminal.  On allocation failure writes "[unprintable]", never the
- * raw bytes.  (lib/util/escape.c; the symbolizer's resolved names are already
- * escaped this way.)
+ * Write the NUL-terminated s to f as text a terminal cannot obey or misread:
+ * every byte of a C0 or C1 control character, DEL, a bidirectional mark,
+ * embedding, override or isolate, an invisible character (U+200B-U+200D,
+ * U+2028-U+2029, U+2060-U+206F, U+FEFF, U+FFF9-U+FFFB, U+E0000-U+E007F), a
+ * backslash (so every \xHH shown is an escape) or a byte that is not
+ * well-formed UTF-8 as \xHH, the rest unchanged.  For names a target or
+ * another user chose (thread names, symbols, module and perf-map paths, the
+ * recorded command) on their way to root's terminal.  On allocation failure
+ * writes "[unprintable]", never the raw bytes.  (lib/util/escape.c; the
+ * symbolizer's resolved names are already escaped this way: escape a string
+ * once.)
  */
 void sp_fputs_printable(const char *s, FILE *f);
 
@@ -505,10 +508,11 @@ int sp_spool_dump_text(const struct sp_spool *s, FILE *out);
  * offsets and load biases are "0x..." hex strings and inode and mtime_ns
  * decimal strings, because they are compared exactly and may exceed 2^53,
  * where readers that use doubles (JavaScript, jq 1.6) lose digits.  Absent
- * ids are null.  Strings are JSON-escaped; bytes that are not UTF-8 become
- * U+FFFD.  A truncated spool ends with {"type":"truncated","records":N}, one
- * without a summary trailer with {"type":"cut-short"}.  Returns 0, -errno
- * from out, or -ENOMEM.
+ * ids are null.  Strings are JSON-escaped, the characters sp_fputs_printable
+ * escapes as \uXXXX, and a byte that is not UTF-8 as the text \xHH (JSON
+ * "\\xHH").  A truncated spool ends with {"type":"truncated","records":N},
+ * one without a summary trailer with {"type":"cut-short"}.  Returns 0,
+ * -errno from out, or -ENOMEM.
  */
 int sp_spool_dump_json(const struct sp_spool *s, FILE *out);
 

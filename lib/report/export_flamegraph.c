@@ -304,6 +304,20 @@ static int put_xml(struct flamegraph *fg, const char *s, FILE *out)
 	return err;
 }
 
+/* Write s as the spool or command line has it (not a resolved name): \xHH escapes first. */
+static int put_raw_xml(struct flamegraph *fg, const char *s, FILE *out)
+{
+	if (sp_text_is_printable(s))
+		return put_xml(fg, s, out);
+	struct sp_buf t;
+	sp_buf_init(&t);
+	int err = sp_buf_put_printable(&t, s);
+	err = err ? err : sp_buf_append(&t, "", 1);
+	err = err ? err : put_xml(fg, (const char *)t.data, out);
+	sp_buf_release(&t);
+	return err;
+}
+
 /* Bytes of the first max characters of UTF-8 text s, or strlen(s) when it has no more. */
 static size_t utf8_prefix(const char *s, size_t max)
 {
@@ -618,12 +632,12 @@ static int write_header(struct flamegraph *fg, const struct geometry *g,
 	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">Flame graph"
 		     "</text>\n", IMAGE_W / 2);
 	fprintf(out, "<text class=\"head\" xml:space=\"preserve\" x=\"%d\" y=\"44\">Command: ", PAD);
-	int err = put_xml(fg, command, out);
+	int err = put_raw_xml(fg, command, out);
 	if (err)
 		return err;
 	if (opts->spool_path) {
 		fputs("   Spool: ", out);
-		if ((err = put_xml(fg, opts->spool_path, out)))
+		if ((err = put_raw_xml(fg, opts->spool_path, out)))
 			return err;
 	}
 	fputs("</text>\n", out);

@@ -9,9 +9,10 @@
 #include <string.h>
 
 /*
- * Append n bytes of s with control characters as '_', and spaces too when
- * no_spaces: importers split a frame line at " (" before the module, and a
- * sample at its blank line, so neither may appear inside a field.
+ * Append n bytes of s, text already escaped (sp_buf_put_printable), with
+ * spaces as '_' when no_spaces: importers split a frame line at " (" before
+ * the module, and a sample at its blank line, so neither may appear inside a
+ * field.  (A control character, which escaped text never holds, becomes '_'.)
  */
 static int put_field(struct sp_buf *b, const char *s, size_t n, bool no_spaces)
 {
@@ -23,6 +24,19 @@ static int put_field(struct sp_buf *b, const char *s, size_t n, bool no_spaces)
 		b->data[b->len++] = c < 0x20 || c == 0x7f || (no_spaces && c == ' ') ? '_' : c;
 	}
 	return 0;
+}
+
+/* Append s, as the spool has it (a thread name), escaped like the frame names. */
+static int put_raw_field(struct sp_buf *b, const char *s)
+{
+	if (sp_text_is_printable(s))
+		return put_field(b, s, strlen(s), false);
+	struct sp_buf t;
+	sp_buf_init(&t);
+	int err = sp_buf_put_printable(&t, s);
+	err = err ? err : put_field(b, (const char *)t.data, t.len, false);
+	sp_buf_release(&t);
+	return err;
 }
 
 static int put_str(struct sp_buf *b, const char *s)
@@ -51,16 +65,24 @@ static int put_module(struct sp_buf *b, const struct sp_spool *s, const struct s
 	const struct sp_module *m =
 		fr->module_id < sp_spool_module_count(s) ? sp_spool_module(s, fr->module_id) : NULL;
 	const char *text = rf->module && rf->module[0] ? rf->module : "[unknown]";
+	struct sp_buf path; /* the path from the spool, escaped as the module name was */
+	sp_buf_init(&path);
+	int err = 0;
 	if (m && !(m->flags & (SP_MODULE_KERNEL | SP_MODULE_ANON)) && m->path &&
-	    m->path[0] == '/' && rf->origin != SP_ORIGIN_PERF_MAP)
-		text = m->path;
-	size_t n = strlen(text), k = strlen(DELETED_SUFFIX);
+	    m->path[0] == '/' && rf->origin != SP_ORIGIN_PERF_MAP) {
+		err = sp_buf_put_printable(&path, m->path);
+		err = err ? err : sp_buf_append(&path, "", 1);
+		text = (const char *)path.data;
+	}
+	size_t n = err ? 0 : strlen(text), k = strlen(DELETED_SUFFIX);
 	/* perf keeps the kernel's suffix of a deleted file; importers take it for the symbol. */
 	if (n > k && !strcmp(text + n - k, DELETED_SUFFIX))
 		n -= k;
-	int err = put_str(b, " (");
+	err = err ? err : put_str(b, " (");
 	err = err ? err : put_field(b, text, n, true);
-	return err ? err : put_str(b, ")\n");
+	err = err ? err : put_str(b, ")\n");
+	sp_buf_release(&path);
+	return err;
 }
 
 static const struct sp_resolved_frame truncated = {.name = "[truncated]", .module = "[unknown]"};
@@ -88,7 +110,7 @@ static int put_frame(struct sp_buf *b, struct sp_agg *a, uint32_t frame_id)
 }
 
 /* Stack texts are kept up to this many bytes; past it samples are built from frame texts. */
-#define STACK_CACHE_MAX (64u << 20)
+#define STACK_CACHE_MAX (16u << 20)
 
 /*
  * Text formatted once and copied per sample: a million samples repeat the
@@ -157,7 +179,7 @@ static int thread_text(struct text_cache *c, const struct sp_spool *s, uint32_t 
 	size_t at = c->text.len;
 	int err;
 	if (t && t->name[0])
-		err = put_field(&c->text, t->name, strlen(t->name), false);
+		err = put_raw_field(&c->text, t->name);
 	else
 		err = put_fmt(&c->text, ":%" PRId32, t ? t->tid : -1);
 	err = err ? err : put_fmt(&c->text, " %5" PRId32 "/%-5" PRId32, t ? t->pid : -1,

@@ -181,17 +181,37 @@ static void gz_close(struct gz *g)
 	memset(g, 0, sizeof(*g));
 }
 
-/* String table index of s, made valid UTF-8 (proto3 strings must be). */
-static int str_id(struct pprof *p, const char *s, uint64_t *id)
+/* String table index of the clean text in p->clean. */
+static int clean_id(struct pprof *p, uint64_t *id)
 {
-	p->clean.len = 0;
 	uint32_t v;
-	int err = sp_buf_put_utf8(&p->clean, s ? s : "");
-	if (!err)
-		err = sp_intern(&p->strings, p->clean.data, p->clean.len, &v, NULL);
+	int err = sp_intern(&p->strings, p->clean.data, p->clean.len, &v, NULL);
 	if (!err)
 		*id = v;
 	return err;
+}
+
+/*
+ * String table index of s, made valid UTF-8 (proto3 strings must be): for
+ * our own text and the symbolizer's names, which are escaped already.
+ */
+static int str_id(struct pprof *p, const char *s, uint64_t *id)
+{
+	p->clean.len = 0;
+	int err = sp_buf_put_utf8(&p->clean, s ? s : "");
+	return err ? err : clean_id(p, id);
+}
+
+/*
+ * String table index of s as the spool has it (a thread name, a module
+ * path, the command), escaped as the symbolizer escapes names: `go tool
+ * pprof -tags` and `-raw` print them to a terminal.
+ */
+static int raw_str_id(struct pprof *p, const char *s, uint64_t *id)
+{
+	p->clean.len = 0;
+	int err = sp_buf_put_printable(&p->clean, s ? s : "");
+	return err ? err : clean_id(p, id);
 }
 
 /* Location index of a frame, made on first use. */
@@ -268,13 +288,13 @@ static int value_type(struct pprof *p, struct sp_buf *msg, unsigned field, const
 	return pb_message(msg, field, &p->sub);
 }
 
-/* Append a Label to the Sample msg: a number, or a string when str is not NULL. */
+/* Append a Label to the Sample msg: a number, or a string (a thread name) when str is not NULL. */
 static int label(struct pprof *p, struct sp_buf *msg, const char *key, const char *str, int64_t num)
 {
 	uint64_t k, s = 0;
 	int err = str_id(p, key, &k);
 	if (!err && str)
-		err = str_id(p, str, &s);
+		err = raw_str_id(p, str, &s);
 	if (err)
 		return err;
 	p->sub.len = 0;
@@ -447,7 +467,7 @@ static int encode_mappings(struct pprof *p)
 		uint8_t fl = p->map_flags[m];
 		/* An anonymous mapping's page offset is no file offset (mmap(2) ignores it). */
 		bool anon = mod->flags & SP_MODULE_ANON;
-		if ((err = str_id(p, mod->path, &file)) || (err = str_id(p, hex, &build_id)))
+		if ((err = raw_str_id(p, mod->path, &file)) || (err = str_id(p, hex, &build_id)))
 			break;
 		msg.len = 0;
 		/* Every location carries a function, at worst the module+0xOFFSET name. */
@@ -533,7 +553,7 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	/* The fields after the string table, first: every string must be in the table. */
 	uint64_t cpu, comment = 0;
 	if ((err = str_id(&p, "cpu", &cpu)) ||
-	    (meta->command && meta->command[0] && (err = str_id(&p, meta->command, &comment))))
+	    (meta->command && meta->command[0] && (err = raw_str_id(&p, meta->command, &comment))))
 		goto out;
 	if ((err = pb_varint(&p.tail, PROFILE_TIME_NANOS, meta->start_timestamp_us * 1000)) ||
 	    (err = pb_varint(&p.tail, PROFILE_DURATION_NANOS, a->last_ns - a->first_ns)) ||

@@ -695,8 +695,10 @@ int sp_spool_open(const char *path, struct sp_spool **out)
 	sp_buf_init(&b);
 	/* A regular file only: a FIFO's or device's read could wait, or never end. */
 	int fd = sp_open_regular(path, O_RDONLY, SP_RESOLVE_FOLLOW);
-	int err = fd < 0 ? (errno == EINVAL ? -SP_E_NOT_REGULAR : -errno) : 0;
+	int err = fd < 0 ? -errno : 0;
 	struct stat st;
+	if (err == -EINVAL) /* not a regular file: a directory says so */
+		err = !stat(path, &st) && S_ISDIR(st.st_mode) ? -EISDIR : -SP_E_NOT_REGULAR;
 	if (!err && fstat(fd, &st))
 		err = -errno;
 	if (!err)

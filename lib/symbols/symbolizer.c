@@ -386,8 +386,10 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
  * Names from symbol tables, perf maps and spools are chosen by whoever wrote
  * them and go on to terminals: escape control characters once, here, so every
  * view and export shows the same safe text (util.h, sp_arena_printable).
+ * Names stored in the spool were escaped when `symbolize` stored them: their
+ * backslashes are kept (sp_arena_printable_escaped), not escaped a second time.
  */
-static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *rf)
+static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *rf, bool stored)
 {
 	const char **text[] = {&rf->name, &rf->module, &rf->file};
 	for (size_t i = 0; i < SP_ARRAY_SIZE(text); i++) {
@@ -396,14 +398,17 @@ static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *
 		 * Module names and source files come back frame after frame: a
 		 * string found printable is remembered by address (what the
 		 * symbolizer hands out keeps its address and bytes until it is
-		 * freed), so it is read once.
+		 * freed), so it is read once.  Only sp_arena_printable's verdict
+		 * is remembered: a stored name's backslash would not pass it.
 		 */
 		size_t slot = ((uintptr_t)t >> 3) % SP_ARRAY_SIZE(sym->printable_seen);
 		if (!t || sym->printable_seen[slot] == t)
 			continue;
-		if (!(*text[i] = sp_arena_printable(&sym->strings, t)))
+		*text[i] = stored ? sp_arena_printable_escaped(&sym->strings, t)
+				  : sp_arena_printable(&sym->strings, t);
+		if (!*text[i])
 			return -ENOMEM;
-		if (*text[i] == t)
+		if (*text[i] == t && !stored)
 			sym->printable_seen[slot] = t;
 	}
 	return 0;
@@ -441,9 +446,9 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 	}
 	if (!err && rf->kind == SP_KIND_NATIVE)
 		err = sp_sym_flag_python_runtime(sym, frame_id, fr);
-	err = err ? err : printable_frame(sym, rf);
+	err = err ? err : printable_frame(sym, rf, stored);
 	for (size_t i = 0; !err && sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
-		err = printable_frame(sym, &sym->chain[frame_id][i]);
+		err = printable_frame(sym, &sym->chain[frame_id][i], stored);
 	if (err)
 		return err;
 	if (rf->kind != SP_KIND_TRUNCATED) {

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Strings made safe for UTF-8 and JSON output: malformed bytes replaced, JSON escapes. */
+/* Names made safe to show: \xHH escapes for terminals, well-formed UTF-8, JSON strings. */
 #include "util/util.h"
 
 #include <string.h>
@@ -27,6 +27,7 @@ static size_t utf8_seq(const uint8_t *p)
 }
 
 static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+static const char hex[] = "0123456789abcdef";
 
 int sp_buf_put_utf8(struct sp_buf *b, const char *s)
 {
@@ -41,20 +42,62 @@ int sp_buf_put_utf8(struct sp_buf *b, const char *s)
 	return 0;
 }
 
+/* The code point of the well-formed n-byte sequence at p. */
+static uint32_t code_point(const uint8_t *p, size_t n)
+{
+	if (n == 1)
+		return p[0];
+	uint32_t c = p[0] & (0x7f >> n);
+	for (size_t i = 1; i < n; i++)
+		c = c << 6 | (p[i] & 0x3f);
+	return c;
+}
+
+/*
+ * Code points a terminal does not show as themselves: C0 and C1 controls and
+ * DEL, which it obeys (U+009B is CSI on an 8-bit terminal); the bidirectional
+ * marks, embeddings, overrides and isolates (U+061C, U+200E-U+200F,
+ * U+202A-U+202E, U+2066-U+2069), which reorder the rest of its line; and
+ * the invisible ones (zero-width space and joiners U+200B-U+200D, the line
+ * and paragraph separators U+2028-U+2029, the word joiner, invisible
+ * operators and deprecated format characters U+2060-U+206F, U+FEFF, the
+ * interlinear annotation marks U+FFF9-U+FFFB, the tags U+E0000-U+E007F),
+ * with which two different names read the same.
+ */
+static const struct {
+	uint32_t lo, hi;
+} refused[] = {
+	{0x0000, 0x001f}, {0x007f, 0x009f}, {0x061c, 0x061c}, {0x200b, 0x200f},
+	{0x2028, 0x202e}, {0x2060, 0x206f}, {0xfeff, 0xfeff}, {0xfff9, 0xfffb},
+	{0xe0000, 0xe007f},
+};
+
+static bool is_refused(uint32_t c)
+{
+	for (size_t i = 0; i < SP_ARRAY_SIZE(refused) && c >= refused[i].lo; i++)
+		if (c <= refused[i].hi)
+			return true;
+	return false;
+}
+
 int sp_json_put_string(struct sp_buf *b, const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
 	const uint8_t *p = (const uint8_t *)s;
 	int err = sp_buf_append(b, "\"", 1);
 	while (!err && *p) {
 		uint8_t c = *p;
 		size_t n = utf8_seq(p);
 		if (!n) {
-			/* Not UTF-8 (a Latin-1 path, a cut name): JSON text must be. */
-			err = sp_buf_append(b, "\\ufffd", 6);
+			/*
+			 * Not UTF-8 (a Latin-1 path, a cut name), which JSON text
+			 * cannot hold: the text views' \xHH, its backslash escaped.
+			 */
+			char esc[6] = {'\\', '\\', 'x', hex[c >> 4], hex[c & 15]};
+			err = sp_buf_append(b, esc, 5);
 			p++;
 			continue;
 		}
+		uint32_t cp = code_point(p, n);
 		if (c == '"' || c == '\\') {
 			char esc[2] = {'\\', (char)c};
 			err = sp_buf_append(b, esc, 2);
@@ -64,9 +107,19 @@ int sp_json_put_string(struct sp_buf *b, const char *s)
 			err = sp_buf_append(b, "\\t", 2);
 		} else if (c == '\r') {
 			err = sp_buf_append(b, "\\r", 2);
-		} else if (c < 0x20 || c == 0x7f) {
-			char esc[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-			err = sp_buf_append(b, esc, 6);
+		} else if (is_refused(cp)) {
+			/* A reader gets the code point back; a terminal shows the escape. */
+			uint32_t units[2] = {cp, 0};
+			if (cp > 0xffff) { /* a surrogate pair (RFC 8259, section 7) */
+				units[0] = 0xd800 | (cp - 0x10000) >> 10;
+				units[1] = 0xdc00 | (cp & 0x3ff);
+			}
+			for (size_t i = 0; i < 2 && units[i] && !err; i++) {
+				uint32_t u = units[i];
+				char esc[6] = {'\\', 'u', hex[u >> 12], hex[u >> 8 & 15],
+					       hex[u >> 4 & 15], hex[u & 15]};
+				err = sp_buf_append(b, esc, 6);
+			}
 		} else {
 			err = sp_buf_append(b, p, n);
 		}
@@ -76,21 +129,17 @@ int sp_json_put_string(struct sp_buf *b, const char *s)
 }
 
 /*
- * Bytes at p that a terminal shows as text: a well-formed UTF-8 sequence that is
- * not a C0 or C1 control, DEL or a bidirectional override; 0 for anything else.
+ * Bytes at p that a terminal shows as text: a well-formed UTF-8 sequence of
+ * a code point not refused above, and not a backslash unless keep_backslash;
+ * 0 for anything else.  The backslash is escaped too (as \x5c) so that every
+ * \xHH shown is an escape: a name cannot spell one to pass for another.
  */
-static size_t printable_seq(const uint8_t *p)
+static size_t printable_seq(const uint8_t *p, bool keep_backslash)
 {
 	size_t n = utf8_seq(p);
-	if (n == 1 && (p[0] < 0x20 || p[0] == 0x7f))
-		return 0;
-	if (n == 2 && p[0] == 0xc2 && p[1] < 0xa0) /* U+0080..U+009F: C1, CSI among them */
-		return 0;
-	/* U+202A..U+202E and U+2066..U+2069 reorder the rest of a terminal line. */
-	if (n == 3 && p[0] == 0xe2 && ((p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xae) ||
-				       (p[1] == 0x81 && p[2] >= 0xa6 && p[2] <= 0xa9)))
-		return 0;
-	return n;
+	if (n == 1)
+		return p[0] >= 0x20 && p[0] != 0x7f && (p[0] != '\\' || keep_backslash);
+	return n && !is_refused(code_point(p, n)) ? n : 0;
 }
 
 /*
@@ -118,24 +167,29 @@ static bool ascii_printable(const uint8_t *p, size_t n)
 	return true;
 }
 
-bool sp_text_is_printable(const char *s)
+static bool is_printable(const char *s, bool keep_backslash)
 {
 	const uint8_t *p = (const uint8_t *)s;
-	if (ascii_printable(p, strlen(s)))
-		return true;
+	size_t len = strlen(s);
+	if (ascii_printable(p, len))
+		return keep_backslash || !memchr(s, '\\', len);
 	for (size_t n; *p; p += n)
-		if (!(n = printable_seq(p)))
+		if (!(n = printable_seq(p, keep_backslash)))
 			return false;
 	return true;
 }
 
-int sp_buf_put_printable(struct sp_buf *b, const char *s)
+bool sp_text_is_printable(const char *s)
 {
-	static const char hex[] = "0123456789abcdef";
+	return is_printable(s, false);
+}
+
+static int put_printable(struct sp_buf *b, const char *s, bool keep_backslash)
+{
 	const uint8_t *p = (const uint8_t *)s;
 	int err = 0;
 	while (!err && *p) {
-		size_t n = printable_seq(p);
+		size_t n = printable_seq(p, keep_backslash);
 		if (n) {
 			err = sp_buf_append(b, p, n);
 			p += n;
@@ -152,17 +206,32 @@ int sp_buf_put_printable(struct sp_buf *b, const char *s)
 	return err;
 }
 
-const char *sp_arena_printable(struct sp_arena *a, const char *s)
+int sp_buf_put_printable(struct sp_buf *b, const char *s)
 {
-	if (sp_text_is_printable(s))
+	return put_printable(b, s, false);
+}
+
+static const char *arena_printable(struct sp_arena *a, const char *s, bool keep_backslash)
+{
+	if (is_printable(s, keep_backslash))
 		return s;
 	struct sp_buf b;
 	sp_buf_init(&b);
 	const char *out = NULL;
-	if (!sp_buf_put_printable(&b, s))
+	if (!put_printable(&b, s, keep_backslash))
 		out = sp_arena_strndup(a, (const char *)b.data, b.len);
 	sp_buf_release(&b);
 	return out;
+}
+
+const char *sp_arena_printable(struct sp_arena *a, const char *s)
+{
+	return arena_printable(a, s, false);
+}
+
+const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s)
+{
+	return arena_printable(a, s, true);
 }
 
 void sp_fputs_printable(const char *s, FILE *f)

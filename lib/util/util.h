@@ -287,16 +287,25 @@ int sp_open_regular(const char *path, int flags, enum sp_resolve resolve);
 
 /* Append s with every byte that is not well-formed UTF-8 replaced by U+FFFD. */
 int sp_buf_put_utf8(struct sp_buf *b, const char *s);
-/* Append s as a quoted JSON string (RFC 8259): escapes, and \ufffd for non-UTF-8 bytes. */
+/*
+ * Append s as a quoted JSON string (RFC 8259) that a reader decodes to the
+ * same code points: the characters sp_text_is_printable refuses as \uXXXX (a
+ * surrogate pair past U+FFFF), and each byte that is not well-formed UTF-8,
+ * which JSON cannot hold, as the text views' \xHH (written "\\xHH").
+ */
 int sp_json_put_string(struct sp_buf *b, const char *s);
 
 /*
  * Text for a terminal.  Names a target or another user chose (thread names,
  * perf-map and ELF symbols, module paths, the recorded command) reach root's
  * terminal, where an escape sequence would be obeyed: every byte of a C0 or
- * C1 control, DEL, a bidirectional override (U+202A-U+202E, U+2066-U+2069) or
- * a byte that is not well-formed UTF-8 is shown as \xHH; the rest (and
- * backslashes, so the escape is idempotent) as it is.
+ * C1 control, DEL, a bidirectional mark, embedding, override or isolate
+ * (U+061C, U+200E-U+200F, U+202A-U+202E, U+2066-U+2069), an invisible
+ * character (U+200B-U+200D, U+2028-U+2029, U+2060-U+206F, U+FEFF,
+ * U+FFF9-U+FFFB, U+E0000-U+E007F), a backslash, or a byte that is not
+ * well-formed UTF-8 is shown as \xHH; the rest as it is.  The backslash is
+ * escaped (\x5c) so that every \xHH shown is an escape, never a name's own
+ * text; the escape is therefore not idempotent: escape a string once.
  */
 /* True when s needs no escape. */
 bool sp_text_is_printable(const char *s);
@@ -304,6 +313,12 @@ bool sp_text_is_printable(const char *s);
 int sp_buf_put_printable(struct sp_buf *b, const char *s);
 /* s itself when printable, else an escaped copy in a; NULL on allocation failure. */
 const char *sp_arena_printable(struct sp_arena *a, const char *s);
+/*
+ * The same for text escaped once already (names a spool stores, which
+ * `symbolize` wrote escaped): backslashes stay, so "\x1b" is not escaped
+ * again, and anything else a terminal would obey is still escaped.
+ */
+const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s);
 /* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
 #endif

@@ -209,32 +209,71 @@ struct text_case {
 static const struct text_case text_cases[] = {
 	{"plain", "\"plain\"", "plain", "plain"},
 	{"", "\"\"", "", ""},
-	{"q\"b\\s/", "\"q\\\"b\\\\s/\"", "q\"b\\s/", "q\"b\\s/"},
+	/* A backslash: JSON's own escape; \x5c on a terminal, so no name spells an escape. */
+	{"q\"b\\s/", "\"q\\\"b\\\\s/\"", "q\"b\\s/", "q\"b\\x5cs/"},
+	{"\\x41", "\"\\\\x41\"", "\\x41", "\\x5cx41"},
 	{"\n\t\r\x01\x1f\x7f", "\"\\n\\t\\r\\u0001\\u001f\\u007f\"", "\n\t\r\x01\x1f\x7f",
 	 "\\x0a\\x09\\x0d\\x01\\x1f\\x7f"},
 	/* Well-formed UTF-8 of 2, 3 and 4 bytes passes through. */
 	{"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"",
 	 "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
-	/* Stray bytes, a cut sequence, overlong, surrogate, past U+10FFFF: one U+FFFD per byte. */
-	{"a\xff", "\"a\\ufffd\"", "a\xef\xbf\xbd", "a\\xff"},
-	{"\xc3", "\"\\ufffd\"", "\xef\xbf\xbd", "\\xc3"},
-	{"\xc0\xaf", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd", "\\xc0\\xaf"},
-	{"\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
+	/*
+	 * Stray bytes, a cut sequence, overlong, surrogate, past U+10FFFF: one U+FFFD
+	 * per byte in UTF-8 text, \xHH per byte for a terminal and (its backslash
+	 * escaped) in JSON, which cannot hold the byte.
+	 */
+	{"a\xff", "\"a\\\\xff\"", "a\xef\xbf\xbd", "a\\xff"},
+	{"\xc3", "\"\\\\xc3\"", "\xef\xbf\xbd", "\\xc3"},
+	{"\xc0\xaf", "\"\\\\xc0\\\\xaf\"", "\xef\xbf\xbd\xef\xbf\xbd", "\\xc0\\xaf"},
+	{"\xed\xa0\x80", "\"\\\\xed\\\\xa0\\\\x80\"", "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd",
 	 "\\xed\\xa0\\x80"},
-	{"\xf4\x90\x80\x80z", "\"\\ufffd\\ufffd\\ufffd\\ufffdz\"",
+	{"\xf4\x90\x80\x80z", "\"\\\\xf4\\\\x90\\\\x80\\\\x80z\"",
 	 "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbdz", "\\xf4\\x90\\x80\\x80z"},
-	{"\xe2\x82", "\"\\ufffd\\ufffd\"", "\xef\xbf\xbd\xef\xbf\xbd", "\\xe2\\x82"},
+	{"\xe2\x82", "\"\\\\xe2\\\\x82\"", "\xef\xbf\xbd\xef\xbf\xbd", "\\xe2\\x82"},
 	/* What a terminal obeys: ESC and BEL, a C1 CSI, bidirectional overrides; not NBSP. */
 	{"\x1b]0;x\x07", "\"\\u001b]0;x\\u0007\"", "\x1b]0;x\x07", "\\x1b]0;x\\x07"},
-	{"\xc2\x9b" "1m\xc2\xa0", "\"\xc2\x9b" "1m\xc2\xa0\"", "\xc2\x9b" "1m\xc2\xa0",
+	{"\xc2\x9b" "1m\xc2\xa0", "\"\\u009b" "1m\xc2\xa0\"", "\xc2\x9b" "1m\xc2\xa0",
 	 "\\xc2\\x9b" "1m\xc2\xa0"},
-	{"a\xe2\x80\xae" "b\xe2\x81\xa9", "\"a\xe2\x80\xae" "b\xe2\x81\xa9\"", "a\xe2\x80\xae" "b\xe2\x81\xa9",
+	{"a\xe2\x80\xae" "b\xe2\x81\xa9", "\"a\\u202eb\\u2069\"", "a\xe2\x80\xae" "b\xe2\x81\xa9",
 	 "a\\xe2\\x80\\xae" "b\\xe2\\x81\\xa9"},
+	/* Bidirectional marks: RLM, LRM, ALM. */
+	{"\xe2\x80\x8f\xe2\x80\x8e\xd8\x9c", "\"\\u200f\\u200e\\u061c\"",
+	 "\xe2\x80\x8f\xe2\x80\x8e\xd8\x9c", "\\xe2\\x80\\x8f\\xe2\\x80\\x8e\\xd8\\x9c"},
+	/* Invisible: zero-width space and (non-)joiners, separators, BOM, word joiner, tags. */
+	{"a\xe2\x80\x8b" "b\xe2\x80\x8c\xe2\x80\x8d", "\"a\\u200bb\\u200c\\u200d\"",
+	 "a\xe2\x80\x8b" "b\xe2\x80\x8c\xe2\x80\x8d", "a\\xe2\\x80\\x8b" "b\\xe2\\x80\\x8c\\xe2\\x80\\x8d"},
+	{"\xe2\x80\xa8\xe2\x80\xa9\xef\xbb\xbf", "\"\\u2028\\u2029\\ufeff\"",
+	 "\xe2\x80\xa8\xe2\x80\xa9\xef\xbb\xbf", "\\xe2\\x80\\xa8\\xe2\\x80\\xa9\\xef\\xbb\\xbf"},
+	{"\xe2\x81\xa0\xe2\x81\xa4", "\"\\u2060\\u2064\"", "\xe2\x81\xa0\xe2\x81\xa4",
+	 "\\xe2\\x81\\xa0\\xe2\\x81\\xa4"},
+	{"x\xf3\xa0\x80\x81", "\"x\\udb40\\udc01\"", "x\xf3\xa0\x80\x81", "x\\xf3\\xa0\\x80\\x81"},
+	/* Their neighbours are text: U+200A, U+2010, U+2027, U+202F; U+205F, U+2070, U+061B, U+FEFE. */
+	{"\xe2\x80\x8a\xe2\x80\x90\xe2\x80\xa7\xe2\x80\xaf",
+	 "\"\xe2\x80\x8a\xe2\x80\x90\xe2\x80\xa7\xe2\x80\xaf\"",
+	 "\xe2\x80\x8a\xe2\x80\x90\xe2\x80\xa7\xe2\x80\xaf",
+	 "\xe2\x80\x8a\xe2\x80\x90\xe2\x80\xa7\xe2\x80\xaf"},
+	{"\xe2\x81\x9f\xe2\x81\xb0\xd8\x9b\xef\xbb\xbe",
+	 "\"\xe2\x81\x9f\xe2\x81\xb0\xd8\x9b\xef\xbb\xbe\"",
+	 "\xe2\x81\x9f\xe2\x81\xb0\xd8\x9b\xef\xbb\xbe",
+	 "\xe2\x81\x9f\xe2\x81\xb0\xd8\x9b\xef\xbb\xbe"},
 };
 
 ParameterizedTestParameters(export, text_is_escaped)
 {
 	return cr_make_param_array(struct text_case, (void *)text_cases, SP_ARRAY_SIZE(text_cases));
+}
+
+/* want with every "\x5c" as the backslash it stands for: what a stored name keeps. */
+static void unescape_backslashes(const char *want, char *out)
+{
+	while (*want)
+		if (!strncmp(want, "\\x5c", 4)) {
+			*out++ = '\\';
+			want += 4;
+		} else {
+			*out++ = *want++;
+		}
+	*out = '\0';
 }
 
 ParameterizedTest(struct text_case *c, export, text_is_escaped)
@@ -253,15 +292,24 @@ ParameterizedTest(struct text_case *c, export, text_is_escaped)
 	cr_expect(b.len == strlen(c->term) && (!b.len || !memcmp(b.data, c->term, b.len)),
 		  "terminal text of '%s': got '%.*s', want '%s'", c->in, (int)b.len, (char *)b.data,
 		  c->term);
-	cr_expect_eq(sp_text_is_printable(c->in), !strcmp(c->in, c->term));
-	/* Escaped text needs no further escape: a name escaped twice reads the same. */
-	cr_expect(sp_text_is_printable(c->term), "'%s' is not printable", c->term);
+	bool plain = !strcmp(c->in, c->term);
+	cr_expect_eq(sp_text_is_printable(c->in), plain);
+	/* Escaped text is escaped again (its backslashes): escape once. */
+	cr_expect_eq(sp_text_is_printable(c->term), plain, "'%s'", c->term);
 	struct sp_arena arena;
 	sp_arena_init(&arena);
 	const char *copy = sp_arena_printable(&arena, c->in);
 	cr_assert(copy);
 	cr_expect_str_eq(copy, c->term);
-	cr_expect_eq(copy == c->in, !strcmp(c->in, c->term), "a printable name is not copied");
+	cr_expect_eq(copy == c->in, plain, "a printable name is not copied");
+	/* A stored name was escaped when stored: it reads the same, unless it kept raw bytes. */
+	copy = sp_arena_printable_escaped(&arena, c->term);
+	cr_expect(copy == c->term, "stored '%s' escaped again: '%s'", c->term, copy);
+	char keep[64];
+	unescape_backslashes(c->term, keep);
+	copy = sp_arena_printable_escaped(&arena, c->in);
+	cr_assert(copy);
+	cr_expect_str_eq(copy, keep);
 	sp_arena_release(&arena);
 	sp_buf_release(&b);
 }
@@ -275,8 +323,9 @@ Test(export, terminal_text_to_a_file)
 	sp_fputs_printable("ok ", f);
 	sp_fputs_printable("\x1b[2J\x07", f);
 	sp_fputs_printable("\n", f);
+	sp_fputs_printable("\\x1b\xe2\x80\x8f", f);
 	cr_assert_eq(fclose(f), 0);
-	cr_expect_str_eq(text, "ok \\x1b[2J\\x07\\x0a");
+	cr_expect_str_eq(text, "ok \\x1b[2J\\x07\\x0a\\x5cx1b\\xe2\\x80\\x8f");
 	free(text);
 }
 
@@ -321,13 +370,13 @@ Test(export, perf_script_is_exact)
 	snprintf(a, sizeof(a), "\t%16" PRIx64 " exp_alpha+0x4 (%s)\n", fn(exp_alpha) + 4, path);
 	snprintf(b, sizeof(b), "\t%16" PRIx64 " exp_beta+0x8 (%s)\n", fn(exp_beta) + 8, path);
 	snprintf(r, sizeof(r), "\t%16" PRIx64 " exp_root+0x8 (%s)\n", fn(exp_root) + 8, path);
-	/* Time order; the second thread's comm with its newline written as '_'. */
+	/* Time order; the second thread's comm escaped as names are: \xHH for newline and \xff. */
 	int n = asprintf(&want,
 			 "prog    10/10        2.000500:    1001001 cpu-clock:\n%s%s%s\n"
-			 "wor\"ker_\xff    10/11        2.005500:    1001001 cpu-clock:\n%s%s\n"
+			 "wor\"ker\\x0a\\xff    10/11        2.005500:    1001001 cpu-clock:\n%s%s\n"
 			 "prog    10/10        2.010500:    1001001 cpu-clock:\n%s%s%s\n"
 			 "prog    10/10        2.020500:    1001001 cpu-clock:\n%s%s\n"
-			 "wor\"ker_\xff    10/11        2.025500:    1001001 cpu-clock:\n\n"
+			 "wor\"ker\\x0a\\xff    10/11        2.025500:    1001001 cpu-clock:\n\n"
 			 "prog    10/10        2.030500:    1001001 cpu-clock:\n%s"
 			 "\t               0 [truncated] ([unknown])\n\n",
 			 a, b, r, b, r, a, b, r, b, r, a);
@@ -387,7 +436,7 @@ Test(export, speedscope_is_exact)
 		 "\"startValue\":0,\"endValue\":4004004,\n"
 		 "\"samples\":[\n[0,1,2],\n[0,1,2],\n[0,1],\n[3,2]\n],\n"
 		 "\"weights\":[1001001,1001001,1001001,1001001]},\n"
-		 "{\"type\":\"sampled\",\"name\":\"wor\\\"ker\\n\\ufffd (pid 10, tid 11)\","
+		 "{\"type\":\"sampled\",\"name\":\"wor\\\"ker\\n\\\\xff (pid 10, tid 11)\","
 		 "\"unit\":\"nanoseconds\",\"startValue\":5000000,\"endValue\":7002002,\n"
 		 "\"samples\":[\n[0,1],\n[]\n],\n"
 		 "\"weights\":[1001001,1001001]}\n"
@@ -686,6 +735,15 @@ static void decode(struct profile *p, const uint8_t *gz, size_t len)
 	}
 }
 
+/* The spool's pprof export, decoded into p (free p->raw). */
+static void decode_export(struct profile *p)
+{
+	size_t len;
+	uint8_t *gz = (uint8_t *)export(SP_REPORT_PPROF, &len);
+	decode(p, gz, len);
+	free(gz);
+}
+
 /* String i of the table, as a NUL-terminated copy in a static ring. */
 static const char *str(const struct profile *p, uint64_t i)
 {
@@ -760,10 +818,8 @@ static bool has_sample(const struct profile *p, const char *stack_text, const ch
 Test(export, pprof_decodes_to_the_profile)
 {
 	known_profile();
-	size_t len;
-	uint8_t *gz = (uint8_t *)export(SP_REPORT_PPROF, &len);
 	static struct profile p;
-	decode(&p, gz, len);
+	decode_export(&p);
 
 	cr_assert_geq(p.nstrings, 1);
 	cr_expect_str_eq(str(&p, 0), "");
@@ -784,7 +840,7 @@ Test(export, pprof_decodes_to_the_profile)
 	/* Samples grouped by (thread, stack); labels pid, tid (numbers), thread (string). */
 	cr_expect_eq(p.nsample, 5);
 	const char *main_labels = "pid=10 tid=10 thread='prog'";
-	const char *worker = "pid=10 tid=11 thread='wor\"ker\n\xef\xbf\xbd'";
+	const char *worker = "pid=10 tid=11 thread='wor\"ker\\x0a\\xff'";
 	cr_expect(has_sample(&p, "exp_alpha;exp_beta;exp_root", main_labels, 2));
 	cr_expect(has_sample(&p, "exp_beta;exp_root", main_labels, 1));
 	cr_expect(has_sample(&p, "exp_beta;exp_root", worker, 1));
@@ -834,27 +890,118 @@ Test(export, pprof_decodes_to_the_profile)
 		for (size_t j = i + 1; j < p.nstrings; j++)
 			cr_expect_str_neq(str(&p, i), str(&p, j));
 	free(p.raw);
-	free(gz);
 }
 
 Test(export, pprof_of_an_empty_spool)
 {
 	finish();
-	size_t len;
-	uint8_t *gz = (uint8_t *)export(SP_REPORT_PPROF, &len);
 	static struct profile p;
-	decode(&p, gz, len);
+	decode_export(&p);
 	cr_expect_eq(p.nsample, 0);
 	cr_expect_eq(p.nlocation, 0);
 	cr_expect_eq(p.nsample_type, 2);
 	cr_expect_eq(p.period, PERIOD);
 	free(p.raw);
-	free(gz);
+	size_t len;
 	char *text = export(SP_REPORT_PERF_SCRIPT, &len);
 	cr_expect_eq(len, 0);
 	free(text);
 	text = export(SP_REPORT_SPEEDSCOPE, &len);
 	cr_expect_not_null(strstr(text, "\"shared\":{\"frames\":[]},\n\"profiles\":[]}\n"), "%s", text);
+	free(text);
+}
+
+/* ---- names as the spool has them ------------------------------------------------ */
+
+/*
+ * A name a target chose, with what a terminal would obey or misread: an OSC
+ * with ESC and BEL, a C1 CSI, a right-to-left override and mark, a backslash
+ * spelling an escape, a byte that is not UTF-8.  Every output shows it as the
+ * text views do (SHOWN), or JSON's way (JSON, which decodes to the same code
+ * points but for the byte, shown as its \xHH).
+ */
+#define HOSTILE "\x1b]0;x\x07\xc2\x9b" "1m\xe2\x80\xae\xe2\x80\x8f\\x41\xff"
+#define HOSTILE_SHOWN "\\x1b]0;x\\x07\\xc2\\x9b1m\\xe2\\x80\\xae\\xe2\\x80\\x8f\\x5cx41\\xff"
+#define HOSTILE_JSON "\\u001b]0;x\\u0007\\u009b1m\\u202e\\u200f\\\\x41\\\\xff"
+
+/* One sample of a thread named HOSTILE in a module at /tmp/HOSTILE.so, recording ./HOSTILE. */
+static void hostile_profile(void)
+{
+	sp_spool_writer_free(writer);
+	struct sp_spool_meta meta = {.frequency_hz = 999, .event_source = SP_EVENT_CPU_CLOCK,
+				     .start_monotonic_ns = T0 - 500000,
+				     .start_timestamp_us = START_US, .command = "./" HOSTILE,
+				     .hostname = "h", .kernel_release = "k"};
+	cr_assert_eq(sp_spool_writer_open(spool_path, &meta, &writer), 0);
+	uint32_t t, mod, fr, sid;
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 10, &t), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(writer, t, HOSTILE), 0);
+	struct sp_module m = {.pid = 10, .start = 0x10000, .end = 0x20000,
+			      .path = "/tmp/" HOSTILE ".so"};
+	cr_assert_eq(sp_spool_writer_add_module(writer, &m, &mod), 0);
+	struct sp_frame f = {.module_id = mod, .mode = SP_FRAME_USER, .abs_ip = 0x10010,
+			     .rel_ip = 0x10};
+	cr_assert_eq(sp_spool_writer_intern_frame(writer, &f, &fr), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, &fr, 1, &sid), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t, sid, T0), 0);
+	finish();
+}
+
+Test(export, pprof_escapes_names_from_the_spool)
+{
+	hostile_profile();
+	static struct profile p;
+	decode_export(&p);
+	cr_assert_eq(p.ncomment, 1);
+	cr_expect_str_eq(str(&p, p.comment[0]), "./" HOSTILE_SHOWN);
+	cr_assert_eq(p.nmapping, 1);
+	cr_expect_str_eq(str(&p, p.mapping[0].filename), "/tmp/" HOSTILE_SHOWN ".so");
+	cr_expect(has_sample(&p, HOSTILE_SHOWN ".so+0x10", "pid=10 tid=10 thread='" HOSTILE_SHOWN "'",
+			     1), "the thread label and the function as the text views show them");
+	free(p.raw);
+}
+
+Test(export, perf_script_escapes_names_from_the_spool)
+{
+	hostile_profile();
+	char *text = export(SP_REPORT_PERF_SCRIPT, NULL);
+	cr_assert_not_null(text);
+	cr_expect_str_eq(text, HOSTILE_SHOWN "    10/10        2.000500:    1001001 cpu-clock:\n"
+			       "\t           10010 " HOSTILE_SHOWN ".so+0x10 (/tmp/" HOSTILE_SHOWN ".so)\n\n");
+	free(text);
+}
+
+Test(export, json_escapes_names_from_the_spool)
+{
+	hostile_profile();
+	char *text = export(SP_REPORT_SPEEDSCOPE, NULL);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "\n\"name\":\"./" HOSTILE_JSON "\",\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "\"name\":\"" HOSTILE_JSON " (pid 10, tid 10)\""), "%s", text);
+	/* A resolved name is the text views' (its backslashes JSON-escaped). */
+	cr_expect_not_null(strstr(text, "{\"name\":\"" "\\\\x1b]0;x\\\\x07\\\\xc2\\\\x9b1m"), "%s",
+			   text);
+	free(text);
+	text = export(SP_REPORT_JSON, NULL);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "\"command\":\"./" HOSTILE_JSON "\""), "%s", text);
+	free(text);
+}
+
+Test(export, flamegraph_and_text_escape_names_from_the_spool)
+{
+	hostile_profile();
+	char *svg = export(SP_REPORT_FLAMEGRAPH, NULL);
+	cr_assert_not_null(svg);
+	cr_expect_not_null(strstr(svg, "Command: ./" HOSTILE_SHOWN "   Spool: /x/known.spool</text>"),
+			   "%s", svg);
+	cr_expect_null(strstr(svg, "\xef\xbf\xbd"), "no U+FFFD: every byte is shown as \\xHH");
+	free(svg);
+	char *text = export(SP_REPORT_TEXT, NULL);
+	cr_assert_not_null(text);
+	cr_expect_not_null(strstr(text, "Command:    ./" HOSTILE_SHOWN "\n"), "%s", text);
+	/* The table cuts names to fit: their heads. */
+	cr_expect_not_null(strstr(text, "  \\x1b]0;x\\x07\\xc2\\x9b1m\\xe2\\x..."), "%s", text);
 	free(text);
 }
 

@@ -20,8 +20,8 @@ static const struct sp_resolved_frame plain = {
 	.name = "level3", .module = "chain4", .kind = SP_KIND_NATIVE, .origin = SP_ORIGIN_ELF,
 	.symbol_offset = 8};
 
-/* The small spool with symbol records appended: *len bytes, *syms_at where they start. */
-static uint8_t *symbolized_bytes(size_t *len, size_t *syms_at)
+/* The small spool with the symbol records add() encodes appended: *len bytes, *syms_at where they start. */
+static uint8_t *with_symbols(void (*add)(struct sp_symenc *e), size_t *len, size_t *syms_at)
 {
 	size_t n;
 	uint8_t *data = small_bytes(&n, NULL);
@@ -29,6 +29,22 @@ static uint8_t *symbolized_bytes(size_t *len, size_t *syms_at)
 	cr_assert_eq(sp_spool_open_buffer(data, n, &s), 0);
 	struct sp_symenc *e;
 	cr_assert_eq(sp_symenc_new(s, &e), 0);
+	add(e);
+	struct sp_buf b;
+	sp_buf_init(&b);
+	cr_assert_eq(sp_buf_append(&b, data, n), 0);
+	cr_assert_eq(sp_symenc_finish(e, &b), 0);
+	sp_symenc_free(e);
+	sp_spool_free(s);
+	free(data);
+	if (syms_at)
+		*syms_at = n;
+	*len = b.len;
+	return b.data;
+}
+
+static void add_known(struct sp_symenc *e)
+{
 	cr_assert_eq(sp_symenc_add_frame(e, 0, chain0, 2), 0);
 	cr_assert_eq(sp_symenc_add_frame(e, 3, &kframe, 1), 0);
 	cr_assert_eq(sp_symenc_add_frame(e, 1, &plain, 1), 0);
@@ -37,16 +53,12 @@ static uint8_t *symbolized_bytes(size_t *len, size_t *syms_at)
 						 NULL), 0);
 	cr_assert_eq(sp_symenc_add_perf_map_line(e, 4242, 0x12300, 0x100, "py::f:/a.py"), 0);
 	cr_assert_eq(sp_symenc_frames(e), 3);
-	struct sp_buf b;
-	sp_buf_init(&b);
-	cr_assert_eq(sp_buf_append(&b, data, n), 0);
-	cr_assert_eq(sp_symenc_finish(e, &b), 0);
-	sp_symenc_free(e);
-	sp_spool_free(s);
-	free(data);
-	*syms_at = n;
-	*len = b.len;
-	return b.data;
+}
+
+/* The small spool with the known symbol records above. */
+static uint8_t *symbolized_bytes(size_t *len, size_t *syms_at)
+{
+	return with_symbols(add_known, len, syms_at);
 }
 
 static void expect_same(const struct sp_resolved_frame *got, const struct sp_resolved_frame *want)
@@ -260,6 +272,43 @@ Test(symstore, symbolizer_uses_stored_frames)
 	sp_symbolizer_free(sym);
 	o = (struct sp_symbolizer_opts){.stored_symbols = SP_STORED_NONE + 1};
 	cr_expect_eq(sp_symbolizer_new(s, &o, &sym), -SP_E_BAD_ARG);
+	sp_spool_free(s);
+	free(data);
+}
+
+/*
+ * `symbolize` stores names as the symbolizer shows them, escaped (util.h), as
+ * frame 0's: read back, their backslashes stay as stored, not escaped twice.
+ * A raw byte a forged spool stores a name with (frame 1's) is still escaped.
+ */
+static const struct sp_resolved_frame escaped = {
+	.name = "f\\x1b[2J\\x5cx41", .module = "m\\xe2\\x80\\xae", .file = "/s\\x07.c", .line = 3,
+	.kind = SP_KIND_NATIVE, .origin = SP_ORIGIN_ELF};
+static const struct sp_resolved_frame raw = {
+	.name = "g\x1b[2J\\x41\xe2\x80\x8f", .module = "m\xc2\x9b", .kind = SP_KIND_NATIVE,
+	.origin = SP_ORIGIN_ELF};
+
+static void add_escaped(struct sp_symenc *e)
+{
+	cr_assert_eq(sp_symenc_add_frame(e, 0, &escaped, 1), 0);
+	cr_assert_eq(sp_symenc_add_frame(e, 1, &raw, 1), 0);
+}
+
+Test(symstore, stored_names_are_escaped_once)
+{
+	size_t len;
+	uint8_t *data = with_symbols(add_escaped, &len, NULL);
+	struct sp_spool *s;
+	cr_assert_eq(sp_spool_open_buffer(data, len, &s), 0);
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_symbolizer_new(s, NULL, &sym), 0);
+	const struct sp_resolved_frame *one;
+	cr_assert_eq(sp_symbolizer_resolve(sym, 0, &one), 0);
+	expect_same(one, &escaped);
+	cr_assert_eq(sp_symbolizer_resolve(sym, 1, &one), 0);
+	cr_expect_str_eq(one->name, "g\\x1b[2J\\x41\\xe2\\x80\\x8f");
+	cr_expect_str_eq(one->module, "m\\xc2\\x9b");
+	sp_symbolizer_free(sym);
 	sp_spool_free(s);
 	free(data);
 }

@@ -346,11 +346,13 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
 		fprintf(stderr, "  kernel frames on\n");
 	unsigned copied = a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE;
-	if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers &&
-	    copied < SP_MAX_SAMPLE_USER_STACK)
-		fprintf(stderr, "  stacks deeper than the copied %u bytes were cut: raise "
-				"--stack-size (up to %u)\n", copied, SP_MAX_SAMPLE_USER_STACK);
-	else if (s->stop_reasons[SP_STOP_STACK_EXHAUSTED] && s->truncated_frame_markers)
+	/* Only where the whole copy was used: a copy ending at the stack's top is no hint. */
+	if (s->stacks_cut_by_copy && copied < SP_MAX_SAMPLE_USER_STACK)
+		fprintf(stderr, "  %" PRIu64 " stack%s deeper than the copied %u bytes %s cut: raise "
+				"--stack-size (up to %u)\n", s->stacks_cut_by_copy,
+			s->stacks_cut_by_copy == 1 ? "" : "s", copied,
+			s->stacks_cut_by_copy == 1 ? "was" : "were", SP_MAX_SAMPLE_USER_STACK);
+	else if (s->stacks_cut_by_copy)
 		fprintf(stderr, "  stacks deeper than %u bytes (the kernel's largest copy) were "
 				"cut; frame pointers (-fno-omit-frame-pointer) let them go on\n",
 			copied);

@@ -115,6 +115,14 @@ struct sp_summary {
 	uint64_t code_frames;         /* frames in code without CFI proven from its bytes */
 	uint64_t stop_reasons[SP_STOP_COUNT_]; /* where DWARF unwinding stopped, per reason */
 	uint64_t error_stats[SP_ERR_COUNT_];   /* per-kind sample errors */
+	/*
+	 * The recorder's own, not stored: stacks cut because the whole copy
+	 * (PERF_SAMPLE_STACK_USER's size, dyn_size equal to it) was used up, so a
+	 * larger --stack-size would have gone further.  A copy the kernel ended
+	 * short, at the top of the stack (a process just exec'd, the dynamic
+	 * loader), is not counted: a larger one would end at the same place.
+	 */
+	uint64_t stacks_cut_by_copy;
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */

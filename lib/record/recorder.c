@@ -630,6 +630,8 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		rooted = spliced && complete_from_root(r, s.tid, &n);
 	} else
 		sum->ignored_user_callchain_frames += nuser;
+	if (!rooted && stop == SP_STOP_STACK_EXHAUSTED && s.stack_size && s.dyn_size >= s.stack_size)
+		sum->stacks_cut_by_copy++;
 
 	/* Seen before in this process with these modules: its stack id, frames interned. */
 	size_t nkey = 0;

@@ -91,6 +91,16 @@ sed 's/^/# --stack-size 256: /' record.err
 tr=$(summary_number record.err truncated)
 [ -n "$tr" ] && [ "$tr" -gt 0 ] && ok "summary counts $tr truncated stacks with a 256-byte copy" ||
 	fail "summary counts '$tr' truncated stacks with a 256-byte copy"
+grep -q "stacks deeper than the copied 256 bytes were cut: raise --stack-size" record.err &&
+	ok "the 256-byte copy's summary says to raise --stack-size" ||
+	fail "no --stack-size hint for a 256-byte copy: $(grep -i stack record.err | head -n 2)"
+# A copy the kernel ends short, at the top of a just-exec'd stack, is no reason to raise it.
+sp_record exec.spool -F 4999 -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do for j in 1 2 3 4 5 6 7 8 9 10; do /bin/true; done; done' >/dev/null
+ex=$(sed -n 's/^ *stack-exhausted *\([0-9]*\).*/\1/p' record.err)
+info "an exec loop: ${ex:-0} stacks ended at the copy's end"
+grep -q "raise --stack-size" record.err &&
+	fail "an exec loop's summary says to raise --stack-size: $(grep 'stack-size' record.err)" ||
+	ok "an exec loop's summary gives no --stack-size hint (${ex:-0} copies ended at the stack's top)"
 "$SP" report --format=folded small.spool >small.folded 2>/dev/null
 # A sample or two at start-up or exit may stop elsewhere; the hot loop's must all be cut.
 set -- $(folded_share small.folded '^\[truncated\];(.*;)?level4$')

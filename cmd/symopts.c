@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 enum {
@@ -106,6 +107,11 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	if (st->perf_map_lines_malformed)
 		sp_cli_warn("%" PRIu64 " malformed perf map line%s skipped",
 			    st->perf_map_lines_malformed, st->perf_map_lines_malformed == 1 ? "" : "s");
+	const char *env_cache = getenv("STACKPULSE_CACHE_DIR");
+	if (env_cache && *env_cache && *env_cache != '/')
+		sp_cli_warn("STACKPULSE_CACHE_DIR '%.*s%s' is not an absolute path: no cache is used "
+			    "(give an absolute path, or set it to '' to run without a cache)",
+			    SP_CLI_ECHO(env_cache));
 	if (st->cache_dir_refused)
 		sp_cli_warn("cache directory '%s' not used: %s (it must be this user's, reached "
 			    "through no symlink, and writable by no one else; set STACKPULSE_CACHE_DIR "

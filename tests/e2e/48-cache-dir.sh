@@ -73,4 +73,10 @@ modes=$(stat -c '%a %U' sticky/a sticky/a/b sticky/a/b/symbols 2>/dev/null | tr 
 	fail "a new cache under a sticky directory: '$modes', $(find sticky | tr '\n' ' ') $(head -c 200 new.err)"
 cmp -s plain.txt new.txt && ok "the report with the new cache is the same" ||
 	fail "the report with the new cache differs"
+# A relative path is no cache, and says so (it was silent).
+mkdir -p relcache
+STACKPULSE_CACHE_DIR=relcache "$SP" report i.spool >rel.txt 2>rel.err
+grep -q "STACKPULSE_CACHE_DIR 'relcache' is not an absolute path: no cache is used" rel.err &&
+	[ -z "$(ls -A relcache)" ] && ok "a relative STACKPULSE_CACHE_DIR: warned, nothing cached" ||
+	fail "a relative STACKPULSE_CACHE_DIR: $(head -c 200 rel.err); $(ls -A relcache | head -n 3)"
 finish

@@ -187,24 +187,4 @@ size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t *
  */
 size_t sp_agg_node_path(const struct sp_agg *a, uint32_t node, uint32_t **funcs, size_t *cap);
 
-/* Groups of id sequences with a sample count each (stacks merged by names). */
-struct sp_seq_group {
-	size_t off;     /* into ids */
-	uint32_t len;
-	uint64_t count;
-};
-
-struct sp_seq_groups {
-	struct sp_map index; /* sequence hash -> group */
-	uint32_t *ids;
-	size_t nids, ids_cap;
-	struct sp_seq_group *groups;
-	size_t ngroups, groups_cap;
-};
-
-void sp_seq_groups_init(struct sp_seq_groups *g);
-void sp_seq_groups_release(struct sp_seq_groups *g);
-/* Add count to the group of ids[0..n); 0 or -ENOMEM. */
-int sp_seq_groups_add(struct sp_seq_groups *g, const uint32_t *ids, uint32_t n, uint64_t count);
-
 #endif

@@ -121,7 +121,12 @@ for p in $(dump_field thread pid py.dump | sort -u); do
 done
 info "perf maps removed at the end:$MAPS"
 [ $st -eq 0 ] && ok "record of python3.12 -X perf exits 0" || { fail "record of python3.12 exited $st: $(head -c 300 record.err)"; finish; }
-with_timeout 60 "$SP" report --format=folded py.spool >pyall.folded 2>/dev/null
+with_timeout 60 "$SP" report --format=folded py.spool >pyall.folded 2>pyall.err
+if [ ! -s pyall.folded ]; then
+	# Seen once in a sanitizer CI run, never by hand: say what report said, and try again.
+	info "report of the python3.12 spool gave nothing: $(head -c 300 pyall.err | tr '\n' ' '); record: $(grep -E 'samples written' record.err | head -n 1)"
+	with_timeout 60 "$SP" report --format=folded py.spool >pyall.folded 2>pyall.err
+fi
 folded_top pyall.folded 2 | sed 's/^/# top: /'
 set -- $(folded_share pyall.folded '(^|;)sp_python_(leaf|caller)(;|$)')
 share=$(pct "$1" "$2")

@@ -233,28 +233,18 @@ size_t sp_agg_node_path(const struct sp_agg *a, uint32_t node, uint32_t **funcs,
 static int frame_filter_bits(const struct sp_report_filter *f, struct sp_agg *a,
 			     uint32_t frame_id, uint8_t *bits)
 {
+	/* One filter at a time (sp_filter_stack combines them): exclude's bit is a match. */
+	const struct sp_report_filter one[3] = {
+		{.module = f->module}, {.focus = f->focus}, {.exclude = f->exclude}};
+	bool set[3] = {f->module, f->focus, f->exclude};
 	*bits = 0;
-	bool pass;
-	if (f->module) {
-		struct sp_report_filter one = {.module = f->module};
-		int err = sp_filter_stack(&one, a->spool, a->sym, &frame_id, 1, &pass);
+	for (int i = 0; i < 3; i++) {
+		bool pass;
+		int err = set[i] ? sp_filter_stack(&one[i], a->spool, a->sym, &frame_id, 1, &pass) : 0;
 		if (err)
 			return err;
-		*bits |= pass ? 1 : 0;
-	}
-	if (f->focus) {
-		struct sp_report_filter one = {.focus = f->focus};
-		int err = sp_filter_stack(&one, a->spool, a->sym, &frame_id, 1, &pass);
-		if (err)
-			return err;
-		*bits |= pass ? 2 : 0;
-	}
-	if (f->exclude) {
-		struct sp_report_filter one = {.exclude = f->exclude};
-		int err = sp_filter_stack(&one, a->spool, a->sym, &frame_id, 1, &pass);
-		if (err)
-			return err;
-		*bits |= pass ? 0 : 4;
+		if (set[i] && pass != (i == 2))
+			*bits |= (uint8_t)(1u << i);
 	}
 	return 0;
 }

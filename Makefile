@@ -63,6 +63,11 @@ stackpulse: $(CMD_OBJ) libstackpulse.a
 # Workloads are built -O2 without frame pointers on purpose: only DWARF CFI can unwind them.
 tests/workloads/%: tests/workloads/%.c
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -o $@ $< -lpthread -lm
+# fp_chain is the exception: frame pointers and no unwind tables (no .eh_frame, no
+# .debug_frame: no -g), so only a frame-pointer walk finds its callers.
+tests/workloads/fp_chain: tests/workloads/fp_chain.c
+	$(CC) -O2 -fno-omit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables \
+	  -Wall -o $@ $<
 workloads: $(WORKLOAD_BIN)
 
 tests/unit/%: tests/unit/%.c libstackpulse.a $(LIB_HDR) $(wildcard tests/unit/*.h)

@@ -342,6 +342,10 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
 				"frame-pointer chain where both chains met\n",
 			s->spliced_stacks);
+	if (s->fp_frames)
+		fprintf(stderr, "  %" PRIu64 " frames in code without unwind tables were found by "
+				"frame pointers, each stack proven by reaching its root\n",
+			s->fp_frames);
 	/* A denial was said once when recording started; only "on" is news here. */
 	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
 		fprintf(stderr, "  kernel frames on\n");

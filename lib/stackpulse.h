@@ -113,6 +113,7 @@ struct sp_summary {
 	uint64_t ignored_user_callchain_frames;
 	uint64_t spliced_stacks;      /* DWARF stopped early; the frame-pointer chain went on */
 	uint64_t code_frames;         /* frames in code without CFI proven from its bytes */
+	uint64_t fp_frames;           /* frames found by frame pointers where no CFI was, kept */
 	uint64_t stop_reasons[SP_STOP_COUNT_]; /* where DWARF unwinding stopped, per reason */
 	uint64_t error_stats[SP_ERR_COUNT_];   /* per-kind sample errors */
 	/*

@@ -600,7 +600,8 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	size_t nuser, nk = split_callchain(&s, r->kpcs, MAX_FRAMES, &user, &nuser);
 	if (!r->events.kernel_enabled)
 		nk = 0;
-	size_t n = 0;
+	size_t n = 0, unproven = 0;
+	uint32_t fp_steps = 0;
 	unsigned stop = SP_STOP_NO_REGS;
 	if (s.regs_abi && s.regs) {
 		struct sp_regs regs;
@@ -615,21 +616,36 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		sp_unwind(&regs, &mem, find_module_cb, p, r->pcs, MAX_FRAMES, &n, &stop,
 			  &r->unwind_stats);
 		sum->code_frames = r->unwind_stats.code_frames;
+		unproven = r->unwind_stats.unproven;
+		fp_steps = r->unwind_stats.fp_steps;
 	} else if (s.ip && nk == 0) {
 		/* Without registers only the sampled IP is known. */
 		r->pcs[0] = s.ip;
 		n = 1;
+		unproven = 1;
 	}
-	sum->stop_reasons[stop < SP_STOP_COUNT_ ? stop : SP_STOP_BAD_RULE]++;
 	bool spliced = false, rooted = stop == SP_STOP_ROOT;
-	if (rooted) {
-		remember_root(r, s.tid, n);
-	} else if (stop == SP_STOP_STACK_EXHAUSTED || stop == SP_STOP_NO_UNWIND_INFO) {
+	if (stop == SP_STOP_STACK_EXHAUSTED || stop == SP_STOP_NO_UNWIND_INFO) {
 		n = splice_callchain(r, p, n, user, nuser, &spliced);
+		/*
+		 * Frame-pointer steps the copy's end left unproven stand when the
+		 * kernel's chain agreed with every frame up to the copy's end,
+		 * including the DWARF frames after them.
+		 */
+		if (!spliced && unproven < n) {
+			n = unproven;
+			stop = SP_STOP_NO_UNWIND_INFO;
+			fp_steps = 0;
+		}
 		sum->spliced_stacks += spliced;
 		rooted = spliced && complete_from_root(r, s.tid, &n);
-	} else
+	} else if (!rooted) {
 		sum->ignored_user_callchain_frames += nuser;
+	}
+	sum->stop_reasons[stop < SP_STOP_COUNT_ ? stop : SP_STOP_BAD_RULE]++;
+	sum->fp_frames += fp_steps;
+	if (stop == SP_STOP_ROOT)
+		remember_root(r, s.tid, n);
 	if (!rooted && stop == SP_STOP_STACK_EXHAUSTED && s.stack_size && s.dyn_size >= s.stack_size)
 		sum->stacks_cut_by_copy++;
 

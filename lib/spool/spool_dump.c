@@ -164,8 +164,8 @@ static void dump_summary(FILE *out, const struct sp_summary *m)
 		fprintf(out, " stop.%s=%" PRIu64, sp_stop_reason_name(i), m->stop_reasons[i]);
 	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
 		fprintf(out, " err.%s=%" PRIu64, sp_error_kind_name(i), m->error_stats[i]);
-	fprintf(out, " spliced_stacks=%" PRIu64 " code_frames=%" PRIu64, m->spliced_stacks,
-		m->code_frames);
+	fprintf(out, " spliced_stacks=%" PRIu64 " code_frames=%" PRIu64 " fp_frames=%" PRIu64,
+		m->spliced_stacks, m->code_frames, m->fp_frames);
 }
 
 static void put_string_id(FILE *out, const struct sp_spool *s, uint32_t id)
@@ -440,6 +440,7 @@ static void json_summary(struct jline *j, const struct sp_summary *m)
 	jfmt(j, "}");
 	ju64(j, "spliced_stacks", m->spliced_stacks);
 	ju64(j, "code_frames", m->code_frames);
+	ju64(j, "fp_frames", m->fp_frames);
 }
 
 /* A stored string by id: null for "none" (the text dump's "-"). */

@@ -329,6 +329,8 @@ static int parse_summary(struct sp_spool *s, struct cur *c)
 		return CORRUPT;
 	if (c->p < c->end && get_u64(c, &m.code_frames))
 		return CORRUPT;
+	if (c->p < c->end && get_u64(c, &m.fp_frames))
+		return CORRUPT;
 	m.kernel_enabled = kernel != 0;
 	int err = SP_GROW(s->summaries, s->nsummaries, s->summaries_cap);
 	if (!err)

@@ -405,7 +405,7 @@ int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
 static int write_summary(struct sp_spool_writer *w, const struct sp_summary *s)
 {
 	/* Array lengths go first so a later version can add stop reasons and error kinds. */
-	uint8_t rec[(15 + SP_STOP_COUNT_ + SP_ERR_COUNT_) * SP_VARINT_MAX];
+	uint8_t rec[(16 + SP_STOP_COUNT_ + SP_ERR_COUNT_) * SP_VARINT_MAX];
 	uint8_t *p = rec;
 	p = sp_enc_uvarint(p, s->sample_events);
 	p = sp_enc_uvarint(p, s->samples);
@@ -427,6 +427,7 @@ static int write_summary(struct sp_spool_writer *w, const struct sp_summary *s)
 	/* Fields added after version 1's first release go last; old readers skip them. */
 	p = sp_enc_uvarint(p, s->spliced_stacks);
 	p = sp_enc_uvarint(p, s->code_frames);
+	p = sp_enc_uvarint(p, s->fp_frames);
 	return emit(w, SP_REC_SUMMARY, rec, (size_t)(p - rec));
 }
 

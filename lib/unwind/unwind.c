@@ -134,6 +134,56 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 	return CONTINUE;
 }
 
+/*
+ * A frame-pointer step (DESIGN decision 3, extended) where no CFI covers the
+ * pc: the frame record at rbp holds the caller's rbp and the return address
+ * (x86-64 psABI §3.4.1's frame layout).  The record must lie in the copy at
+ * or above the SP and be 8-byte aligned, and the return address must land in
+ * a mapped executable module.  The caller's rsp is the record's end; its
+ * other callee-saved registers are unknown.  A frame whose rbp is 0, reached
+ * from a saved slot (not the sampled frame's own register), is the deepest
+ * frame: the psABI has the outermost frame mark itself so (glibc's _start,
+ * Go's goroutine entries).  Returns CONTINUE, SP_STOP_ROOT, or why not.
+ *
+ * exact: the pc is where the thread was interrupted (frame 0, or after a
+ * signal frame), not after a call, so the function may be anywhere in it.
+ * A function that keeps no frame (a leaf built with frame pointers still
+ * omits its own), or one at its first instruction, has its return address
+ * at the SP, and stepping from rbp would skip its caller without a sign.
+ * So an exact frame whose SP holds an address in code is not stepped: the
+ * stack ends there rather than miss a frame.
+ */
+static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
+			sp_find_module_fn find, void *ctx, bool exact)
+{
+	uint64_t fp = r->regs[SP_DW_RBP], sp, saved_fp, ra, top;
+	unsigned rc;
+
+	if (!(r->valid & BIT(SP_DW_RBP)))
+		return SP_STOP_NO_UNWIND_INFO;
+	if (fp == 0)
+		return exact ? SP_STOP_NO_UNWIND_INFO : SP_STOP_ROOT;
+	sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
+	if (fp < sp || (fp & 7))
+		return SP_STOP_NO_PROGRESS;
+	if (exact && !sp_stack_read(stack, sp, &top) && top && find(ctx, top - 1))
+		return SP_STOP_NO_UNWIND_INFO;
+	rc = sp_stack_read(stack, fp, &saved_fp);
+	if (!rc)
+		rc = sp_stack_read(stack, fp + 8, &ra);
+	if (rc)
+		return rc;
+	if (ra == 0)
+		return exact ? SP_STOP_NO_UNWIND_INFO : SP_STOP_ROOT;
+	if (!find(ctx, ra - 1))
+		return SP_STOP_UNMAPPED;
+	r->regs[SP_DW_RBP] = saved_fp;
+	r->regs[SP_DW_RSP] = fp + 16;
+	r->regs[SP_DW_RIP] = ra;
+	r->valid = BIT(SP_DW_RBP) | BIT(SP_DW_RSP) | BIT(SP_DW_RIP);
+	return CONTINUE;
+}
+
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
@@ -145,6 +195,9 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	struct sp_cfi_row code_row;
 	/* frame 0 and the frame after a signal frame hold an exact pc, not a return address */
 	bool exact = true;
+	/* pcs[fp_from..] hang on frame-pointer steps not proven yet; fp: steps taken */
+	size_t fp_from = SIZE_MAX;
+	uint32_t fp = 0;
 
 	if (!(r.valid & BIT(SP_DW_RIP))) {
 		why = SP_STOP_NO_REGS;
@@ -177,10 +230,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		/*
 		 * Code without CFI (JIT code, CPython's perf trampolines): a row
 		 * proven from its bytes (DESIGN decision 4), if the module can
-		 * supply one.  Otherwise the stack ends here; the frame-pointer
-		 * splice (decision 3) happens in the caller, which has the
-		 * kernel's callchain: it continues from pcs[0..n) when *stop is
-		 * STACK_EXHAUSTED or NO_UNWIND_INFO.
+		 * supply one.  Otherwise a frame-pointer step, kept only when
+		 * the rest of the stack proves it (see the end).
 		 */
 		if (!row && !m->cfi && m->code_row) {
 			row = m->code_row(ctx, m, pc, !exact, &code_row);
@@ -188,8 +239,18 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		}
 		if (!row) {
 			pcs[k++] = lookup;
-			why = SP_STOP_NO_UNWIND_INFO;
-			break;
+			why = fp_step(&r, stack, find, ctx, exact);
+			if (why != CONTINUE) {
+				/* the copy's end is the caller's to bridge; else there was no CFI */
+				if (why != SP_STOP_ROOT && why != SP_STOP_STACK_EXHAUSTED)
+					why = SP_STOP_NO_UNWIND_INFO;
+				break;
+			}
+			fp++;
+			if (fp_from == SIZE_MAX)
+				fp_from = k;
+			exact = false;
+			continue;
 		}
 		/* The trampoline's own frame is shown at __restore_rt itself, not at ra - 1. */
 		pcs[k++] = (row->flags & SP_CFI_F_SIGNAL) ? pc : lookup;
@@ -198,10 +259,31 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			break;
 		exact = row->flags & SP_CFI_F_SIGNAL;
 	}
+	/*
+	 * Frames found by frame pointers stand when the stack then reached its
+	 * root, through CFI or the chain's zero frame pointer: a wrong step
+	 * would leave the unwind on a stale return address, and such paths do
+	 * not end at the thread's entry.  A stack cut by the end of the copy
+	 * is left for the caller to prove (stats->unproven) when it can:
+	 * the recorder checks them against the kernel's frame-pointer chain.
+	 * Any other end drops them: the stack stops, without CFI, where the
+	 * first step began.
+	 */
+	if (fp_from != SIZE_MAX && why != SP_STOP_ROOT) {
+		if (why != SP_STOP_STACK_EXHAUSTED || !stats) {
+			k = fp_from;
+			why = SP_STOP_NO_UNWIND_INFO;
+			fp = 0;
+		}
+	} else {
+		fp_from = k;
+	}
 out:
 	*n = k;
 	*stop = why;
 	if (stats) {
+		stats->unproven = fp_from < k ? fp_from : k;
+		stats->fp_steps = fp;
 		stats->frames += k;
 		stats->code_frames += code;
 		stats->rule_cache_hits += hits;

@@ -134,11 +134,14 @@ struct sp_unwind_module {
 /* Module lookup for an absolute address; NULL when unmapped. */
 typedef const struct sp_unwind_module *(*sp_find_module_fn)(void *ctx, uint64_t pc);
 
-/* Counters sp_unwind adds to (the caller zeroes them). */
+/* Counters sp_unwind adds to (the caller zeroes them), and what it says of one stack. */
 struct sp_unwind_stats {
 	uint64_t frames;
 	uint64_t code_frames; /* frames stepped with rows proven from code bytes */
 	uint64_t rule_cache_hits, rule_cache_misses;
+	/* Set by each call, not added: */
+	size_t unproven;      /* pcs[unproven..n) hang on frame-pointer steps not proven */
+	uint32_t fp_steps;    /* frame-pointer steps in the frames returned */
 };
 
 /*
@@ -148,6 +151,15 @@ struct sp_unwind_stats {
  * after a signal frame, which is the interrupted IP itself, and the signal
  * frame's own entry, which is its return address (__restore_rt).  Reads only
  * stack->data.  Sets *n and *stop (enum sp_stop_reason).  Returns 0.
+ *
+ * Where no CFI covers a pc (and no row is proven from code bytes), it steps
+ * by the frame pointer (DESIGN decision 3, extended), checking that each
+ * frame record lies in the copy above the SP and each return address in a
+ * module.  Those frames are returned only when the unwind then reaches the
+ * root; when the copy runs out first and stats is given, they are returned
+ * with stats->unproven = the index of the first, for the caller to prove or
+ * drop (*stop STACK_EXHAUSTED).  Otherwise the stack ends, NO_UNWIND_INFO, at
+ * the frame without CFI.
  */
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,

@@ -390,3 +390,15 @@ Test(spool_reader, reads_summary_without_code_frames)
 	cr_assert_eq(sum->code_frames, 0);
 	sp_spool_free(s);
 }
+
+/* A spool written before the summary carried fp_frames still reads, with 0 there. */
+Test(spool_reader, reads_summary_without_fp_frames)
+{
+	struct sp_spool *s;
+	cr_assert_eq(sp_spool_open(fixture_path("small-before-fp-frames.spool"), &s), 0);
+	const struct sp_summary *sum = sp_spool_summary(s);
+	cr_assert_not_null(sum);
+	cr_assert_eq(sum->samples, 4);
+	cr_assert_eq(sum->fp_frames, 0);
+	sp_spool_free(s);
+}

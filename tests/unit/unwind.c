@@ -276,6 +276,118 @@ Test(unwind, module_without_cfi_stops)
 	cr_assert_eq(pcs[0], 0x400123);
 }
 
+/*
+ * Frame-pointer steps where there is no CFI (DESIGN decision 3, extended): a
+ * copied stack of frame records [saved rbp, return address] in a module
+ * without CFI; frame 0's SP slot holds data, not code.
+ */
+struct fp_stack {
+	uint64_t w[8];
+	struct sp_regs r;
+	struct sp_stack_mem mem;
+};
+
+static void fp_stack_init(struct fp_stack *f, uint64_t last_saved_fp, uint64_t last_ra)
+{
+	uint64_t base = (uintptr_t)f->w;
+
+	memset(f, 0, sizeof(*f));
+	f->w[0] = 42;                 /* frame 0's lowest slot: a local */
+	f->w[2] = base + 4 * 8;       /* frame 0's record: the caller's rbp ... */
+	f->w[3] = 0x400200;           /* ... and return address */
+	f->w[4] = last_saved_fp;      /* the caller's record */
+	f->w[5] = last_ra;
+	f->r.valid = 1u << SP_DW_RIP | 1u << SP_DW_RSP | 1u << SP_DW_RBP;
+	f->r.regs[SP_DW_RIP] = 0x400100;
+	f->r.regs[SP_DW_RSP] = base;
+	f->r.regs[SP_DW_RBP] = base + 2 * 8;
+	f->mem = (struct sp_stack_mem){ base, (const uint8_t *)f->w, sizeof(f->w) };
+}
+
+Test(unwind, frame_pointers_kept_when_the_root_is_reached)
+{
+	struct fp_stack f;
+	uint64_t pcs[8];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module nocfi = { .start = 0x400000, .end = 0x500000 };
+
+	/* the outermost frame's record holds rbp 0 (psABI: the deepest frame marks itself) */
+	fp_stack_init(&f, 0, 0x400300);
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(pcs[0], 0x400100);
+	cr_assert_eq(pcs[1], 0x4001ff, "a return address is looked up at ra - 1");
+	cr_assert_eq(pcs[2], 0x4002ff);
+	cr_assert_eq(stats.fp_steps, 2);
+	cr_assert_eq(stats.unproven, 3);
+}
+
+Test(unwind, frame_pointers_dropped_when_the_chain_goes_astray)
+{
+	struct fp_stack f;
+	uint64_t pcs[8];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module nocfi = { .start = 0x400000, .end = 0x500000 };
+
+	/* a return address in no module: not the root, so no step stands */
+	fp_stack_init(&f, (uintptr_t)&f.w[6], 0x1000);
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(stats.fp_steps, 0);
+
+	/* a frame record below the SP (the chain went down the stack) */
+	fp_stack_init(&f, (uintptr_t)&f.w[0], 0x400300);
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+
+	/* the sampled frame's SP holds a code address: it may keep no frame, whose
+	 * caller a step from rbp would skip, so no step is taken */
+	fp_stack_init(&f, 0, 0x400300);
+	f.w[0] = 0x400150;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+
+	/* rbp 0 in the sampled frame's own register proves nothing */
+	fp_stack_init(&f, 0, 0x400300);
+	f.r.regs[SP_DW_RBP] = 0;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+}
+
+Test(unwind, frame_pointers_past_the_copy_are_left_to_the_caller)
+{
+	struct fp_stack f;
+	uint64_t pcs[8];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module nocfi = { .start = 0x400000, .end = 0x500000 };
+
+	/* the caller's record points past the copied bytes */
+	fp_stack_init(&f, (uintptr_t)&f.w[6], 0x400300);
+	f.w[6] = (uintptr_t)&f.w[6] + 4096;
+	f.w[7] = 0x400400;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_STACK_EXHAUSTED);
+	cr_assert_eq(n, 4);
+	cr_assert_eq(stats.unproven, 1, "frames from the first step on wait for a proof");
+	cr_assert_eq(stats.fp_steps, 3);
+
+	/* without stats no caller can prove them: they are dropped */
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, NULL), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+}
+
 /* A module without CFI whose code proves the trampoline frame: CFA = rsp + 16 after its call. */
 static unsigned code_row_calls;
 static bool code_row_after_call[4];

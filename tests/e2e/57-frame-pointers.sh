@@ -1,0 +1,171 @@
+# SPDX-License-Identifier: MIT
+# Frame pointers where there is no CFI (DESIGN decision 3, extended; issue 13 item 1):
+# (a) a C program built with frame pointers and no unwind tables keeps its whole chain
+#     down to _start; without frame pointers it ends in an honest [truncated], never a
+#     chain with frames missing;
+# (b) Node's JIT frames (--perf-basic-prof --interpreted-frames-native-stack) keep their
+#     callers down to _start;
+# (c) Java with -XX:+PreserveFramePointer keeps its JIT frames' callers down to the
+#     thread's start.
+# Beside each share: perf record -g (the kernel's frame-pointer walk) on the same program.
+. "$(dirname "$0")/lib.sh"
+need_stackpulse
+need_perf_events
+need_workload fp_chain
+
+MAPS=
+trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
+
+# perf_g_share NAME LEAF-ERE WHOLE-ERE COMMAND...: "MATCHED TOTAL" of perf -g's samples
+# holding LEAF-ERE, and of those the ones whose stack (root first, ';'-joined) matches
+# WHOLE-ERE; nothing when perf cannot record here.  perf's frame-pointer walk ends where
+# a caller keeps no frame pointer (glibc's __libc_start_call_main), so its WHOLE-ERE
+# does not ask for _start.
+perf_g_share() {
+	name=$1 leaf=$2 whole=$3
+	shift 3
+	with_timeout 120 perf record -q -g -F 999 -o "$name.data" -- "$@" >/dev/null 2>&1 || return 0
+	perf script -i "$name.data" -F ip,sym 2>/dev/null | LEAF=$leaf WHOLE=$whole awk '
+		BEGIN { RS = ""; FS = "\n" }
+		{
+			s = ""
+			for (i = 1; i <= NF; i++) {
+				f = $i
+				sub(/^[ \t]*[0-9a-f]+ /, "", f)
+				s = s == "" ? f : f ";" s
+			}
+			if (s ~ ENVIRON["LEAF"]) { n++; if (s ~ ENVIRON["WHOLE"]) c++ }
+		}
+		END { printf "%d %d\n", c, n }'
+}
+
+# share_of FOLDED LEAF-ERE WHOLE-ERE: "MATCHED TOTAL" over the stacks holding LEAF-ERE.
+share_of() {
+	LEAF=$2 WHOLE=$3 awk '{
+		n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s)
+		if (s ~ ENVIRON["LEAF"]) { t += n; if (s ~ ENVIRON["WHOLE"]) c += n }
+	} END { printf "%d %d\n", c, t }' "$1"
+}
+
+# --- (a) C without unwind tables ---------------------------------------------------
+FP=$(cd "$(dirname "$0")/../workloads" && pwd)/fp_chain
+if readelf -S "$FP" 2>/dev/null | grep -q 'debug_frame'; then
+	fail "fp_chain was built with .debug_frame: the test needs a binary without CFI"
+fi
+WHOLE='^_start;__libc_start_main;__libc_start_call_main;main;fp_level1;fp_level2;fp_level3;fp_leaf$'
+sp_record fp.spool -F 999 -- "$FP" 2 >/dev/null || { fail "record of fp_chain exited $?: $(head -c 300 record.err)"; finish; }
+with_timeout 60 "$SP" report --format=folded fp.spool >fp.folded 2>/dev/null
+with_timeout 60 "$SP" dump fp.spool >fp.dump 2>/dev/null
+set -- $(share_of fp.folded '(^|;)fp_leaf$' "$WHOLE")
+share=$(pct "$1" "$2")
+ref=$(perf_g_share fp '(^|;)fp_leaf$' '(^|;)__libc_start_call_main;main;fp_level1;fp_level2;fp_level3;fp_leaf$' "$FP" 2)
+set -- $ref
+info "fp_chain: fp_leaf samples with main > fp_level1 > fp_level2 > fp_level3 down to _start: stackpulse $share%${1:+; perf -g, down to __libc_start_call_main: $1 / $2 = $(pct "$1" "$2")%}"
+[ "$(num_ge "$share" 95)" = 1 ] && ok "fp_chain: $share% of fp_leaf's samples carry the whole chain (>= 95%)" ||
+	fail "fp_chain: only $share% of fp_leaf's samples carry the whole chain: $(folded_top fp.folded 3 | tr '\n' ' ')"
+fpf=$(dump_field summary fp_frames fp.dump | tail -n 1)
+[ "${fpf:-0}" -gt 0 ] && ok "the summary counts $fpf frames found by frame pointers" ||
+	fail "the summary counts no frame found by frame pointers (fp_frames=${fpf:-none})"
+grep -q 'found by frame pointers' record.err && ok "record's summary says frames were found by frame pointers" ||
+	fail "record's summary does not mention the frame-pointer frames: $(tail -n 3 record.err | tr '\n' ' ')"
+
+# The same program without frame pointers: no chain can be proven, so none is shown.
+CC=${CC:-cc}
+SRC=$(cd "$(dirname "$0")/../workloads" && pwd)/fp_chain.c
+if command -v "$CC" >/dev/null 2>&1 &&
+	"$CC" -O2 -fomit-frame-pointer -fno-asynchronous-unwind-tables -fno-unwind-tables \
+		-o nofp "$SRC" 2>/dev/null; then
+	sp_record nofp.spool -F 999 -- ./nofp 1 >/dev/null || fail "record of fp_chain without frame pointers exited $?"
+	with_timeout 60 "$SP" report --format=folded nofp.spool >nofp.folded 2>/dev/null
+	set -- $(share_of nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
+	info "fp_chain without frame pointers: $1 of $2 fp_leaf samples end in [truncated] at the leaf"
+	set -- $(folded_share nofp.folded '^_start;.*fp_leaf')
+	[ "$2" -gt 0 ] && [ "$1" -eq 0 ] &&
+		ok "without frame pointers no fp_leaf stack claims a root ($2 samples)" ||
+		fail "without frame pointers $1 of $2 samples claim a root through fp_leaf"
+	set -- $(share_of nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
+	[ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 95)" = 1 ] &&
+		ok "without frame pointers fp_leaf's stacks end honestly at the leaf ($1 of $2)" ||
+		fail "without frame pointers only $1 of $2 fp_leaf stacks end at the leaf: $(folded_top nofp.folded 3 | tr '\n' ' ')"
+else
+	skip "no C compiler ($CC) to build fp_chain without frame pointers"
+fi
+
+# --- (b) Node ----------------------------------------------------------------------
+if command -v node >/dev/null 2>&1; then
+	cat >hot.js <<'EOF'
+function leafJs(n) { let x = 0; for (let i = 0; i < n; i++) x = (x * 31 + i) | 0; return x; }
+function midJs(n) { return leafJs(n) ^ 1; }
+function outerJs(n) { return midJs(n) ^ 2; }
+function topJs() {
+	const end = Date.now() + 2000;
+	let t = 0;
+	while (Date.now() < end) t += outerJs(100000);
+	return t;
+}
+console.log(topJs() & 1);
+EOF
+	NODE_FLAGS='--perf-basic-prof --interpreted-frames-native-stack'
+	sp_record node.spool -F 999 -- node $NODE_FLAGS hot.js >/dev/null || fail "node: record exited $?: $(head -c 300 record.err)"
+	with_timeout 60 "$SP" dump node.spool >node.dump 2>/dev/null
+	for p in $(dump_field thread pid node.dump | sort -u); do
+		MAPS="$MAPS /tmp/perf-$p.map"
+	done
+	with_timeout 60 "$SP" report --format=folded node.spool >node.folded 2>/dev/null
+	LEAF='(^|;)JS:[^;]*leafJs[^;]*(;|$)'
+	NWHOLE='^_start;.*;JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs'
+	set -- $(share_of node.folded "$LEAF" "$NWHOLE")
+	share=$(pct "$1" "$2")
+	ref=$(perf_g_share node "$LEAF" ';JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs' node $NODE_FLAGS hot.js)
+	if [ -f node.data ]; then
+		for p in $(perf script -i node.data -F pid 2>/dev/null | sort -u); do
+			MAPS="$MAPS /tmp/perf-$p.map"
+		done
+	fi
+	info "node: leafJs samples with topJs above them down to _start: stackpulse $1 / $2 = $share%${ref:+; perf -g, topJs above leafJs: $(echo $ref | awk '{ printf "%d / %d = %.1f%%", $1, $2, $2 ? 100 * $1 / $2 : 0 }')}"
+	[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
+		ok "node: $share% of leafJs's samples keep their JS and native callers down to _start (>= 95%)" ||
+		fail "node: only $share% of $2 leafJs samples keep their callers: $(folded_top node.folded 2 | cut -c1-300 | tr '\n' ' ')"
+else
+	skip "node: not found in PATH (the Node measurement needs node --perf-basic-prof)"
+fi
+
+# --- (c) Java ----------------------------------------------------------------------
+if command -v java >/dev/null 2>&1 && command -v javac >/dev/null 2>&1; then
+	cat >Hot.java <<'EOF'
+public class Hot {
+	static long leafJ(long n) { long x = 0; for (long i = 0; i < n; i++) x = x * 31 + i; return x; }
+	static long midJ(long n) { return leafJ(n) ^ 1; }
+	static long outerJ(long n) { return midJ(n) ^ 2; }
+	public static void main(String[] a) {
+		long end = System.currentTimeMillis() + 3000, t = 0;
+		while (System.currentTimeMillis() < end) t += outerJ(100000);
+		System.out.println(t & 1);
+	}
+}
+EOF
+	if with_timeout 120 javac Hot.java 2>javac.err; then
+		JFLAGS='-XX:+UnlockDiagnosticVMOptions -XX:+PreserveFramePointer -XX:+DumpPerfMapAtExit'
+		sp_record java.spool -F 999 -- java $JFLAGS -cp . Hot >/dev/null || fail "java: record exited $?: $(head -c 300 record.err)"
+		with_timeout 60 "$SP" dump java.spool >java.dump 2>/dev/null
+		for p in $(dump_field thread pid java.dump | sort -u); do
+			MAPS="$MAPS /tmp/perf-$p.map"
+		done
+		with_timeout 60 "$SP" report --format=folded java.spool >java.folded 2>/dev/null
+		# Callers still interpreted show as "Interpreter", C2 may inline midJ into
+		# outerJ: the chain asked for is the Java main thread's, from its start.
+		LEAF='(^|;)[^;]*Hot\.leafJ[^;]*$'
+		JWHOLE='^__clone3;start_thread;ThreadJavaMain;JavaMain;.*;(Interpreter|[^;]*Hot\.(outerJ|midJ)[^;]*);[^;]*Hot\.leafJ[^;]*$'
+		set -- $(share_of java.folded "$LEAF" "$JWHOLE")
+		share=$(pct "$1" "$2")
+		info "java: Hot.leafJ samples under its callers down to the thread's start: stackpulse $1 / $2 = $share%"
+		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
+			ok "java: $share% of Hot.leafJ's samples keep their callers down to start_thread (>= 95%)" ||
+			fail "java: only $share% of $2 Hot.leafJ samples keep their callers: $(folded_top java.folded 2 | cut -c1-300 | tr '\n' ' ')"
+	else
+		skip "java: javac failed: $(head -c 200 javac.err)"
+	fi
+else
+	skip "java: java and javac not found in PATH (Debian openjdk-17-jdk-headless)"
+fi
+finish

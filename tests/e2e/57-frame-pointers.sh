@@ -47,6 +47,19 @@ share_of() {
 	} END { printf "%d %d\n", c, t }' "$1"
 }
 
+# record_runtime NAME COMMAND...: record a runtime that writes perf maps into NAME.spool,
+# its maps removed when the test ends, its folded stacks in NAME.folded.
+record_runtime() {
+	name=$1
+	shift
+	sp_record "$name.spool" -F 999 -- "$@" >/dev/null || fail "$name: record exited $?: $(head -c 300 record.err)"
+	with_timeout 60 "$SP" dump "$name.spool" >"$name.dump" 2>/dev/null
+	for p in $(dump_field thread pid "$name.dump" | sort -u); do
+		MAPS="$MAPS /tmp/perf-$p.map"
+	done
+	with_timeout 60 "$SP" report --format=folded "$name.spool" >"$name.folded" 2>/dev/null
+}
+
 # --- (a) C without unwind tables ---------------------------------------------------
 FP=$(cd "$(dirname "$0")/../workloads" && pwd)/fp_chain
 if readelf -S "$FP" 2>/dev/null | grep -q 'debug_frame'; then
@@ -106,12 +119,7 @@ function topJs() {
 console.log(topJs() & 1);
 EOF
 	NODE_FLAGS='--perf-basic-prof --interpreted-frames-native-stack'
-	sp_record node.spool -F 999 -- node $NODE_FLAGS hot.js >/dev/null || fail "node: record exited $?: $(head -c 300 record.err)"
-	with_timeout 60 "$SP" dump node.spool >node.dump 2>/dev/null
-	for p in $(dump_field thread pid node.dump | sort -u); do
-		MAPS="$MAPS /tmp/perf-$p.map"
-	done
-	with_timeout 60 "$SP" report --format=folded node.spool >node.folded 2>/dev/null
+	record_runtime node node $NODE_FLAGS hot.js
 	LEAF='(^|;)JS:[^;]*leafJs[^;]*(;|$)'
 	NWHOLE='^_start;.*;JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs'
 	set -- $(share_of node.folded "$LEAF" "$NWHOLE")
@@ -146,12 +154,7 @@ public class Hot {
 EOF
 	if with_timeout 120 javac Hot.java 2>javac.err; then
 		JFLAGS='-XX:+UnlockDiagnosticVMOptions -XX:+PreserveFramePointer -XX:+DumpPerfMapAtExit'
-		sp_record java.spool -F 999 -- java $JFLAGS -cp . Hot >/dev/null || fail "java: record exited $?: $(head -c 300 record.err)"
-		with_timeout 60 "$SP" dump java.spool >java.dump 2>/dev/null
-		for p in $(dump_field thread pid java.dump | sort -u); do
-			MAPS="$MAPS /tmp/perf-$p.map"
-		done
-		with_timeout 60 "$SP" report --format=folded java.spool >java.folded 2>/dev/null
+		record_runtime java java $JFLAGS -cp . Hot
 		# Callers still interpreted show as "Interpreter", C2 may inline midJ into
 		# outerJ: the chain asked for is the Java main thread's, from its start.
 		LEAF='(^|;)[^;]*Hot\.leafJ[^;]*$'

@@ -342,6 +342,10 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
 				"frame-pointer chain where both chains met\n",
 			s->spliced_stacks);
+	if (s->exec_samples)
+		fprintf(stderr, "  %" PRIu64 " sample%s taken while execve replaced the image: the "
+				"calling program's frame alone (its callers left with the old image)\n",
+			s->exec_samples, s->exec_samples == 1 ? "" : "s");
 	if (s->fp_frames)
 		fprintf(stderr, "  %" PRIu64 " frames in code without unwind tables were found by "
 				"frame pointers, each stack proven by reaching its root\n",

@@ -124,6 +124,11 @@ struct sp_summary {
 	 * loader), is not counted: a larger one would end at the same place.
 	 */
 	uint64_t stacks_cut_by_copy;
+	/*
+	 * The recorder's own, not stored: samples taken while execve replaced the
+	 * image, whose one frame is the calling program's (its old pc).
+	 */
+	uint64_t exec_samples;
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */

@@ -17,6 +17,7 @@
 #define RING_MAX_BYTES (16u << 20)
 /* Smallest ring map_ring falls back to when the locked-memory limit refuses more. */
 #define RING_MIN_BYTES (256u << 10)
+#define SIDE_RING_PAGES 16 /* a side-band ring: a few hundred mapping records */
 /*
  * Time the drain loop may take to get a CPU after the watermark wakeup before
  * a ring at the full sample rate overflows.  The 10 kHz rings (capped at
@@ -226,15 +227,33 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	fit_locked_memory(e);
 	set_watermark(e);
 	e->rings = calloc((size_t)n, sizeof(*e->rings));
+	e->side_rings = calloc((size_t)n, sizeof(*e->side_rings));
 	/* One scratch slot per ring: each ring's current record may have wrapped. */
 	e->scratch_size = 65536 + 4096;
 	e->scratch = malloc(e->scratch_size * (size_t)n);
-	if (!e->rings || !e->scratch)
+	if (!e->rings || !e->side_rings || !e->scratch)
 		return -ENOMEM;
 	for (int i = 0; i < n; i++) {
 		e->rings[i].fd = -1;
 		e->rings[i].cpu = e->cpus[i];
+		e->side_rings[i].fd = -1;
+		e->side_rings[i].cpu = e->cpus[i];
 	}
+	/* The side band follows the same tasks; it counts nothing and samples nothing. */
+	struct perf_event_attr *sa = &e->side_attr;
+	sa->size = sizeof(*sa);
+	sa->type = PERF_TYPE_SOFTWARE;
+	sa->config = PERF_COUNT_SW_DUMMY;
+	sa->mmap = 1;
+	sa->mmap2 = 1;
+	sa->exclude_kernel = 1;
+	sa->exclude_hv = 1;
+	sa->inherit = a->inherit;
+	sa->disabled = 1;
+	sa->enable_on_exec = a->enable_on_exec;
+	/* a wakeup as soon as one byte is written: every mapping record (as perf's side band) */
+	sa->watermark = 1;
+	sa->wakeup_watermark = 1;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->epfd < 0)
 		return -errno;
@@ -327,6 +346,39 @@ static int open_one(struct sp_events *e, pid_t tid, int cpu)
 	}
 }
 
+/*
+ * The side-band event for tid on ring i's CPU (see struct sp_events): its
+ * ring is mapped by the first one, the others write into it.  Failures only
+ * mean no side band there.
+ */
+static void open_side(struct sp_events *e, int i, pid_t tid)
+{
+	struct sp_ring *r = &e->side_rings[i];
+	long fd = perf_event_open(&e->side_attr, tid, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (r->fd < 0) {
+		size_t len = (SIDE_RING_PAGES + 1) * e->page_size;
+		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
+		if (p == MAP_FAILED) {
+			close((int)fd);
+			return;
+		}
+		r->fd = (int)fd;
+		r->base = p;
+		r->data_size = SIDE_RING_PAGES * e->page_size;
+	} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
+		close((int)fd);
+		return;
+	}
+	if (remember_fd(e, (int)fd)) {
+		if (r->fd != fd)
+			close((int)fd);
+		return;
+	}
+	watch_fd(e, (int)fd);
+}
+
 int sp_events_open_task(struct sp_events *e, pid_t tid)
 {
 	int opened = 0, last_err = 0;
@@ -367,6 +419,7 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 			break;
 		}
 		opened++;
+		open_side(e, i, tid);
 	}
 	if (last_err)
 		return last_err;
@@ -499,17 +552,40 @@ int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *c
 	return 0;
 }
 
+void sp_events_drain_side(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt)
+{
+	for (int i = 0; e->side_rings && i < e->ncpus; i++) {
+		struct sp_ring *r = &e->side_rings[i];
+		if (r->fd < 0)
+			continue;
+		r->head = ring_head(r);
+		r->tail = ((struct perf_event_mmap_page *)(void *)r->base)->data_tail;
+		const struct perf_event_header *rec;
+		/* the main drain's scratch slot i is free until it runs */
+		while ((rec = peek(e, r, e->scratch + e->scratch_size * (size_t)i, corrupt))) {
+			fn(ctx, rec, rec->size);
+			r->tail += rec->size;
+		}
+		struct perf_event_mmap_page *pg = (void *)r->base;
+		__atomic_store_n(&pg->data_tail, r->tail, __ATOMIC_RELEASE);
+	}
+}
+
 void sp_events_release(struct sp_events *e)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	for (int i = 0; e->rings && i < e->ncpus; i++)
 		if (e->rings[i].base)
 			munmap(e->rings[i].base, e->rings[i].data_size + page);
+	for (int i = 0; e->side_rings && i < e->ncpus; i++)
+		if (e->side_rings[i].base)
+			munmap(e->side_rings[i].base, e->side_rings[i].data_size + page);
 	for (size_t i = 0; i < e->nfds; i++)
 		close(e->fds[i]);
 	if (e->epfd >= 0)
 		close(e->epfd);
 	free(e->rings);
+	free(e->side_rings);
 	free(e->cpus);
 	free(e->fds);
 	sp_map_release(&e->id_tid);

@@ -138,8 +138,42 @@ void sp_process_clear_modules(struct sp_process *p)
 	p->jit = NULL;
 }
 
+void sp_process_begin_exec(struct sp_process *p)
+{
+	free(p->pre_exec);
+	p->pre_exec = p->mods;
+	p->npre_exec = p->nmods;
+	p->mods = NULL;
+	p->nmods = p->cap = 0;
+	p->last = 0;
+	new_generation(p);
+	sp_jit_code_free(p->jit);
+	p->jit = NULL;
+}
+
+struct sp_proc_module *sp_process_find_pre_exec(const struct sp_process *p, uint64_t pc)
+{
+	size_t lo = 0, hi = p->npre_exec;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (p->pre_exec[mid].end <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < p->npre_exec && p->pre_exec[lo].start <= pc ? &p->pre_exec[lo] : NULL;
+}
+
+void sp_process_end_exec(struct sp_process *p)
+{
+	free(p->pre_exec);
+	p->pre_exec = NULL;
+	p->npre_exec = 0;
+}
+
 void sp_process_release(struct sp_process *p)
 {
+	sp_process_end_exec(p);
 	free(p->mods);
 	p->mods = NULL;
 	sp_jit_code_free(p->jit);

@@ -136,6 +136,15 @@ struct sp_events {
 	size_t scratch_size; /* bytes per ring slot */
 	bool ids;            /* samples carry PERF_SAMPLE_IDENTIFIER */
 	struct sp_map id_tid; /* with ids: event id (PERF_EVENT_IOC_ID) -> the tid it was opened for */
+	/*
+	 * The side band: a dummy event beside each sampling event, with mapping
+	 * records only and a wakeup for each, into a small ring per CPU, so the
+	 * recorder opens a new module's file while its process still lives (a
+	 * short-lived program deleted at exit).  Best effort: where it cannot be
+	 * opened or mapped, recording goes on without it.
+	 */
+	struct perf_event_attr side_attr;
+	struct sp_ring *side_rings; /* ncpus entries; fd -1 until the first side event */
 };
 
 /*
@@ -161,6 +170,8 @@ bool sp_events_pending(const struct sp_events *e);
  */
 typedef void (*sp_record_fn)(void *ctx, const struct perf_event_header *rec, size_t len);
 int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt);
+/* Visit every record now in the side-band rings (mapping records), ring by ring. */
+void sp_events_drain_side(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt);
 void sp_events_release(struct sp_events *e);
 
 /* ---- process and module state (process.c, modfile.c) -------------------- */
@@ -230,6 +241,12 @@ struct sp_process {
 	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */
 	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
+	/*
+	 * The modules before its last exec, kept until a sample's pc lies in the
+	 * new image: samples taken while execve runs carry the old image's pc.
+	 */
+	struct sp_proc_module *pre_exec;
+	size_t npre_exec;
 };
 
 /* Insert a mapping; older mappings it overlaps are trimmed (an mmap replaces). */
@@ -238,6 +255,12 @@ int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m);
 struct sp_proc_module *sp_process_find(struct sp_process *p, uint64_t pc);
 int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src);
 void sp_process_clear_modules(struct sp_process *p);
+/* An exec: the modules move to p->pre_exec (the ones an earlier exec left are dropped). */
+void sp_process_begin_exec(struct sp_process *p);
+/* The pre-exec module containing pc, or NULL. */
+struct sp_proc_module *sp_process_find_pre_exec(const struct sp_process *p, uint64_t pc);
+/* The new image runs: the pre-exec modules are dropped. */
+void sp_process_end_exec(struct sp_process *p);
 void sp_process_release(struct sp_process *p);
 
 

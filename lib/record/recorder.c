@@ -211,6 +211,7 @@ static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_pyt
 
 static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
 					    uint64_t pc, bool after_call, struct sp_cfi_row *out);
+static size_t read_code_cb(void *ctx, uint64_t addr, uint8_t *buf, size_t len);
 
 /* Register an executable mapping of pid: module record, then the process's map. */
 static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t start, uint64_t end,
@@ -253,6 +254,7 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	}
 	pm.um.load_bias = m.load_bias;
 	pm.um.cfi = NULL; /* compiled on first unwind through it */
+	pm.um.read_code = read_code_cb;
 	/* Anonymous code ([vdso] is not) may be generated code without CFI. */
 	if (anon)
 		pm.um.code_row = code_row_cb;
@@ -332,6 +334,24 @@ static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_mo
 	if (!p->jit && !(p->jit = sp_jit_code_new(p->pid)))
 		return NULL;
 	return sp_jit_code_row(p->jit, m->start, m->end, pc, after_call, out);
+}
+
+/*
+ * Code of the sampled process, for the call before a return address
+ * (lib/unwind/unwind.c): from its memory, or once it has exited (samples
+ * drained after the exit) from the module's file, which holds the same bytes.
+ */
+static size_t read_code_cb(void *ctx, uint64_t addr, uint8_t *buf, size_t len)
+{
+	struct sp_process *p = ctx;
+	size_t n = p->exited ? 0 : sp_target_read(p->pid, addr, buf, len);
+	if (n == len)
+		return n;
+	struct sp_proc_module *m = sp_process_find(p, addr);
+	if (!m || !m->file || m->file->fd < 0 || len > m->end - addr)
+		return n;
+	ssize_t got = pread(m->file->fd, buf, len, (off_t)(addr - m->start + m->file_offset));
+	return got > 0 ? (size_t)got : 0;
 }
 
 static const struct sp_unwind_module *find_module_cb(void *ctx, uint64_t pc)
@@ -490,9 +510,10 @@ static bool complete_from_root(struct sp_recorder *r, uint32_t tid, size_t *n)
 	return true;
 }
 
-static uint32_t intern_user_frame(struct sp_recorder *r, struct sp_process *p, uint64_t pc)
+/* The frame of pc in module m (NULL: no module). */
+static uint32_t intern_user_frame(struct sp_recorder *r, const struct sp_proc_module *m,
+				  uint64_t pc)
 {
-	struct sp_proc_module *m = sp_process_find(p, pc);
 	struct sp_frame f = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER, .abs_ip = pc};
 	uint32_t id = 0;
 	if (m) {
@@ -603,9 +624,36 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	size_t n = 0, unproven = 0;
 	uint32_t fp_steps = 0;
 	unsigned stop = SP_STOP_NO_REGS;
-	if (s.regs_abi && s.regs) {
-		struct sp_regs regs;
+	struct sp_regs regs = {0};
+	bool have_regs = s.regs_abi && s.regs;
+	if (have_regs)
 		sp_regs_from_perf(s.regs, r->events.layout.sample_regs_user, &regs);
+	/*
+	 * Sampled while execve replaced the image: the registers still hold the
+	 * old image's pc while the address space is already the new one's.  The
+	 * stack is that one frame of the program that called execve (its
+	 * callers went with the old address space): complete, never an unknown
+	 * address.  Either the exec's COMM record came first (the old modules
+	 * are p->pre_exec, the pc lies in none of the new ones), or it is still
+	 * to come and the kernel could copy nothing at the old SP: a user stack
+	 * missing from the address space its registers point into.
+	 */
+	const struct sp_proc_module *exec_pm = NULL;
+	uint64_t upc = (regs.valid & (1u << SP_DW_RIP)) ? regs.regs[SP_DW_RIP] : s.ip;
+	if (p->pre_exec) {
+		if (sp_process_find(p, upc))
+			sp_process_end_exec(p);
+		else
+			exec_pm = sp_process_find_pre_exec(p, upc);
+	} else if (have_regs && s.stack_size && !s.dyn_size && (regs.valid & (1u << SP_DW_RIP))) {
+		exec_pm = sp_process_find(p, upc);
+	}
+	if (exec_pm) {
+		r->pcs[0] = upc;
+		n = unproven = 1;
+		stop = SP_STOP_ROOT;
+		sum->exec_samples++;
+	} else if (have_regs) {
 		if (!s.stack_size)
 			sum->error_stats[SP_ERR_NO_STACK_COPY]++;
 		struct sp_stack_mem mem = {
@@ -677,7 +725,8 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		note_write(r, sp_spool_writer_intern_frame(r->spool, &f, &r->frame_ids[nf++]));
 	}
 	for (size_t i = 0; i < n; i++)
-		r->frame_ids[nf++] = intern_user_frame(r, p, r->pcs[i]);
+		r->frame_ids[nf++] = intern_user_frame(
+			r, exec_pm ? exec_pm : sp_process_find(p, r->pcs[i]), r->pcs[i]);
 	if (nf == 0)
 		sum->empty_stack_samples++;
 	if (!rooted && nf > 0) {
@@ -739,7 +788,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 		/* An exec replaces the whole image: the old modules are gone. */
 		struct sp_process *p = add_process(r, (pid_t)c.pid);
 		if (p) {
-			sp_process_clear_modules(p);
+			sp_process_begin_exec(p);
 			mark_python(r, p, false, time);
 			note_owner(r, p, NULL, time);
 		}
@@ -962,6 +1011,7 @@ static int open_events(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mod
 {
 	*stopped = false;
 	r->events.attr.enable_on_exec = mode == SP_ATTACH_ENABLE_ON_EXEC;
+	r->events.side_attr.enable_on_exec = r->events.attr.enable_on_exec;
 	if (mode == SP_ATTACH_ENABLE_ON_EXEC) {
 		int err = sp_events_open_task(&r->events, pid);
 		return err ? err : sp_map_put(&r->opened_tids, (uint64_t)pid, (uint32_t)pid);
@@ -1113,6 +1163,7 @@ int sp_recorder_refresh_threads(struct sp_recorder *r, pid_t pid)
 {
 	size_t first_fd = r->events.nfds;
 	r->events.attr.enable_on_exec = 0;
+	r->events.side_attr.enable_on_exec = 0;
 	int added = open_threads(r, pid);
 	if (added > 0) {
 		name_threads(r, pid);
@@ -1140,9 +1191,28 @@ static uint64_t monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * A side-band mapping record (struct sp_events): open the file of a new
+ * executable mapping now, while its process lives, through its
+ * /proc/PID/map_files link if the path no longer holds it.  The main
+ * stream's record of the same mapping finds it open (by device and inode),
+ * even when the process has exited and the file is deleted by then.
+ */
+static void on_side_record(void *ctx, const struct perf_event_header *h, size_t len)
+{
+	struct sp_recorder *r = ctx;
+	struct sp_perf_mmap2 m;
+	if (h->type != PERF_RECORD_MMAP2 || sp_perf_parse_mmap2(h, len, &m) ||
+	    !(m.prot & PROT_EXEC) || !m.len || m.filename[0] != '/')
+		return;
+	sp_modfile_get(&r->files, (pid_t)m.pid, m.addr, m.addr + m.len, makedev(m.maj, m.min),
+		       m.ino, m.filename);
+}
+
 int sp_recorder_consume_available(struct sp_recorder *r)
 {
 	uint64_t corrupt = 0;
+	sp_events_drain_side(&r->events, on_side_record, r, &corrupt);
 	int err = sp_events_drain(&r->events, on_record, r, &corrupt);
 	r->summary.error_stats[SP_ERR_RECORD_MALFORMED] += corrupt;
 	if (err)

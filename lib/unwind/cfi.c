@@ -182,7 +182,9 @@ struct loc {
  * ops and ops_mem; offset(N) = call_frame_cfa [plus_uconst N]; val_offset
  * adds stack_value; register(R) = bregx R 0, stack_value; expression E =
  * call_frame_cfa followed by E (the CFA is pushed first, §6.4.2.3), plus
- * stack_value for val_expression.
+ * stack_value for val_expression.  elfutils 0.188 spells register(R) for
+ * the return address column as the single op regx R (glibc's __vfork keeps
+ * its return address in rdi): read the same as bregx R 0, stack_value.
  */
 static struct loc classify(const Dwarf_Op *ops, size_t nops)
 {
@@ -192,6 +194,14 @@ static struct loc classify(const Dwarf_Op *ops, size_t nops)
 
 	if (nops == 0) {
 		l.base = ops ? LOC_UNDEF : LOC_SAME;
+		return l;
+	}
+	if (nops == 1 && (ops[0].atom == DW_OP_regx ||
+			  (ops[0].atom >= DW_OP_reg0 && ops[0].atom <= DW_OP_reg31))) {
+		l.base = LOC_REG;
+		l.value = true;
+		l.reg = ops[0].atom == DW_OP_regx ? (unsigned)ops[0].number
+						  : (unsigned)(ops[0].atom - DW_OP_reg0);
 		return l;
 	}
 	if (ops[nops - 1].atom == DW_OP_stack_value) {
@@ -426,11 +436,21 @@ static int compile_row(struct sp_cfi_table *t, Dwarf_Frame *f, uint64_t pc,
 			return rc;
 	}
 
-	if (ra.value || !loc_cfa_off(&ra, row, &off) || off < INT32_MIN || off > INT32_MAX) {
+	/*
+	 * register(R): the return address is in R (glibc's __vfork pops it
+	 * into rdi across the syscall, so the child cannot clobber the slot).
+	 */
+	if (ra.value && ra.base == LOC_REG && ra.off == 0 && ra.reg < SP_DW_NREGS &&
+	    ra.reg != SP_DW_RSP && ra.reg != SP_DW_RIP) {
+		row->flags |= SP_CFI_F_RA_REG;
+		row->ra_off = (int32_t)ra.reg;
+	} else if (ra.value || !loc_cfa_off(&ra, row, &off) || off < INT32_MIN ||
+		   off > INT32_MAX) {
 		row->kind = SP_CFI_BAD;
 		return 0;
+	} else {
+		row->ra_off = (int32_t)off;
 	}
-	row->ra_off = (int32_t)off;
 
 	for (unsigned i = 0; i < SP_CFI_NSAVED; i++) {
 		struct loc l = { .base = LOC_UNDEF };

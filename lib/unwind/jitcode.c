@@ -151,8 +151,7 @@ void sp_jit_code_free(struct sp_jit_code *j)
 	free(j);
 }
 
-/* Read len bytes of the target at addr into buf; returns how many arrived. */
-static size_t read_target(pid_t pid, uint64_t addr, void *buf, size_t len)
+size_t sp_target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = {.iov_base = buf, .iov_len = len};
 	struct iovec remote = {.iov_base = (void *)(uintptr_t)addr, .iov_len = len};
@@ -223,7 +222,7 @@ static ptrdiff_t code_at(struct sp_jit_code *j, uint64_t entry, size_t len)
 	struct jit_fn *f = &j->fns[j->nfns];
 	f->entry = entry;
 	f->pool_off = (uint32_t)j->pool_len;
-	f->len = (uint32_t)read_target(j->pid, entry, j->pool + j->pool_len, len);
+	f->len = (uint32_t)sp_target_read(j->pid, entry, j->pool + j->pool_len, len);
 	if (sp_map_put(&j->fn_index, entry, (uint32_t)j->nfns))
 		return -1;
 	j->pool_len += f->len;
@@ -237,7 +236,7 @@ static const struct jit_arena *arena_of(struct sp_jit_code *j, uint64_t start, u
 	if (sp_map_get(&j->arena_index, start, &idx))
 		return j->arenas[idx].stride ? &j->arenas[idx] : NULL;
 	uint8_t b[ARENA_PROBE];
-	size_t n = read_target(j->pid, start, b, end - start < sizeof(b) ? end - start : sizeof(b));
+	size_t n = sp_target_read(j->pid, start, b, end - start < sizeof(b) ? end - start : sizeof(b));
 	struct jit_arena a = {0};
 	size_t len = sp_codeframe_return_end(b, n);
 	for (size_t stride = len; len && stride <= (len + 15) / 16 * 16; stride++) {

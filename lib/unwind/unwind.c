@@ -2,6 +2,8 @@
 /* The DWARF unwinder: walks a sample's copied user stack with compiled CFI rows. */
 #include "unwind/unwind.h"
 
+#include <string.h>
+
 /*
  * One step per frame, no allocation: find the module, look its row up at the
  * lookup address, record the frame, then apply the row to the register file
@@ -93,11 +95,18 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 	 * then the copy's base is the bound.
 	 */
 	old_sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
-	if (cfa <= old_sp)
-		return SP_STOP_NO_PROGRESS;
-	rc = sp_stack_read(stack, cfa + (int64_t)row->ra_off, &ra);
-	if (rc)
-		return rc;
+	if (row->flags & SP_CFI_F_RA_REG) {
+		/* The return address was popped into a register: the caller's SP is ours. */
+		if (cfa < old_sp || !(r->valid & BIT(row->ra_off)))
+			return cfa < old_sp ? SP_STOP_NO_PROGRESS : SP_STOP_BAD_RULE;
+		ra = r->regs[row->ra_off];
+	} else {
+		if (cfa <= old_sp)
+			return SP_STOP_NO_PROGRESS;
+		rc = sp_stack_read(stack, cfa + (int64_t)row->ra_off, &ra);
+		if (rc)
+			return rc;
+	}
 
 	uint32_t valid = r->valid & CALLEE_SAVED;
 	/* SP_CFI_SAME is 0: visit only the registers this frame changed */
@@ -135,6 +144,44 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 }
 
 /*
+ * Whether the instruction that ends at ra is a call, read from the code of
+ * ra's module m (m->read_code; false without it): E8 rel32, whose target must
+ * lie at or below pc and within 1 MiB of it (pc is in the function it
+ * called), or FF /2 with any ModRM form (call through a register or memory).
+ */
+static bool follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t ra, uint64_t pc)
+{
+	uint8_t b[8];
+
+	if (!m->read_code || ra < sizeof(b) || m->read_code(ctx, ra - sizeof(b), b, sizeof(b)) != sizeof(b))
+		return false;
+	if (b[3] == 0xe8) {
+		int32_t rel;
+		memcpy(&rel, b + 4, sizeof(rel));
+		uint64_t target = ra + (uint64_t)(int64_t)rel;
+		if (target <= pc && pc - target < (1u << 20))
+			return true;
+	}
+	/* FF /2 at b[s]: ModRM, an SIB byte when rm = 4, then 0, 1 or 4 displacement bytes */
+	for (unsigned s = 0; s + 2 <= sizeof(b); s++) {
+		unsigned modrm = b[s + 1], mod = modrm >> 6, rm = modrm & 7, len = 2;
+		if (b[s] != 0xff || ((modrm >> 3) & 7) != 2)
+			continue;
+		if (mod != 3 && rm == 4) {
+			if (s + 2 >= sizeof(b))
+				continue;
+			len++;
+			if (mod == 0 && (b[s + 2] & 7) == 5)
+				len += 4;
+		}
+		len += mod == 1 ? 1 : mod == 2 ? 4 : mod == 0 && rm == 5 ? 4 : 0;
+		if (s + len == sizeof(b))
+			return true;
+	}
+	return false;
+}
+
+/*
  * A frame-pointer step (DESIGN decision 3, extended) where no CFI covers the
  * pc: the frame record at rbp holds the caller's rbp and the return address
  * (x86-64 psABI §3.4.1's frame layout).  The record must lie in the copy at
@@ -146,28 +193,45 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
  * Go's goroutine entries).  Returns CONTINUE, SP_STOP_ROOT, or why not.
  *
  * exact: the pc is where the thread was interrupted (frame 0, or after a
- * signal frame), not after a call, so the function may be anywhere in it.
- * A function that keeps no frame (a leaf built with frame pointers still
- * omits its own), or one at its first instruction, has its return address
- * at the SP, and stepping from rbp would skip its caller without a sign.
- * So an exact frame whose SP holds an address in code is not stepped: the
- * stack ends there rather than miss a frame.
+ * signal frame), not after a call, so the function may be anywhere in it,
+ * and the slot at the SP tells which:
+ *   - an address in code that follows a call instruction (for a direct
+ *     call, one whose target lies at or below the pc): the function keeps
+ *     no frame, or has not begun or has ended it (a leaf compiled with frame
+ *     pointers still omits its own; the first instruction; after the
+ *     epilogue's pop).  The return address is that slot, rbp is still the
+ *     caller's.  A step from rbp would skip the caller without a sign.
+ *   - any other address in code: nothing is known, no step;
+ *   - rbp's own value: the function has just pushed rbp and not yet set it,
+ *     so the frame record is at the SP;
+ *   - else the frame record is at rbp.
  */
 static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 			sp_find_module_fn find, void *ctx, bool exact)
 {
 	uint64_t fp = r->regs[SP_DW_RBP], sp, saved_fp, ra, top;
+	const struct sp_unwind_module *tm;
 	unsigned rc;
 
+	sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
+	if (exact && !sp_stack_read(stack, sp, &top) && top) {
+		if ((tm = find(ctx, top - 1)) != NULL) {
+			if (!follows_call(tm, ctx, top, r->regs[SP_DW_RIP]))
+				return SP_STOP_NO_UNWIND_INFO;
+			r->regs[SP_DW_RSP] = sp + 8;
+			r->regs[SP_DW_RIP] = top;
+			r->valid = (r->valid & BIT(SP_DW_RBP)) | BIT(SP_DW_RSP) | BIT(SP_DW_RIP);
+			return CONTINUE;
+		}
+		if ((r->valid & BIT(SP_DW_RBP)) && top == fp)
+			fp = sp;
+	}
 	if (!(r->valid & BIT(SP_DW_RBP)))
 		return SP_STOP_NO_UNWIND_INFO;
 	if (fp == 0)
 		return exact ? SP_STOP_NO_UNWIND_INFO : SP_STOP_ROOT;
-	sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
 	if (fp < sp || (fp & 7))
 		return SP_STOP_NO_PROGRESS;
-	if (exact && !sp_stack_read(stack, sp, &top) && top && find(ctx, top - 1))
-		return SP_STOP_NO_UNWIND_INFO;
 	rc = sp_stack_read(stack, fp, &saved_fp);
 	if (!rc)
 		rc = sp_stack_read(stack, fp + 8, &ra);

@@ -73,6 +73,7 @@ enum sp_cfi_kind {
 enum sp_cfi_saved_rule { SP_CFI_SAME, SP_CFI_UNDEF, SP_CFI_AT_CFA, SP_CFI_VAL_CFA };
 #define SP_CFI_NSAVED 6
 #define SP_CFI_F_SIGNAL 1u /* the FDE's 'S' augmentation */
+#define SP_CFI_F_RA_REG 2u /* the return address is in register ra_off, not at CFA + ra_off */
 
 struct sp_cfi_row {
 	uint64_t start;
@@ -83,7 +84,7 @@ struct sp_cfi_row {
 		int32_t cfa_off;
 		uint32_t expr;
 	};
-	int32_t ra_off;      /* return address saved at CFA + ra_off */
+	int32_t ra_off;      /* return address saved at CFA + ra_off (SP_CFI_F_RA_REG: its register) */
 	uint16_t saved;      /* 2 bits (enum sp_cfi_saved_rule) per saved register */
 	int16_t saved_off[SP_CFI_NSAVED];
 };
@@ -123,12 +124,22 @@ typedef const struct sp_cfi_row *(*sp_code_row_fn)(void *ctx, const struct sp_un
 						    uint64_t pc, bool after_call,
 						    struct sp_cfi_row *out);
 
+/*
+ * Read len bytes of code at the absolute address addr into buf (the find
+ * callback's ctx); returns how many arrived.
+ */
+typedef size_t (*sp_read_code_fn)(void *ctx, uint64_t addr, uint8_t *buf, size_t len);
+
 /* What the unwinder needs to know about the module containing a pc. */
 struct sp_unwind_module {
 	uint64_t start, end;   /* runtime range */
 	uint64_t load_bias;    /* svma = avma - load_bias */
 	struct sp_cfi_table *cfi; /* NULL: no unwind information */
 	sp_code_row_fn code_row;  /* NULL: nothing is proven from the code */
+	/* NULL: its code cannot be read, so no return address into it is checked
+	 * for the call before it, and frame-pointer steps from a frame that may
+	 * keep no frame are not taken */
+	sp_read_code_fn read_code;
 };
 
 /* Module lookup for an absolute address; NULL when unmapped. */
@@ -199,6 +210,8 @@ size_t sp_codeframe_return_end(const uint8_t *code, size_t len);
 struct sp_jit_code;
 /* NULL when out of memory. */
 struct sp_jit_code *sp_jit_code_new(pid_t pid);
+/* Read len bytes of process pid at addr into buf (process_vm_readv(2)); how many arrived. */
+size_t sp_target_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 void sp_jit_code_free(struct sp_jit_code *j);
 /* An executable mapping replaced [start, end): cached code there is stale. */
 void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end);

@@ -6,7 +6,9 @@
 # (b) Node's JIT frames (--perf-basic-prof --interpreted-frames-native-stack) keep their
 #     callers down to _start;
 # (c) Java with -XX:+PreserveFramePointer keeps its JIT frames' callers down to the
-#     thread's start.
+#     thread's start;
+# (d) a stripped Go binary (-ldflags='-s -w': no symbols, no CFI) keeps the whole chain of
+#     its frameless leaf, the goroutine's entry included.
 # Beside each share: perf record -g (the kernel's frame-pointer walk) on the same program.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
@@ -170,5 +172,104 @@ EOF
 	fi
 else
 	skip "java: java and javac not found in PATH (Debian openjdk-17-jdk-headless)"
+fi
+# --- (d) stripped Go ------------------------------------------------------------------
+if command -v go >/dev/null 2>&1; then
+	mkdir -p gos
+	cat >gos/main.go <<'EOF'
+package main
+
+import (
+	"fmt"
+	"os"
+	"time"
+)
+
+//go:noinline
+func goLeaf(n int) int {
+	x := n
+	for i := 0; i < 100000; i++ {
+		x = x*1103515245 + 12345
+	}
+	return x
+}
+
+//go:noinline
+func goMid(n int) int { return goLeaf(n) ^ 1 }
+
+//go:noinline
+func goOuter(n int) int { return goMid(n) ^ 2 }
+
+func main() {
+	end := time.Now().Add(2 * time.Second)
+	t := 0
+	for time.Now().Before(end) {
+		t += goOuter(t)
+	}
+	fmt.Fprintln(os.Stderr, t&1)
+}
+EOF
+	printf 'module gos\ngo 1.19\n' >gos/go.mod
+	export GOCACHE="$TMP/gocache" GOPATH="$TMP/gopath" GOFLAGS=-mod=mod
+	# The same code with and without symbols: the unstripped copy gives the addresses.
+	if (cd gos && with_timeout 300 go build -o ../gofull . &&
+		with_timeout 300 go build -ldflags='-s -w' -o ../gostrip .) 2>go.err; then
+		if readelf -SW gostrip | grep -Eq '\.symtab|\.debug_frame|\.eh_frame '; then
+			fail "the stripped Go binary still has symbols or CFI"
+		fi
+		# goLeaf's samples and those with the whole chain, root first: goexit,
+		# runtime.main, main.main, goOuter, goMid, goLeaf; the function of each
+		# gostrip+0xOFF frame from the unstripped copy's symbols (same code).
+		go tool nm -size gofull >go.nm
+		readelf -lW gofull >go.segs
+		perf record -q -g -F 999 -o go.data -- ./gostrip >/dev/null 2>&1 &&
+			perf script -i go.data -F ip >go.perf 2>/dev/null
+		sp_record go.spool -F 999 -- ./gostrip >/dev/null 2>&1 || fail "go: record exited $?: $(head -c 300 record.err)"
+		with_timeout 60 "$SP" report --format=folded go.spool >go.folded 2>/dev/null
+		set -- $(python3 - <<'EOF'
+import os
+base = next(int(l.split()[2], 16) for l in open("go.segs") if l.split()[:1] == ["LOAD"] and "E" in l.split()[6:8])
+want = ["runtime.goexit.abi0", "runtime.main", "main.main", "main.goOuter", "main.goMid", "main.goLeaf"]
+ranges = {}
+for l in open("go.nm"):
+    f = l.split()
+    if len(f) == 4 and f[3] in want:
+        ranges[f[3]] = (int(f[0], 16) - base, int(f[0], 16) - base + int(f[1]))
+def fn(off):
+    return next((k for k, (lo, hi) in ranges.items() if lo <= off < hi), "?")
+whole = leaf = 0
+for l in open("go.folded"):
+    stack, _, n = l.rstrip("\n").rpartition(" ")
+    frames = stack.split(";")
+    names = [fn(int(f[len("gostrip+0x"):], 16)) if f.startswith("gostrip+0x") else f for f in frames]
+    if names[-1] != "main.goLeaf":
+        continue
+    leaf += int(n)
+    whole += int(n) if names == want else 0
+# perf -g: goLeaf samples whose next frame is goMid (return address - 1 inside it)
+pm = pt = 0
+if os.path.exists("go.perf"):
+    for block in open("go.perf").read().split("\n\n"):
+        # perf prints a stripped module's addresses as offsets, or as addresses
+        ips = [int(x.split()[0], 16) for x in block.strip().splitlines() if x.strip()]
+        ips = [a - base if a >= base else a for a in ips]
+        if ips and fn(ips[0]) == "main.goLeaf":
+            pt += 1
+            pm += len(ips) > 1 and fn(ips[1] - 1) == "main.goMid"
+print(whole, leaf, pm, pt)
+EOF
+)
+		share=$(pct "$1" "$2")
+		ref=
+		[ -s go.perf ] && ref="$3 of $4"
+		info "go stripped: goLeaf samples under goMid > goOuter > main.main > runtime.main > goexit: stackpulse $1 / $2 = $share%${ref:+; perf -g: $ref goLeaf samples have goMid as the caller (the leaf keeps no frame, so its frame-pointer walk skips it)}"
+		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
+			ok "go stripped: $share% of goLeaf's samples carry the whole chain (>= 95%)" ||
+			fail "go stripped: only $share% of $2 goLeaf samples carry the whole chain: $(folded_top go.folded 3 | tr '\n' ' ')"
+	else
+		skip "go: the Go program did not build: $(head -c 200 go.err)"
+	fi
+else
+	skip "go: not found in PATH (Debian golang-go)"
 fi
 finish

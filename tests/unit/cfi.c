@@ -267,12 +267,40 @@ Test(cfi, unsupported_rules_are_bad)
 
 	cr_assert_not_null(row);
 	cr_assert_eq(row->kind, SP_CFI_BAD);
-	row = row_at((uintptr_t)&fx_ra_in_reg + 1, NULL);
-	cr_assert_not_null(row);
-	cr_assert_eq(row->kind, SP_CFI_BAD);
 	/* the entry rows of the same functions are ordinary */
 	row = row_at((uintptr_t)&fx_bad_expr, NULL);
 	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+}
+
+/* register(R) for the return address: the row says which register holds it. */
+Test(cfi, return_address_in_a_register)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_ra_in_reg + 1, NULL);
+
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert(row->flags & SP_CFI_F_RA_REG);
+	cr_assert_eq(row->ra_off, SP_DW_RAX);
+	row = row_at((uintptr_t)&fx_ra_in_reg, NULL);
+	cr_assert(!(row->flags & SP_CFI_F_RA_REG), "the entry row keeps it at CFA - 8");
+}
+
+/* glibc's __vfork pops its return address into rdi across the syscall. */
+Test(cfi, vfork_keeps_its_return_address_in_rdi)
+{
+	const uint8_t *code = (const uint8_t *)(uintptr_t)&vfork;
+	size_t at = code[0] == 0xf3 && code[1] == 0x0f && code[2] == 0x1e && code[3] == 0xfa ? 4 : 0;
+
+	if (code[at] != 0x5f)
+		cr_skip_test("this libc's vfork does not start with pop %%rdi");
+	/* the syscall's return point: pop %rdi; mov $58,%eax; syscall */
+	const struct sp_cfi_row *row = row_at((uintptr_t)code + at + 8, NULL);
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_REG);
+	cr_assert(row->flags & SP_CFI_F_RA_REG, "vfork's row after the pop is not register(rdi)");
+	cr_assert_eq(row->ra_off, SP_DW_RDI);
+	cr_assert_eq(row->cfa_reg, SP_DW_RSP);
+	cr_assert_eq(row->cfa_off, 0);
 }
 
 Test(cfi, deref_cfa_expression_reads_the_copy_only)

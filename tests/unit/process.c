@@ -72,6 +72,36 @@ Test(process, copy_and_clear)
 	sp_process_release(&c);
 }
 
+/* An exec moves the modules aside until the new image runs; a second exec drops the first's. */
+Test(process, exec_keeps_the_old_image_aside)
+{
+	struct sp_process p = {0};
+	struct sp_proc_module a = mod(0x1000, 0x2000, 0, 1), b = mod(0x5000, 0x6000, 0, 2),
+			      c = mod(0x8000, 0x9000, 0, 3);
+	sp_process_add_module(&p, &a);
+	uint64_t gen = p.gen;
+	sp_process_begin_exec(&p);
+	cr_assert_neq(p.gen, gen, "the module set changed");
+	cr_assert_eq(p.nmods, 0);
+	cr_assert_null(sp_process_find(&p, 0x1800));
+	cr_assert_eq(sp_process_find_pre_exec(&p, 0x1800)->module_id, 1);
+	cr_assert_null(sp_process_find_pre_exec(&p, 0x2000));
+	sp_process_add_module(&p, &b);
+	cr_assert_eq(sp_process_find(&p, 0x5800)->module_id, 2);
+	cr_assert_eq(sp_process_find_pre_exec(&p, 0x1800)->module_id, 1);
+	sp_process_begin_exec(&p);
+	sp_process_add_module(&p, &c);
+	cr_assert_null(sp_process_find_pre_exec(&p, 0x1800), "the first image is gone");
+	cr_assert_eq(sp_process_find_pre_exec(&p, 0x5800)->module_id, 2);
+	sp_process_end_exec(&p);
+	cr_assert_null(p.pre_exec);
+	cr_assert_null(sp_process_find_pre_exec(&p, 0x5800));
+	cr_assert_eq(sp_process_find(&p, 0x8800)->module_id, 3);
+	sp_process_begin_exec(&p);
+	sp_process_release(&p);
+	cr_assert_null(p.pre_exec, "release frees the old image too");
+}
+
 Test(process, python_module_names)
 {
 	cr_assert(sp_is_python_module("/usr/bin/python3.11"));

@@ -363,6 +363,98 @@ Test(unwind, frame_pointers_dropped_when_the_chain_goes_astray)
 	cr_assert_eq(n, 1);
 }
 
+/*
+ * Code of the fake module for the check of the call before a return address:
+ * a direct call to 0x400100 ends at 0x400200, an indirect call *%rax ends at
+ * 0x400300, padding before 0x400400.
+ */
+static size_t fake_code(void *ctx, uint64_t addr, uint8_t *buf, size_t len)
+{
+	(void)ctx;
+	for (size_t i = 0; i < len; i++) {
+		uint64_t a = addr + i;
+		int32_t rel = 0x400100 - 0x400200;
+		buf[i] = 0x90;
+		if (a >= 0x4001fb && a < 0x400200)
+			buf[i] = a == 0x4001fb ? 0xe8 : (uint8_t)((uint32_t)rel >> (8 * (a - 0x4001fc)));
+		else if (a == 0x4002fe || a == 0x4002ff)
+			buf[i] = a == 0x4002fe ? 0xff : 0xd0;
+		else if (a < 0x400400 && a >= 0x4003f8)
+			buf[i] = 0xcc;
+	}
+	return len;
+}
+
+Test(unwind, frameless_function_steps_from_its_sp)
+{
+	struct fp_stack f;
+	uint64_t pcs[8];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module nocfi = { .start = 0x400000, .end = 0x500000, .read_code = fake_code };
+
+	/* a frameless leaf at 0x400110, entered by the direct call ending at 0x400200:
+	 * its SP holds that return address, rbp is still its caller's */
+	fp_stack_init(&f, 0, 0x400300);
+	f.w[0] = 0x400200;
+	f.r.regs[SP_DW_RIP] = 0x400110;
+	f.r.regs[SP_DW_RBP] = (uintptr_t)&f.w[4];
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(pcs[1], 0x4001ff, "the caller, from the return address at the SP");
+	cr_assert_eq(pcs[2], 0x4002ff, "then the frame record at rbp");
+
+	/* a direct call whose target lies above the pc did not enter this function */
+	f.r.regs[SP_DW_RIP] = 0x4000f0;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+
+	/* after an indirect call any pc will do */
+	f.w[0] = 0x400300;
+	f.w[4] = 0;
+	f.w[5] = 0x400200;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(pcs[1], 0x4002ff);
+
+	/* a code address after no call (a function pointer in a local) proves nothing */
+	f.w[0] = 0x400400;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+	cr_assert_eq(n, 1);
+}
+
+Test(unwind, frame_record_at_the_sp_just_after_push_rbp)
+{
+	struct fp_stack f;
+	uint64_t pcs[8];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module nocfi = { .start = 0x400000, .end = 0x500000, .read_code = fake_code };
+
+	/* push %rbp done, mov %rsp,%rbp not yet: the SP slot holds rbp's own value,
+	 * the record there is [caller's rbp, return address] */
+	fp_stack_init(&f, 0, 0x400300);
+	f.r.regs[SP_DW_RSP] = (uintptr_t)&f.w[4];
+	f.r.regs[SP_DW_RBP] = 0;
+	f.w[4] = 0;
+	f.mem = (struct sp_stack_mem){ (uintptr_t)&f.w[4], (const uint8_t *)&f.w[4], 4 * 8 };
+	f.w[6] = 0;
+	f.w[7] = 0x400200;
+	f.w[4] = (uintptr_t)&f.w[6];
+	f.r.regs[SP_DW_RBP] = (uintptr_t)&f.w[6];
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 3);
+	cr_assert_eq(pcs[1], 0x4002ff, "the caller from the record at the SP");
+	cr_assert_eq(pcs[2], 0x4001ff, "not skipped to the one at rbp");
+}
+
 Test(unwind, frame_pointers_past_the_copy_are_left_to_the_caller)
 {
 	struct fp_stack f;

@@ -21,18 +21,23 @@ static int reserve(struct sp_process *p, size_t extra)
 	return 0;
 }
 
-/* Index of the first module whose end is above addr. */
-static size_t lower_bound(const struct sp_process *p, uint64_t addr)
+/* Index of the first of the n sorted modules whose end is above addr. */
+static size_t first_ending_above(const struct sp_proc_module *mods, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = p->nmods;
+	size_t lo = 0, hi = n;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		if (p->mods[mid].end <= addr)
+		if (mods[mid].end <= addr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	return lo;
+}
+
+static size_t lower_bound(const struct sp_process *p, uint64_t addr)
+{
+	return first_ending_above(p->mods, p->nmods, addr);
 }
 
 /* A new generation for p's module set: caches keyed on (pid, gen) see the change. */
@@ -153,15 +158,8 @@ void sp_process_begin_exec(struct sp_process *p)
 
 struct sp_proc_module *sp_process_find_pre_exec(const struct sp_process *p, uint64_t pc)
 {
-	size_t lo = 0, hi = p->npre_exec;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (p->pre_exec[mid].end <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < p->npre_exec && p->pre_exec[lo].start <= pc ? &p->pre_exec[lo] : NULL;
+	size_t i = first_ending_above(p->pre_exec, p->npre_exec, pc);
+	return i < p->npre_exec && p->pre_exec[i].start <= pc ? &p->pre_exec[i] : NULL;
 }
 
 void sp_process_end_exec(struct sp_process *p)

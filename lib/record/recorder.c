@@ -1076,6 +1076,14 @@ static int register_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mod
 		if (err)
 			return err;
 		name_threads(r, pid);
+	} else if (mode == SP_ATTACH_ENABLE_ON_EXEC) {
+		/*
+		 * The child waits to exec the command: its image is still a copy
+		 * of the caller's.  Known, it becomes the pre-exec image, which
+		 * names the samples taken inside that exec (sampling starts there,
+		 * after the address space was replaced).  Best effort.
+		 */
+		(void)read_maps(r, p);
 	}
 	return watch_root(r, pid);
 }

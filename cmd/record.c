@@ -348,7 +348,7 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 			s->exec_samples, s->exec_samples == 1 ? "" : "s");
 	if (s->fp_frames)
 		fprintf(stderr, "  %" PRIu64 " frames in code without unwind tables were found by "
-				"frame pointers, each stack proven by reaching its root\n",
+				"frame pointers, kept where the stack reached its root\n",
 			s->fp_frames);
 	/* A denial was said once when recording started; only "on" is news here. */
 	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)

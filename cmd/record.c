@@ -339,9 +339,9 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 			s->lost_events,
 			a->realtime ? "" : ", or drain faster with --realtime (as root)");
 	if (s->spliced_stacks)
-		fprintf(stderr, "  %" PRIu64 " of those stacks were continued with the kernel's "
+		fprintf(stderr, "  %" PRIu64 " of those stacks %s continued with the kernel's "
 				"frame-pointer chain where both chains met\n",
-			s->spliced_stacks);
+			s->spliced_stacks, s->spliced_stacks == 1 ? "was" : "were");
 	if (s->exec_samples)
 		fprintf(stderr, "  %" PRIu64 " sample%s taken while execve replaced the image: the "
 				"calling program's frame alone (its callers left with the old image)\n",

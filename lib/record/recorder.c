@@ -213,6 +213,13 @@ static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_mo
 					    uint64_t pc, bool after_call, struct sp_cfi_row *out);
 static size_t read_code_cb(void *ctx, uint64_t addr, uint8_t *buf, size_t len);
 
+/* A mapping of no file: anonymous memory or a kernel-made region other than [vdso]. */
+static bool anon_path(const char *path)
+{
+	return !path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
+	       (path[0] == '[' && strcmp(path, "[vdso]"));
+}
+
 /* Register an executable mapping of pid: module record, then the process's map. */
 static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t start, uint64_t end,
 		       uint64_t pgoff, uint64_t dev, uint64_t ino, const char *path, uint64_t time)
@@ -228,8 +235,7 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 		.path = path,
 	};
 	struct sp_proc_module pm = {.start = start, .end = end, .file_offset = pgoff};
-	bool anon = !path[0] || !strcmp(path, "//anon") || !strncmp(path, "[anon", 5) ||
-		    (path[0] == '[' && strcmp(path, "[vdso]"));
+	bool anon = anon_path(path);
 	size_t plen = strlen(path);
 	if (plen > 10 && !strcmp(path + plen - 10, " (deleted)"))
 		m.flags |= SP_MODULE_DELETED;
@@ -633,10 +639,11 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	 * old image's pc while the address space is already the new one's.  The
 	 * stack is that one frame of the program that called execve (its
 	 * callers went with the old address space): complete, never an unknown
-	 * address.  Either the exec's COMM record came first (the old modules
-	 * are p->pre_exec, the pc lies in none of the new ones), or it is still
-	 * to come and the kernel could copy nothing at the old SP: a user stack
-	 * missing from the address space its registers point into.
+	 * address.  Known once the exec's COMM record has come: the old modules
+	 * are p->pre_exec and the pc lies in none of the new ones.  A sample
+	 * taken after the address space changed but before that record has
+	 * the same old pc and an empty stack copy; so does a forked child's
+	 * first sample at times, so it stays an ordinary, truncated stack.
 	 */
 	const struct sp_proc_module *exec_pm = NULL;
 	uint64_t upc = (regs.valid & (1u << SP_DW_RIP)) ? regs.regs[SP_DW_RIP] : s.ip;
@@ -645,8 +652,6 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 			sp_process_end_exec(p);
 		else
 			exec_pm = sp_process_find_pre_exec(p, upc);
-	} else if (have_regs && s.stack_size && !s.dyn_size && (regs.valid & (1u << SP_DW_RIP))) {
-		exec_pm = sp_process_find(p, upc);
 	}
 	if (exec_pm) {
 		r->pcs[0] = upc;
@@ -1211,7 +1216,7 @@ static void on_side_record(void *ctx, const struct perf_event_header *h, size_t 
 	struct sp_recorder *r = ctx;
 	struct sp_perf_mmap2 m;
 	if (h->type != PERF_RECORD_MMAP2 || sp_perf_parse_mmap2(h, len, &m) ||
-	    !(m.prot & PROT_EXEC) || !m.len || m.filename[0] != '/')
+	    !(m.prot & PROT_EXEC) || !m.len || m.filename[0] != '/' || anon_path(m.filename))
 		return;
 	sp_modfile_get(&r->files, (pid_t)m.pid, m.addr, m.addr + m.len, makedev(m.maj, m.min),
 		       m.ino, m.filename);

@@ -71,6 +71,8 @@ static void write_counters(const struct sp_summary *sum, FILE *out)
 		{sum->idle_tid_samples, "idle tid", "idle tid"},
 		{sum->empty_stack_samples, "empty stack", "empty stacks"},
 		{sum->truncated_frame_markers, "truncation marker", "truncation markers"},
+		/* not a problem: where there was no CFI (record's summary says so too) */
+		{sum->fp_frames, "frame found by frame pointers", "frames found by frame pointers"},
 	};
 	for (size_t i = 0; i < SP_ARRAY_SIZE(problems); i++)
 		if (problems[i].n)
@@ -152,8 +154,8 @@ static void write_error_stats(const struct sp_summary *sum, FILE *out)
 		if (sum->spliced_stacks || sum->ignored_user_callchain_frames) {
 			struct item_list l = {.out = out, .col = HEADER_INDENT};
 			fprintf(out, "%*s", HEADER_INDENT, "");
-			put_count(&l, sum->spliced_stacks, "stack continued by frame pointers",
-				  "stacks continued by frame pointers");
+			put_count(&l, sum->spliced_stacks, "stack continued by the kernel's chain",
+				  "stacks continued by the kernel's chain");
 			put_count(&l, sum->ignored_user_callchain_frames, "callchain frame unused",
 				  "callchain frames unused");
 			fputc('\n', out);

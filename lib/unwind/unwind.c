@@ -144,23 +144,26 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 }
 
 /*
- * Whether the instruction that ends at ra is a call, read from the code of
- * ra's module m (m->read_code; false without it): E8 rel32, whose target must
- * lie at or below pc and within 1 MiB of it (pc is in the function it
- * called), or FF /2 with any ModRM form (call through a register or memory).
+ * Whether the instruction that ends at ra is a call into the function that
+ * holds pc, read from the code of ra's module m: E8 rel32, whose target must
+ * lie at or below pc and within 1 MiB of it, or FF /2 with any ModRM form
+ * (call through a register or memory).  CALL_UNKNOWN when the code cannot be
+ * read (no m->read_code, or the read fell short).
  */
-static bool follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t ra, uint64_t pc)
+enum { NOT_CALL, AFTER_CALL, CALL_UNKNOWN };
+
+static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t ra, uint64_t pc)
 {
 	uint8_t b[8];
 
 	if (!m->read_code || ra < sizeof(b) || m->read_code(ctx, ra - sizeof(b), b, sizeof(b)) != sizeof(b))
-		return false;
+		return CALL_UNKNOWN;
 	if (b[3] == 0xe8) {
 		int32_t rel;
 		memcpy(&rel, b + 4, sizeof(rel));
 		uint64_t target = ra + (uint64_t)(int64_t)rel;
 		if (target <= pc && pc - target < (1u << 20))
-			return true;
+			return AFTER_CALL;
 	}
 	/* FF /2 at b[s]: ModRM, an SIB byte when rm = 4, then 0, 1 or 4 displacement bytes */
 	for (unsigned s = 0; s + 2 <= sizeof(b); s++) {
@@ -176,9 +179,9 @@ static bool follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t r
 		}
 		len += mod == 1 ? 1 : mod == 2 ? 4 : mod == 0 && rm == 5 ? 4 : 0;
 		if (s + len == sizeof(b))
-			return true;
+			return AFTER_CALL;
 	}
-	return false;
+	return NOT_CALL;
 }
 
 /*
@@ -201,7 +204,10 @@ static bool follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t r
  *     pointers still omits its own; the first instruction; after the
  *     epilogue's pop).  The return address is that slot, rbp is still the
  *     caller's.  A step from rbp would skip the caller without a sign.
- *   - any other address in code: nothing is known, no step;
+ *   - an address in code whose instructions cannot be read: nothing is
+ *     known, no step;
+ *   - any other value, an address in code after no call among them (a
+ *     small integer of V8's lands in node's text): data of a frame;
  *   - rbp's own value: the function has just pushed rbp and not yet set it,
  *     so the frame record is at the SP;
  *   - else the frame record is at rbp.
@@ -215,9 +221,11 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 
 	sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
 	if (exact && !sp_stack_read(stack, sp, &top) && top) {
-		if ((tm = find(ctx, top - 1)) != NULL) {
-			if (!follows_call(tm, ctx, top, r->regs[SP_DW_RIP]))
-				return SP_STOP_NO_UNWIND_INFO;
+		unsigned call = (tm = find(ctx, top - 1)) ? follows_call(tm, ctx, top, r->regs[SP_DW_RIP])
+							    : NOT_CALL;
+		if (call == CALL_UNKNOWN)
+			return SP_STOP_NO_UNWIND_INFO;
+		if (call == AFTER_CALL) {
 			r->regs[SP_DW_RSP] = sp + 8;
 			r->regs[SP_DW_RIP] = top;
 			r->valid = (r->valid & BIT(SP_DW_RBP)) | BIT(SP_DW_RSP) | BIT(SP_DW_RIP);

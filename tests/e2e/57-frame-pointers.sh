@@ -120,22 +120,28 @@ function topJs() {
 }
 console.log(topJs() & 1);
 EOF
-	NODE_FLAGS='--perf-basic-prof --interpreted-frames-native-stack'
-	record_runtime node node $NODE_FLAGS hot.js
-	LEAF='(^|;)JS:[^;]*leafJs[^;]*(;|$)'
-	NWHOLE='^_start;.*;JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs'
-	set -- $(share_of node.folded "$LEAF" "$NWHOLE")
-	share=$(pct "$1" "$2")
-	ref=$(perf_g_share node "$LEAF" ';JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs' node $NODE_FLAGS hot.js)
-	if [ -f node.data ]; then
-		for p in $(perf script -i node.data -F pid 2>/dev/null | sort -u); do
-			MAPS="$MAPS /tmp/perf-$p.map"
-		done
-	fi
-	info "node: leafJs samples with topJs above them down to _start: stackpulse $1 / $2 = $share%${ref:+; perf -g, topJs above leafJs: $(echo $ref | awk '{ printf "%d / %d = %.1f%%", $1, $2, $2 ? 100 * $1 / $2 : 0 }')}"
-	[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
-		ok "node: $share% of leafJs's samples keep their JS and native callers down to _start (>= 95%)" ||
-		fail "node: only $share% of $2 leafJs samples keep their callers: $(folded_top node.folded 2 | cut -c1-300 | tr '\n' ' ')"
+	# Twice: as it runs by default (TurboFan inlines the callers into one frame), and
+	# with every function its own optimized frame (--no-turbo-inlining), where the
+	# leaf's frame slots hold values that land in node's text.
+	for mode in default no-inlining; do
+		NODE_FLAGS='--perf-basic-prof --interpreted-frames-native-stack'
+		[ $mode = no-inlining ] && NODE_FLAGS="$NODE_FLAGS --no-turbo-inlining"
+		record_runtime node-$mode node $NODE_FLAGS hot.js
+		LEAF='(^|;)JS:[^;]*leafJs[^;]*(;|$)'
+		NWHOLE='^_start;.*;JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs'
+		set -- $(share_of node-$mode.folded "$LEAF" "$NWHOLE")
+		share=$(pct "$1" "$2")
+		ref=$(perf_g_share node-$mode "$LEAF" ';JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs' node $NODE_FLAGS hot.js)
+		if [ -f node-$mode.data ]; then
+			for p in $(perf script -i node-$mode.data -F pid 2>/dev/null | sort -u); do
+				MAPS="$MAPS /tmp/perf-$p.map"
+			done
+		fi
+		info "node ($mode): leafJs samples with topJs above them down to _start: stackpulse $1 / $2 = $share%${ref:+; perf -g, topJs above leafJs: $(echo $ref | awk '{ printf "%d / %d = %.1f%%", $1, $2, $2 ? 100 * $1 / $2 : 0 }')}"
+		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
+			ok "node ($mode): $share% of leafJs's samples keep their JS and native callers down to _start (>= 95%)" ||
+			fail "node ($mode): only $share% of $2 leafJs samples keep their callers: $(folded_top node-$mode.folded 2 | cut -c1-300 | tr '\n' ' ')"
+	done
 else
 	skip "node: not found in PATH (the Node measurement needs node --perf-basic-prof)"
 fi

@@ -406,9 +406,17 @@ Test(unwind, frameless_function_steps_from_its_sp)
 	cr_assert_eq(pcs[1], 0x4001ff, "the caller, from the return address at the SP");
 	cr_assert_eq(pcs[2], 0x4002ff, "then the frame record at rbp");
 
-	/* a direct call whose target lies above the pc did not enter this function */
+	/* a direct call whose target lies above the pc did not enter this function:
+	 * the slot is the frame's data, the step goes from the record at rbp */
 	f.r.regs[SP_DW_RIP] = 0x4000f0;
 	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(pcs[1], 0x4002ff, "from rbp's record, not the slot");
+
+	/* code that cannot be read proves nothing either way: no step */
+	struct sp_unwind_module unreadable = { .start = 0x400000, .end = 0x500000 };
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &unreadable, pcs, 8, &n, &stop, &stats), 0);
 	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
 	cr_assert_eq(n, 1);
 
@@ -421,11 +429,13 @@ Test(unwind, frameless_function_steps_from_its_sp)
 	cr_assert_eq(n, 3);
 	cr_assert_eq(pcs[1], 0x4002ff);
 
-	/* a code address after no call (a function pointer in a local) proves nothing */
+	/* a code address after no call (a function pointer in a local) is data:
+	 * the step goes from rbp, whose record (w[4], w[5]) leads to 0x400200 */
 	f.w[0] = 0x400400;
 	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &nocfi, pcs, 8, &n, &stop, &stats), 0);
-	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
-	cr_assert_eq(n, 1);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(pcs[1], 0x4001ff, "from rbp's record, not the slot");
 }
 
 Test(unwind, frame_record_at_the_sp_just_after_push_rbp)

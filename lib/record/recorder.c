@@ -33,6 +33,23 @@ struct root_chain {
 	uint64_t pcs[ROOT_CHAIN_MAX];
 };
 
+/*
+ * A sample whose stack the kernel could not copy at all, in a process not
+ * known to be in an exec: the old image's pc after execve replaced the
+ * address space (the exec's record is still to come), or a forked child's
+ * first steps.  Both stack ids are interned; the process's next record
+ * chooses: its exec record the complete one-frame stack, anything else the
+ * truncated one.  Inside one exec every sample has the same pc (the system
+ * call's return): held samples of the process at another pc than its last
+ * one's (a forked child's first steps before it exec'd) stay cut.
+ */
+struct held_sample {
+	int32_t pid, tid;
+	uint64_t time, pc;
+	uint32_t cut, whole; /* stack ids: with the truncation marker, without */
+};
+#define HELD_MAX 64
+
 struct sp_recorder {
 	struct sp_events events;
 	struct sp_spool_writer *spool;
@@ -75,6 +92,9 @@ struct sp_recorder {
 	int write_error;
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	bool finished;
+	/* Samples that may have been taken inside an exec, held until it is known (on_sample). */
+	struct held_sample held[HELD_MAX];
+	size_t nheld;
 };
 
 /* A cached stack: its key's words in key_words, and the stack id they gave. */
@@ -594,6 +614,51 @@ static bool sampled_once(struct sp_recorder *r, const struct sp_perf_sample *s)
 	return true;
 }
 
+/* Append one sample of (pid, tid) with stack_id at time; the thread is interned and named. */
+static void append_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack_id,
+			  uint64_t time)
+{
+	uint32_t thread = 0;
+	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, &thread);
+	if (!err)
+		name_new_thread(r, pid, tid, thread);
+	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, time);
+	note_write(r, err);
+	if (!err)
+		r->summary.samples++;
+}
+
+/*
+ * Write the held samples of pid (all pids when pid is -1) or only of tid
+ * (tid >= 0): as taken inside an exec (exec) or as cut stacks.  Their counts
+ * were taken as cut; an exec moves them.
+ */
+static void release_held(struct sp_recorder *r, int32_t pid, int32_t tid, bool exec)
+{
+	size_t kept = 0;
+	uint64_t exec_pc = 0;
+	for (size_t i = 0; exec && i < r->nheld; i++)
+		if (r->held[i].pid == pid)
+			exec_pc = r->held[i].pc;
+	for (size_t i = 0; i < r->nheld; i++) {
+		struct held_sample h = r->held[i];
+		if ((pid >= 0 && h.pid != pid) || (tid >= 0 && h.tid != tid)) {
+			r->held[kept++] = h;
+			continue;
+		}
+		bool in_exec = exec && h.pc == exec_pc;
+		if (in_exec) {
+			struct sp_summary *sum = &r->summary;
+			sum->stop_reasons[SP_STOP_STACK_EXHAUSTED]--;
+			sum->stop_reasons[SP_STOP_ROOT]++;
+			sum->truncated_frame_markers--;
+			sum->exec_samples++;
+		}
+		append_sample(r, h.pid, h.tid, in_exec ? h.whole : h.cut, h.time);
+	}
+	r->nheld = kept;
+}
+
 static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_sample s;
@@ -642,8 +707,7 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	 * address.  Known once the exec's COMM record has come: the old modules
 	 * are p->pre_exec and the pc lies in none of the new ones.  A sample
 	 * taken after the address space changed but before that record has
-	 * the same old pc and an empty stack copy; so does a forked child's
-	 * first sample at times, so it stays an ordinary, truncated stack.
+	 * the same old pc and an empty stack copy: it is held (below).
 	 */
 	const struct sp_proc_module *exec_pm = NULL;
 	uint64_t upc = (regs.valid & (1u << SP_DW_RIP)) ? regs.regs[SP_DW_RIP] : s.ip;
@@ -701,6 +765,18 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		remember_root(r, s.tid, n);
 	if (!rooted && stop == SP_STOP_STACK_EXHAUSTED && s.stack_size && s.dyn_size >= s.stack_size)
 		sum->stacks_cut_by_copy++;
+	/*
+	 * Nothing copied at all, in a system call (the entry code keeps rax at
+	 * -ENOSYS until the call returns; a forked child's first steps have 0):
+	 * perhaps inside an exec whose record is to come (held_sample).
+	 */
+	bool hold = have_regs && !exec_pm && s.stack_size && !s.dyn_size && n == 1 && !rooted &&
+		    stop == SP_STOP_STACK_EXHAUSTED && (regs.valid & (1u << SP_DW_RAX)) &&
+		    regs.regs[SP_DW_RAX] == (uint64_t)-ENOSYS;
+	if (!hold && r->nheld)
+		release_held(r, -1, (int32_t)s.tid, false);
+	if (hold && r->nheld == HELD_MAX)
+		release_held(r, r->held[0].pid, r->held[0].tid, false);
 
 	/* Seen before in this process with these modules: its stack id, frames interned. */
 	size_t nkey = 0;
@@ -713,9 +789,9 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	memcpy(r->key + nkey, r->pcs, n * sizeof(*r->pcs));
 	nkey += n;
 	uint64_t key_hash = hash_words(r->key, nkey);
-	uint32_t stack_id = 0, thread = 0;
+	uint32_t stack_id = 0;
 	int err;
-	bool hit = cached_stack(r, r->key, nkey, key_hash, &stack_id);
+	bool hit = !hold && cached_stack(r, r->key, nkey, key_hash, &stack_id);
 	if (hit) {
 		if (!rooted && nk + n > 0)
 			sum->truncated_frame_markers++;
@@ -741,19 +817,25 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		sum->truncated_frame_markers++;
 	}
 	err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf, &stack_id);
-	if (!err && !r->write_error)
+	if (!err && !r->write_error && !hold)
 		cache_stack(r, r->key, nkey, key_hash, stack_id);
 	note_write(r, err);
+	if (hold && !err) {
+		/* the same frames without the marker (the last one) */
+		uint32_t whole = 0;
+		err = sp_spool_writer_intern_stack(r->spool, r->frame_ids, nf - 1, &whole);
+		note_write(r, err);
+		if (!err) {
+			r->held[r->nheld++] = (struct held_sample){
+				.pid = (int32_t)s.pid, .tid = (int32_t)s.tid, .time = s.time,
+				.pc = r->pcs[0], .cut = stack_id, .whole = whole};
+			return;
+		}
+	}
 append:
 	if (!nk && !n)
 		sum->empty_stack_samples += hit;
-	err = sp_spool_writer_intern_thread(r->spool, (int32_t)s.pid, (int32_t)s.tid, &thread);
-	if (!err)
-		name_new_thread(r, s.pid, s.tid, thread);
-	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, s.time);
-	note_write(r, err);
-	if (!err)
-		sum->samples++;
+	append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time);
 }
 
 static void on_mmap2(struct sp_recorder *r, const void *rec, size_t len)
@@ -790,6 +872,9 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
 		time = id.time;
 	if (c.exec) {
+		/* Samples of pid held for want of a stack were taken inside this exec. */
+		if (r->nheld)
+			release_held(r, (int32_t)c.pid, -1, true);
 		/* An exec replaces the whole image: the old modules are gone. */
 		struct sp_process *p = add_process(r, (pid_t)c.pid);
 		if (p) {
@@ -831,6 +916,8 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		if (child)
 			note_owner(r, child, parent != child ? parent : NULL, t.time);
 	} else if (!fork) {
+		if (r->nheld)
+			release_held(r, -1, (int32_t)t.tid, false);
 		forget_root(r, t.tid);
 		struct sp_process *p = t.pid == t.tid ? find_process(r, (pid_t)t.pid) : NULL;
 		if (p)
@@ -1357,6 +1444,7 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 		return -SP_E_BAD_ARG;
 	sp_recorder_disable(r);
 	int err = sp_recorder_consume_available(r);
+	release_held(r, -1, -1, false);
 	r->finished = true;
 	/*
 	 * Naming replaced images may read long (a debug link's CRC reads the

@@ -131,8 +131,16 @@ folded_top pyall.folded 2 | sed 's/^/# top: /'
 set -- $(folded_share pyall.folded '(^|;)sp_python_(leaf|caller)(;|$)')
 share=$(pct "$1" "$2")
 info "samples with a named Python frame: $1 / $2 = $share%"
-[ "$(num_ge "$share" 50)" = 1 ] && ok "$share% of the python3.12 samples hold a py:: frame named from the perf map (>= 50%)" ||
+if [ "$(num_ge "$share" 50)" = 1 ]; then
+	ok "$share% of the python3.12 samples hold a py:: frame named from the perf map (>= 50%)"
+else
+	# Seen in fresh-clone CI runs, never by hand: say what the spool and the maps were.
+	info "report said: $(head -c 400 pyall.err | tr '\n' ' ')"
+	info "spool: $(grep -E '^(exec|owner|thread) ' py.dump | head -n 8 | tr '\n' ' ')"
+	for m in $MAPS; do info "map $m: $(ls -ln --time-style=+%s.%N "$m" 2>&1 | cut -c1-120) $(head -n 1 "$m" 2>/dev/null | cut -c1-80)"; done
+	info "record: $(grep -Ev '^ +[a-z-]+ +[0-9]+ ' record.err | head -n 6 | tr '\n' ' ')"
 	fail "only $share% of the python3.12 samples hold a named Python frame"
+fi
 grep -q 'py::' pyall.folded && fail "raw py:: names leak into the report" || ok "Python frames are shown by function name, without py::"
 with_timeout 60 "$SP" report --format=folded --perf-maps=python py.spool >pyonly.folded 2>/dev/null
 cmp -s pyonly.folded pyall.folded && ok "--perf-maps=python names the recorded Python runtime the same way" ||

@@ -284,7 +284,7 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_
 	struct statx st;
 	int err = 0;
 	if (statx(fd, "", AT_EMPTY_PATH,
-		  STATX_TYPE | STATX_MODE | STATX_UID | STATX_MTIME | STATX_BTIME, &st))
+		  STATX_TYPE | STATX_MODE | STATX_UID | STATX_MTIME, &st))
 		goto out; /* counted as missing: nothing can be said about the file */
 	if (!S_ISREG(st.stx_mode) || (st.stx_mode & (S_IWGRP | S_IWOTH))) {
 		*verdict = SP_PERF_MAP_INSECURE;
@@ -296,9 +296,13 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_
 		goto out;
 	}
 	if (not_before_us) {
+		/*
+		 * The last write, not the birth: a runtime whose pid an earlier
+		 * process had (pids wrap at kernel.pid_max) truncates and rewrites
+		 * the map that process left, keeping its birth time.  Who may
+		 * have written it is the owner check's to say.
+		 */
 		uint64_t written = stamp_us(&st.stx_mtime);
-		if ((st.stx_mask & STATX_BTIME) && stamp_us(&st.stx_btime) < written)
-			written = stamp_us(&st.stx_btime);
 		if (written + SP_PERF_MAP_TIME_MARGIN_US < not_before_us) {
 			*verdict = SP_PERF_MAP_STALE;
 			goto out;

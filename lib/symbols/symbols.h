@@ -397,9 +397,9 @@ enum sp_perf_map_verdict {
  * any user can write /tmp/perf-PID.map for any pid); with owner
  * SP_PERF_MAP_OWNER_UNKNOWN (a spool without OWNER records), by root or the
  * caller's effective uid.  When not_before_us is non-zero (the process's start, µs since the
- * epoch), a file whose birth time (when the file system keeps one) or
- * modification time is more than SP_PERF_MAP_TIME_MARGIN_US older was
- * written by an earlier process with the same pid.  *verdict says which
+ * epoch), a file last modified more than SP_PERF_MAP_TIME_MARGIN_US before
+ * it was written by an earlier process with the same pid (its birth time
+ * does not count: a runtime that got a reused pid rewrites the old file).  *verdict says which
  * check failed; m is then left empty.  Returns 0 (whatever the verdict),
  * -ENOMEM, or -errno when reading fails.
  */

@@ -358,3 +358,18 @@ Test(perfmap, files_older_than_the_process_are_stale)
 	/* Without a known process start there is nothing to compare with. */
 	cr_expect_eq(load_verdict(50, 0), SP_PERF_MAP_USED);
 }
+
+/*
+ * A runtime that got a reused pid rewrites the map the earlier process left:
+ * the file keeps its birth time, its last write is the new process's.  (The
+ * process here "starts" 3 s after the file was made, the rewrite 4 s after.)
+ */
+Test(perfmap, a_map_rewritten_by_a_reused_pid_is_used)
+{
+	write_file(file_of(51), "1000 10 from_the_new_process\n", 29, 0600);
+	uint64_t made = now_us();
+	struct timespec later[2] = {{.tv_sec = (time_t)(made / 1000000) + 4},
+				    {.tv_sec = (time_t)(made / 1000000) + 4}};
+	cr_assert_eq(utimensat(AT_FDCWD, file_of(51), later, 0), 0);
+	cr_expect_eq(load_verdict(51, made + 3000000), SP_PERF_MAP_USED);
+}

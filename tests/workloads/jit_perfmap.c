@@ -113,8 +113,8 @@ int main(int argc, char **argv)
 	char path[64];
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)getpid());
 	/*
-	 * A fresh file: one left by an earlier process with this pid keeps its
-	 * birth time when truncated, and profilers take it for stale.  0644
+	 * A fresh file, not one an earlier process with this pid left (some
+	 * profilers judge a map by its birth time).  0644
 	 * whatever the umask says about group write: profilers refuse maps that
 	 * others can write.
 	 */

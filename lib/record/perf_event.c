@@ -269,16 +269,16 @@ static int remember_fd(struct sp_events *e, int fd)
 	return 0;
 }
 
-/* Map the ring of fd, its first event. */
-static int map_ring(struct sp_events *e, struct sp_ring *r, int fd)
+/* Map the ring of fd, its first event: a header page and pages data pages. */
+static int map_ring(struct sp_events *e, struct sp_ring *r, int fd, size_t pages)
 {
-	size_t len = (e->ring_pages + 1) * e->page_size;
+	size_t len = (pages + 1) * e->page_size;
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	r->fd = fd;
 	r->base = p;
-	r->data_size = e->ring_pages * e->page_size;
+	r->data_size = pages * e->page_size;
 	return 0;
 }
 
@@ -357,25 +357,14 @@ static void open_side(struct sp_events *e, int i, pid_t tid)
 	long fd = perf_event_open(&e->side_attr, tid, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (r->fd < 0) {
-		size_t len = (SIDE_RING_PAGES + 1) * e->page_size;
-		void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
-		if (p == MAP_FAILED) {
-			close((int)fd);
-			return;
-		}
-		r->fd = (int)fd;
-		r->base = p;
-		r->data_size = SIDE_RING_PAGES * e->page_size;
-	} else if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd)) {
+	/* remembered first, so every fd kept (a ring's owner too) is closed at release */
+	if (remember_fd(e, (int)fd)) {
 		close((int)fd);
 		return;
 	}
-	if (remember_fd(e, (int)fd)) {
-		if (r->fd != fd)
-			close((int)fd);
-		return;
-	}
+	if (r->fd < 0 ? map_ring(e, r, (int)fd, SIDE_RING_PAGES)
+		      : ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd))
+		return; /* stays in fds, closed at release; no side band from it */
 	watch_fd(e, (int)fd);
 }
 
@@ -391,7 +380,7 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 		 * (the kernel would clamp the old one to "full").
 		 */
 		while (fd >= 0 && r->fd < 0) {
-			int err = map_ring(e, r, fd);
+			int err = map_ring(e, r, fd, e->ring_pages);
 			if (!err)
 				break;
 			close(fd);

@@ -61,7 +61,7 @@ stackpulse: $(CMD_OBJ) libstackpulse.a
 	$(CC) $(LDFLAGS) -o $@ $(CMD_OBJ) libstackpulse.a $(LIBS)
 
 # Workloads are built -O2 without frame pointers on purpose: only DWARF CFI can unwind them.
-tests/workloads/%: tests/workloads/%.c
+tests/workloads/%: tests/workloads/%.c $(wildcard tests/workloads/*.h)
 	$(CC) -O2 -g -fomit-frame-pointer -Wall -o $@ $< -lpthread -lm
 # fp_chain is the exception: frame pointers and no unwind tables (no .eh_frame, no
 # .debug_frame: no -g), so only a frame-pointer walk finds its callers.

@@ -346,6 +346,10 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		fprintf(stderr, "  %" PRIu64 " sample%s taken while execve replaced the image: the "
 				"calling program's frame alone (its callers left with the old image)\n",
 			s->exec_samples, s->exec_samples == 1 ? "" : "s");
+	if (s->jitdump_frames)
+		fprintf(stderr, "  %" PRIu64 " frames of JIT code were unwound with the unwinding "
+				"information its runtime wrote into %s\n",
+			s->jitdump_frames, s->jitdumps == 1 ? "a jitdump" : "jitdumps");
 	if (s->fp_frames)
 		fprintf(stderr, "  %" PRIu64 " frames in code without unwind tables were found by "
 				"frame pointers, kept where the stack reached its root\n",

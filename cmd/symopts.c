@@ -21,7 +21,8 @@ static const struct argp_option options[] = {
 	{"no-kernel-symbols", OPT_NO_KERNEL_SYMBOLS, NULL, 0,
 	 "show kernel frames as [kernel]+0xADDRESS", 3},
 	{"perf-map-dir", OPT_PERF_MAP_DIR, "DIR", 0,
-	 "read perf-PID.map files from DIR instead of /tmp", 3},
+	 "read perf-PID.map files from DIR instead of /tmp (and jit-PID.dump files "
+	 "missing from their recorded path)", 3},
 	{"perf-maps", OPT_PERF_MAPS, "WHICH", 0,
 	 "whose perf maps name anonymous code: all (default), python (processes "
 	 "recorded as Python runtimes), none", 3},

@@ -129,6 +129,13 @@ struct sp_summary {
 	 * image, whose one frame is the calling program's (its old pc).
 	 */
 	uint64_t exec_samples;
+	/*
+	 * The recorder's own, not stored: frames of JIT code unwound with the
+	 * unwinding information its runtime wrote into a jitdump (counted in
+	 * code_frames too).
+	 */
+	uint64_t jitdump_frames;
+	uint64_t jitdumps;            /* jitdumps whose unwinding information was read */
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */
@@ -862,6 +869,7 @@ struct sp_symbolizer_stats {
 	uint64_t kernel_frames_unnamed; /* distinct kernel frames left as addresses */
 	/* Perf maps, read once per process that has a frame in anonymous code. */
 	uint64_t perf_maps_read;      /* map files read */
+	uint64_t jitdumps_read;       /* of those, jitdumps read for a process without a perf map */
 	uint64_t perf_maps_missing;   /* processes with anonymous-code frames and no map file */
 	uint64_t perf_maps_stale;     /* map files older than their process (pid reuse): ignored */
 	uint64_t perf_maps_insecure;  /* not a regular file, or writable by group or others: ignored */

@@ -284,6 +284,11 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	/* Anonymous code ([vdso] is not) may be generated code without CFI. */
 	if (anon)
 		pm.um.code_row = code_row_cb;
+	/* A runtime maps its jitdump so that profilers find it: its CFI serves the anonymous code. */
+	if (!anon && !(m.flags & SP_MODULE_DELETED) && sp_jitdump_is_path(path) &&
+	    (p->jit || (p->jit = sp_jit_code_new(p->pid))) && !sp_jit_code_has_jitdump(p->jit) &&
+	    !sp_jit_code_use_jitdump(p->jit, path))
+		r->summary.jitdumps++;
 	sp_jit_code_invalidate(p->jit, start, end);
 	if (!(m.flags & SP_MODULE_HAS_BIAS))
 		pm.file = NULL;
@@ -730,9 +735,11 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 			.data = s.stack,
 			.len = (size_t)s.dyn_size,
 		};
+		uint64_t jd_rows = sp_jit_code_jitdump_rows(p->jit);
 		sp_unwind(&regs, &mem, find_module_cb, p, r->pcs, MAX_FRAMES, &n, &stop,
 			  &r->unwind_stats);
 		sum->code_frames = r->unwind_stats.code_frames;
+		sum->jitdump_frames += sp_jit_code_jitdump_rows(p->jit) - jd_rows;
 		unproven = r->unwind_stats.unproven;
 		fp_steps = r->unwind_stats.fp_steps;
 	} else if (s.ip && nk == 0) {

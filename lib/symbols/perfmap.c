@@ -14,12 +14,6 @@
 #define DEFAULT_MAX_LINES (1u << 20)
 #define DEFAULT_MAX_LINE 4096
 
-/* One line that named a function, in file order (its index is its age). */
-struct line_entry {
-	uint64_t start, end;
-	uint32_t name;
-};
-
 void sp_perf_map_init(struct sp_perf_map *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -57,7 +51,7 @@ static int parse_line(const char *p, size_t len, uint64_t *start, uint64_t *size
 	return 1;
 }
 
-static int add_name(struct sp_perf_map *m, const char *s, size_t n, uint32_t *off)
+int sp_perf_map_add_name(struct sp_perf_map *m, const char *s, size_t n, uint32_t *off)
 {
 	if (m->names_len + n + 1 > UINT32_MAX)
 		return -ENOMEM;
@@ -86,7 +80,7 @@ static int cmp_u64(const void *a, const void *b)
 
 static int by_start(const void *a, const void *b, void *ctx)
 {
-	const struct line_entry *e = ctx;
+	const struct sp_perf_map_entry *e = ctx;
 	uint64_t x = e[*(const uint32_t *)a].start, y = e[*(const uint32_t *)b].start;
 	return x < y ? -1 : x > y;
 }
@@ -126,7 +120,7 @@ static void heap_pop(uint32_t *h, size_t *n)
  * sorted range boundaries with a heap of the lines covering the current
  * point, the newest on top.  O(n log n) for n lines.
  */
-static int build_ranges(struct sp_perf_map *m, const struct line_entry *e, size_t n)
+int sp_perf_map_build(struct sp_perf_map *m, const struct sp_perf_map_entry *e, size_t n)
 {
 	if (n == 0)
 		return 0;
@@ -158,7 +152,7 @@ static int build_ranges(struct sp_perf_map *m, const struct line_entry *e, size_
 			heap_pop(heap, &nheap);
 		if (!nheap)
 			continue;
-		const struct line_entry *w = &e[heap[0]];
+		const struct sp_perf_map_entry *w = &e[heap[0]];
 		struct sp_perf_map_range *last = m->n ? &m->ranges[m->n - 1] : NULL;
 		if (last && last->end == p && last->sym_start == w->start &&
 		    last->name == w->name) {
@@ -191,7 +185,7 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 	int err = sp_line_reader_init(&r, fd, l.max_line, l.max_bytes);
 	if (err)
 		return err;
-	struct line_entry *e = NULL;
+	struct sp_perf_map_entry *e = NULL;
 	size_t n = 0, cap = 0;
 	const char *line;
 	size_t len;
@@ -219,7 +213,7 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 		}
 		if (n == cap) {
 			size_t c = cap ? cap * 2 : 256;
-			struct line_entry *ne = realloc(e, c * sizeof(*ne));
+			struct sp_perf_map_entry *ne = realloc(e, c * sizeof(*ne));
 			if (!ne) {
 				err = -ENOMEM;
 				break;
@@ -229,7 +223,7 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 		}
 		e[n].start = start;
 		e[n].end = start + size;
-		if ((err = add_name(m, name, name_len, &e[n].name)))
+		if ((err = sp_perf_map_add_name(m, name, name_len, &e[n].name)))
 			break;
 		n++;
 		m->stats.entries++;
@@ -238,7 +232,7 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 		m->stats.limited = true;
 	sp_line_reader_release(&r);
 	if (err >= 0)
-		err = build_ranges(m, e, n);
+		err = sp_perf_map_build(m, e, n);
 	free(e);
 	return err < 0 ? err : 0;
 }
@@ -263,14 +257,11 @@ static uint64_t stamp_us(const struct statx_timestamp *t)
 	return t->tv_sec < 0 ? 0 : (uint64_t)t->tv_sec * 1000000 + t->tv_nsec / 1000;
 }
 
-int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_t owner,
-		     uint64_t not_before_us, const struct sp_perf_map_limits *lim,
-		     unsigned *verdict)
+int sp_perf_map_open(const char *path, int64_t owner, uint64_t not_before_us, unsigned *verdict,
+		     int *out)
 {
-	char path[4096];
+	*out = -1;
 	*verdict = SP_PERF_MAP_MISSING;
-	if (snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)pid) >= (int)sizeof(path))
-		return 0;
 	/*
 	 * /tmp is writable by everyone: a symlink planted there must not lead
 	 * us elsewhere, nor a FIFO hang us or even be opened (sp_open_regular).
@@ -282,7 +273,6 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_
 		return errno == ENOMEM ? -ENOMEM : 0;
 	}
 	struct statx st;
-	int err = 0;
 	if (statx(fd, "", AT_EMPTY_PATH,
 		  STATX_TYPE | STATX_MODE | STATX_UID | STATX_MTIME, &st))
 		goto out; /* counted as missing: nothing can be said about the file */
@@ -308,13 +298,31 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_
 			goto out;
 		}
 	}
+	*verdict = SP_PERF_MAP_USED;
+	*out = fd;
+	return 0;
+out:
+	close(fd);
+	return 0;
+}
+
+int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_t owner,
+		     uint64_t not_before_us, const struct sp_perf_map_limits *lim,
+		     unsigned *verdict)
+{
+	char path[4096];
+	int fd;
+	*verdict = SP_PERF_MAP_MISSING;
+	if (snprintf(path, sizeof(path), "%s/perf-%d.map", dir, (int)pid) >= (int)sizeof(path))
+		return 0;
+	int err = sp_perf_map_open(path, owner, not_before_us, verdict, &fd);
+	if (err || fd < 0)
+		return err;
 	err = sp_perf_map_read_fd(m, fd, lim);
 	if (err) {
 		sp_perf_map_release(m);
-		goto out;
+		*verdict = SP_PERF_MAP_MISSING;
 	}
-	*verdict = SP_PERF_MAP_USED;
-out:
 	close(fd);
 	return err;
 }

@@ -103,6 +103,39 @@ static bool perf_map_allowed(const struct sp_symbolizer *sym, int32_t pid)
 	}
 }
 
+static const char *base_name(const char *p);
+
+/*
+ * Without a perf map, the jitdump pid mapped (node --perf-prof, CPython
+ * 3.13 -X perf_jit) names its code: at the path the recording saw, else
+ * under its name in the perf-map directory (a kept copy).  *used: the path
+ * read, when *verdict is SP_PERF_MAP_USED.
+ */
+static int load_jitdump(struct sp_symbolizer *sym, int32_t pid, int64_t owner, uint64_t since,
+			struct sp_perf_map *map, unsigned *verdict, const char **used)
+{
+	const struct sp_spool *s = sym->spool;
+	for (size_t i = 0; i < s->nmodules; i++) {
+		const struct sp_module *m = sp_spool_module(s, (uint32_t)i);
+		if (m->pid != pid || (m->flags & SP_MODULE_ANON) || !sp_jitdump_is_path(m->path))
+			continue;
+		char kept[4096];
+		const char *paths[2] = {m->path, kept};
+		bool has_kept = snprintf(kept, sizeof(kept), "%s/%s", sym->opts.perf_map_dir,
+					 base_name(m->path)) < (int)sizeof(kept) &&
+				strcmp(kept, m->path);
+		for (int k = 0; k < 1 + has_kept; k++) {
+			int err = sp_jitdump_load(map, paths[k], owner, since, verdict);
+			if (err || *verdict != SP_PERF_MAP_MISSING) {
+				*used = m->path;
+				return err;
+			}
+		}
+		return 0;
+	}
+	return 0;
+}
+
 /* The perf map of pid, read on first use; NULL when none may or can be used. */
 static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc_map **out)
 {
@@ -129,8 +162,11 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	uint32_t uid;
 	int64_t owner = sp_spool_process_uid(sym->spool, pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN
 								      : (int64_t)uid;
-	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid, owner,
-			       process_start_us(sym->spool, pid), NULL, &verdict);
+	uint64_t since = process_start_us(sym->spool, pid);
+	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid, owner, since, NULL, &verdict);
+	const char *jitdump = NULL;
+	if (!err && verdict == SP_PERF_MAP_MISSING)
+		err = load_jitdump(sym, pid, owner, since, &pm->map, &verdict, &jitdump);
 	if (err == -ENOMEM)
 		return err;
 	if (err)
@@ -154,7 +190,9 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	sym->stats.perf_maps_read++;
 	sym->stats.perf_maps_limited += pm->map.stats.limited;
 	sym->stats.perf_map_lines_malformed += pm->map.stats.malformed + pm->map.stats.overflow;
-	pm->module = sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
+	sym->stats.jitdumps_read += jitdump != NULL;
+	pm->module = jitdump ? sp_arena_strndup(&sym->strings, base_name(jitdump), strlen(base_name(jitdump)))
+			     : sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
 	if (!pm->module)
 		return -ENOMEM;
 	pm->state = SOURCE_LOADED;

@@ -407,6 +407,25 @@ int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_
 		     uint64_t not_before_us, const struct sp_perf_map_limits *lim,
 		     unsigned *verdict);
 
+/*
+ * The checks of sp_perf_map_load for any file a process writes about its
+ * code (a perf map, a jitdump): *out is the file opened read-only (the
+ * caller's to close) when *verdict is SP_PERF_MAP_USED, else -1.  path is
+ * not followed as a symlink.  Returns 0 or -ENOMEM.
+ */
+int sp_perf_map_open(const char *path, int64_t owner, uint64_t not_before_us, unsigned *verdict,
+		     int *out);
+
+/* One function a map names, in file order (its index is its age): [start, end). */
+struct sp_perf_map_entry {
+	uint64_t start, end;
+	uint32_t name; /* from sp_perf_map_add_name */
+};
+/* Copy name[0, n) into m's names: *off its offset.  0 or -ENOMEM. */
+int sp_perf_map_add_name(struct sp_perf_map *m, const char *name, size_t n, uint32_t *off);
+/* Build m's ranges (m holds none yet) from e[0, n), later entries winning.  0 or -ENOMEM. */
+int sp_perf_map_build(struct sp_perf_map *m, const struct sp_perf_map_entry *e, size_t n);
+
 /* The range holding addr, or NULL. */
 const struct sp_perf_map_range *sp_perf_map_find(const struct sp_perf_map *m, uint64_t addr);
 static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
@@ -414,6 +433,82 @@ static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
 {
 	return m->names + r->name;
 }
+
+/* ---- jitdump files (jitdump.c) ---------------------------------------- */
+
+/*
+ * The jitdump format (Linux tools/perf/Documentation/jitdump-specification.txt):
+ * a runtime that generates code writes jit-PID.dump (node --perf-prof in its
+ * working directory, CPython 3.13 -X perf_jit in /tmp) and maps it executable
+ * so that perf's mmap records name it.  A 40-byte (or longer) header, then
+ * records of { u32 id, u32 total_size, u64 timestamp } and a body, appended
+ * while the process runs.  The file is the target's: untrusted and bounded.
+ */
+enum sp_jitdump_rec_id {
+	SP_JIT_CODE_LOAD = 0,
+	SP_JIT_CODE_MOVE = 1,
+	SP_JIT_CODE_DEBUG_INFO = 2,
+	SP_JIT_CODE_CLOSE = 3,
+	SP_JIT_CODE_UNWINDING_INFO = 4,
+};
+#define SP_JITDUMP_RECORD_MAX (16u << 20) /* larger records are skipped, unread */
+
+struct sp_jitdump_rec {
+	uint32_t id;          /* enum sp_jitdump_rec_id; others are skipped */
+	const uint8_t *body;  /* after the 16-byte record header */
+	size_t body_len;
+};
+
+/* JIT_CODE_LOAD: the function at [code_addr, code_addr + code_size), its name. */
+struct sp_jitdump_load {
+	uint64_t code_addr, code_size;
+	const char *name;     /* NUL-terminated inside the record's body */
+	size_t name_len;
+};
+/* JIT_CODE_UNWINDING_INFO, for the next code load: its .eh_frame bytes. */
+struct sp_jitdump_unwind {
+	const uint8_t *eh_frame;
+	size_t eh_frame_len;  /* 0: the runtime gave a header only (no FDE) */
+};
+/* false when the body is too short, the name unterminated or the code range wraps. */
+bool sp_jitdump_code_load(const struct sp_jitdump_rec *r, struct sp_jitdump_load *out);
+/* false when the sizes disagree with the body. */
+bool sp_jitdump_unwinding(const struct sp_jitdump_rec *r, struct sp_jitdump_unwind *out);
+
+/*
+ * Reads the records of a jitdump as they are appended: a record is returned
+ * only once it is complete, so a reader can be called again as the file
+ * grows.  Reads at most max_bytes of the file in all (0: 1 GiB).
+ */
+struct sp_jitdump_reader {
+	int fd;               /* borrowed */
+	uint64_t pos;         /* file offset of buf[0] */
+	uint8_t *buf;
+	size_t len, off, cap;
+	uint64_t max_bytes;
+	bool header_read;
+	bool bad;             /* not a jitdump this reader understands, or a malformed record */
+	bool limited;         /* max_bytes stopped the reading */
+	uint64_t skipped;     /* records over SP_JITDUMP_RECORD_MAX, passed over */
+};
+void sp_jitdump_reader_init(struct sp_jitdump_reader *rd, int fd, uint64_t max_bytes);
+void sp_jitdump_reader_release(struct sp_jitdump_reader *rd);
+/*
+ * The next complete record: 1 (rec valid until the next call), 0 when none is
+ * complete yet (or the file is bad or limited: see the flags), -ENOMEM.
+ */
+int sp_jitdump_reader_next(struct sp_jitdump_reader *rd, struct sp_jitdump_rec *rec);
+
+/* Does path's last component read jit-DIGITS.dump (the name runtimes give a jitdump)? */
+bool sp_jitdump_is_path(const char *path);
+/*
+ * The functions a jitdump's code loads name, as a perf map (a later load
+ * over the same addresses wins), after the checks of sp_perf_map_open.
+ * Returns 0 (whatever the verdict) or -ENOMEM; a file that is not a jitdump
+ * gives an empty map with verdict SP_PERF_MAP_USED and stats.malformed 1.
+ */
+int sp_jitdump_load(struct sp_perf_map *m, const char *path, int64_t owner,
+		    uint64_t not_before_us, unsigned *verdict);
 
 /* ---- symbol records in spools (symstore.c) ----------------------------- */
 

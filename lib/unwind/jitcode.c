@@ -70,6 +70,8 @@ struct sp_jit_code {
 	struct sp_map arena_index; /* region start -> index into arenas */
 	struct jit_arena *arenas;
 	size_t narenas, arenas_cap;
+	struct sp_jitdump_cfi *jitdump; /* NULL: the process maps none (or it failed the checks) */
+	bool jitdump_tried;
 };
 
 /* The process's start in µs since the epoch (/proc/PID/stat starttime + btime), 0 if unknown. */
@@ -145,10 +147,36 @@ void sp_jit_code_free(struct sp_jit_code *j)
 	sp_map_release(&j->fn_index);
 	sp_map_release(&j->arena_index);
 	sp_perf_map_release(&j->map);
+	sp_jitdump_cfi_free(j->jitdump);
 	free(j->fns);
 	free(j->pool);
 	free(j->arenas);
 	free(j);
+}
+
+int sp_jit_code_use_jitdump(struct sp_jit_code *j, const char *path)
+{
+	if (j->jitdump_tried)
+		return 0;
+	j->jitdump_tried = true;
+	uint32_t uid;
+	int64_t owner = sp_pid_euid(j->pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN : (int64_t)uid;
+	/* The path is the process's own: through its root, it names the same file in a container. */
+	char at[4096 + 64];
+	if (path[0] != '/' ||
+	    snprintf(at, sizeof(at), "/proc/%d/root%s", (int)j->pid, path) >= (int)sizeof(at))
+		return -ENOENT;
+	return sp_jitdump_cfi_open(at, owner, j->not_before_us, &j->jitdump);
+}
+
+bool sp_jit_code_has_jitdump(const struct sp_jit_code *j)
+{
+	return j->jitdump_tried;
+}
+
+uint64_t sp_jit_code_jitdump_rows(const struct sp_jit_code *j)
+{
+	return j && j->jitdump ? sp_jitdump_cfi_stats(j->jitdump)->rows : 0;
 }
 
 size_t sp_target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
@@ -267,6 +295,9 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 	uint64_t at = after_call ? pc - 1 : pc, entry, size;
 	if (at < start || at >= end)
 		return NULL;
+	/* The runtime's own unwinding information, where it wrote some, is exact. */
+	if (j->jitdump && sp_jitdump_cfi_row(j->jitdump, pc, after_call, out))
+		return out;
 	const struct sp_perf_map_range *r = sp_perf_map_find(&j->map, at);
 	/* New code gets its line before it runs: look again on a miss, now and then. */
 	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!r && j->since_check >= 16)) {

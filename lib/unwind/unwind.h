@@ -5,10 +5,12 @@
  *
  * Owns: CFI rule tables compiled from .eh_frame/.debug_frame (cfi.c), the
  * DWARF unwinder over the kernel's stack copy (unwind.c), frames proven from
- * code bytes where there is no CFI (codeframe.c), and the generated code of
- * live processes read for those proofs (jitcode.c).
- * May call: util, and the symbols stage's perf-map reader (JIT function
- * entries, in jitcode.c).  Never record, spool or report.
+ * code bytes where there is no CFI (codeframe.c), the generated code of
+ * live processes read for those proofs (jitcode.c), and the CFI JIT runtimes
+ * write into their jitdumps (jitdump_cfi.c).
+ * May call: util, and the symbols stage's perf-map and jitdump readers (JIT
+ * function entries, in jitcode.c and jitdump_cfi.c).  Never record, spool or
+ * report.
  */
 #ifndef SP_UNWIND_H
 #define SP_UNWIND_H
@@ -200,6 +202,42 @@ int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_
  */
 size_t sp_codeframe_return_end(const uint8_t *code, size_t len);
 
+/* ---- CFI of JIT functions from a jitdump (jitdump_cfi.c) --------------- */
+
+/*
+ * The unwinding information a runtime writes into its jitdump
+ * (JIT_CODE_UNWINDING_INFO before each JIT_CODE_LOAD; sp_jitdump_reader),
+ * read as the file grows and compiled into CFI rows per function.
+ */
+struct sp_jitdump_cfi;
+struct sp_jitdump_cfi_stats {
+	uint64_t functions;          /* code loads read */
+	uint64_t with_cfi;           /* of those, with an .eh_frame that compiled */
+	uint64_t tables;             /* distinct .eh_frames compiled */
+	uint64_t rows;               /* rows handed to the unwinder */
+	uint64_t bad_unwinding_info; /* .eh_frames libdw refused */
+	bool tables_limited;         /* more distinct .eh_frames than one process may keep */
+};
+/*
+ * Open the jitdump at path (the target's mapping of it) after the checks of
+ * sp_perf_map_open: owner is the process's effective uid (or
+ * SP_PERF_MAP_OWNER_UNKNOWN), not_before_us its start (µs since the epoch,
+ * 0: unknown).  Nothing is read yet.  Returns 0 and *out (the caller's to
+ * free), -ENOENT when it cannot be opened, -EPERM when a check fails, -ENOMEM.
+ */
+int sp_jitdump_cfi_open(const char *path, int64_t owner, uint64_t not_before_us,
+			struct sp_jitdump_cfi **out);
+void sp_jitdump_cfi_free(struct sp_jitdump_cfi *c);
+/*
+ * The row at pc (after_call: a return address, looked up at pc - 1) of the
+ * JIT function holding it: out, or NULL when no function with unwinding
+ * information holds it (or its rule needs a DWARF expression).
+ */
+const struct sp_cfi_row *sp_jitdump_cfi_row(struct sp_jitdump_cfi *c, uint64_t pc,
+					    bool after_call, struct sp_cfi_row *out);
+/* Borrowed: lives as long as c. */
+const struct sp_jitdump_cfi_stats *sp_jitdump_cfi_stats(const struct sp_jitdump_cfi *c);
+
 /* ---- generated code of live processes (jitcode.c) ---------------------- */
 
 /*
@@ -213,6 +251,17 @@ struct sp_jit_code *sp_jit_code_new(pid_t pid);
 /* Read len bytes of process pid at addr into buf (process_vm_readv(2)); how many arrived. */
 size_t sp_target_read(pid_t pid, uint64_t addr, void *buf, size_t len);
 void sp_jit_code_free(struct sp_jit_code *j);
+/*
+ * The process maps the jitdump at path (an executable mapping whose name
+ * sp_jitdump_is_path accepts): its unwinding information is used from now
+ * on, before any proof from code bytes.  The first jitdump of a process is
+ * kept; later ones are ignored.  0, or what sp_jitdump_cfi_open returns.
+ */
+int sp_jit_code_use_jitdump(struct sp_jit_code *j, const char *path);
+/* Was a jitdump offered to j already (whether or not it could be used)? */
+bool sp_jit_code_has_jitdump(const struct sp_jit_code *j);
+/* Rows the jitdump gave (frames unwound by it); 0 when there is none. */
+uint64_t sp_jit_code_jitdump_rows(const struct sp_jit_code *j);
 /* An executable mapping replaced [start, end): cached code there is stale. */
 void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end);
 /*

@@ -97,48 +97,10 @@ set -- $(folded_share jit.folded ';jit_hot_loop;jit_callback$')
 info "jit_callback (called from the JIT code): $1 of $2 samples"
 
 # --- (a) CPython 3.12 / 3.13 with -X perf ---------------------------------------------
-cat >nest.py <<'EOF'
-import time
-
-def jit_py_leaf(n):
-    t = 0
-    for i in range(n):
-        t += i * i
-    return t
-
-def jit_py_f4(): return jit_py_leaf(20000)
-def jit_py_f3(): return jit_py_f4()
-def jit_py_f2(): return jit_py_f3()
-
-def jit_py_f1():
-    end = time.process_time() + 1.5
-    while time.process_time() < end:
-        jit_py_f2()
-
-jit_py_f1()
-EOF
+cp "$WORKLOADS/py_chain.py" nest.py
 PY_ALL='(^|;)jit_py_leaf(;|$)'
 PY_DEFAULT='(^|;)__libc_start_call_main;<module>;jit_py_f1;jit_py_f2;jit_py_f3;jit_py_f4;jit_py_leaf(;|$)'
 PY_KEPT='^_start;(.*;)?(main|Py_BytesMain);(.*;)?jit_py_f1;(.*;)?jit_py_f2;(.*;)?jit_py_f3;(.*;)?jit_py_f4;(.*;)?jit_py_leaf(;|$)'
-
-# find_python VERSION: an ELF pythonVERSION with -X perf support, from PATH or pyenv.
-find_python() {
-	for cand in $(command -v "python$1" 2>/dev/null) "$HOME"/.pyenv/versions/*/bin/python"$1"; do
-		[ -x "$cand" ] || continue
-		[ "$(head -c 4 "$cand" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
-		probe=$(sh -c 'echo $$; exec "$@" 2>/dev/null' sh "$cand" -X perf -c \
-			'import sys; print("active" if sys.is_stack_trampoline_active() else "off")')
-		set -- $probe
-		# The probe's own map, removed now: find_python runs in a command
-		# substitution, where MAPS (removed at exit) would not keep it.  A map left
-		# behind is old when a later process gets the same pid, and makes that
-		# process's map look stale (a node run lost its JIT names that way).
-		[ -n "${1:-}" ] && rm -f "/tmp/perf-$1.map"
-		[ "${2:-}" = active ] || continue
-		echo "$cand"
-		return 0
-	done
-}
 
 # python_case LABEL PY [ENV=VALUE] ARGS...: record, compare with perf, check the share.
 python_case() {

@@ -18,37 +18,6 @@ need_workload fp_chain
 MAPS=
 trap 'for m in $MAPS; do rm -f "$m"; done; cleanup' EXIT
 
-# perf_g_share NAME LEAF-ERE WHOLE-ERE COMMAND...: "MATCHED TOTAL" of perf -g's samples
-# holding LEAF-ERE, and of those the ones whose stack (root first, ';'-joined) matches
-# WHOLE-ERE; nothing when perf cannot record here.  perf's frame-pointer walk ends where
-# a caller keeps no frame pointer (glibc's __libc_start_call_main), so its WHOLE-ERE
-# does not ask for _start.
-perf_g_share() {
-	name=$1 leaf=$2 whole=$3
-	shift 3
-	with_timeout 120 perf record -q -g -F 999 -o "$name.data" -- "$@" >/dev/null 2>&1 || return 0
-	perf script -i "$name.data" -F ip,sym 2>/dev/null | LEAF=$leaf WHOLE=$whole awk '
-		BEGIN { RS = ""; FS = "\n" }
-		{
-			s = ""
-			for (i = 1; i <= NF; i++) {
-				f = $i
-				sub(/^[ \t]*[0-9a-f]+ /, "", f)
-				s = s == "" ? f : f ";" s
-			}
-			if (s ~ ENVIRON["LEAF"]) { n++; if (s ~ ENVIRON["WHOLE"]) c++ }
-		}
-		END { printf "%d %d\n", c, n }'
-}
-
-# share_of FOLDED LEAF-ERE WHOLE-ERE: "MATCHED TOTAL" over the stacks holding LEAF-ERE.
-share_of() {
-	LEAF=$2 WHOLE=$3 awk '{
-		n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s)
-		if (s ~ ENVIRON["LEAF"]) { t += n; if (s ~ ENVIRON["WHOLE"]) c += n }
-	} END { printf "%d %d\n", c, t }' "$1"
-}
-
 # record_runtime NAME COMMAND...: record a runtime that writes perf maps into NAME.spool,
 # its maps removed when the test ends, its folded stacks in NAME.folded.
 record_runtime() {
@@ -71,7 +40,7 @@ WHOLE='^_start;__libc_start_main;__libc_start_call_main;main;fp_level1;fp_level2
 sp_record fp.spool -F 999 -- "$FP" 2 >/dev/null || { fail "record of fp_chain exited $?: $(head -c 300 record.err)"; finish; }
 with_timeout 60 "$SP" report --format=folded fp.spool >fp.folded 2>/dev/null
 with_timeout 60 "$SP" dump fp.spool >fp.dump 2>/dev/null
-set -- $(share_of fp.folded '(^|;)fp_leaf$' "$WHOLE")
+set -- $(leaf_share fp.folded '(^|;)fp_leaf$' "$WHOLE")
 share=$(pct "$1" "$2")
 ref=$(perf_g_share fp '(^|;)fp_leaf$' '(^|;)__libc_start_call_main;main;fp_level1;fp_level2;fp_level3;fp_leaf$' "$FP" 2)
 set -- $ref
@@ -92,13 +61,13 @@ if command -v "$CC" >/dev/null 2>&1 &&
 		-o nofp "$SRC" 2>/dev/null; then
 	sp_record nofp.spool -F 999 -- ./nofp 1 >/dev/null || fail "record of fp_chain without frame pointers exited $?"
 	with_timeout 60 "$SP" report --format=folded nofp.spool >nofp.folded 2>/dev/null
-	set -- $(share_of nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
+	set -- $(leaf_share nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
 	info "fp_chain without frame pointers: $1 of $2 fp_leaf samples end in [truncated] at the leaf"
 	set -- $(folded_share nofp.folded '^_start;.*fp_leaf')
 	[ "$2" -gt 0 ] && [ "$1" -eq 0 ] &&
 		ok "without frame pointers no fp_leaf stack claims a root ($2 samples)" ||
 		fail "without frame pointers $1 of $2 samples claim a root through fp_leaf"
-	set -- $(share_of nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
+	set -- $(leaf_share nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
 	[ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 95)" = 1 ] &&
 		ok "without frame pointers fp_leaf's stacks end honestly at the leaf ($1 of $2)" ||
 		fail "without frame pointers only $1 of $2 fp_leaf stacks end at the leaf: $(folded_top nofp.folded 3 | tr '\n' ' ')"
@@ -108,18 +77,7 @@ fi
 
 # --- (b) Node ----------------------------------------------------------------------
 if command -v node >/dev/null 2>&1; then
-	cat >hot.js <<'EOF'
-function leafJs(n) { let x = 0; for (let i = 0; i < n; i++) x = (x * 31 + i) | 0; return x; }
-function midJs(n) { return leafJs(n) ^ 1; }
-function outerJs(n) { return midJs(n) ^ 2; }
-function topJs() {
-	const end = Date.now() + 2000;
-	let t = 0;
-	while (Date.now() < end) t += outerJs(100000);
-	return t;
-}
-console.log(topJs() & 1);
-EOF
+	cp "$WORKLOADS/js_chain.js" hot.js
 	# Twice: as it runs by default (TurboFan inlines the callers into one frame), and
 	# with every function its own optimized frame (--no-turbo-inlining), where the
 	# leaf's frame slots hold values that land in node's text.
@@ -129,7 +87,7 @@ EOF
 		record_runtime node-$mode node $NODE_FLAGS hot.js
 		LEAF='(^|;)JS:[^;]*leafJs[^;]*(;|$)'
 		NWHOLE='^_start;.*;JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs'
-		set -- $(share_of node-$mode.folded "$LEAF" "$NWHOLE")
+		set -- $(leaf_share node-$mode.folded "$LEAF" "$NWHOLE")
 		share=$(pct "$1" "$2")
 		ref=$(perf_g_share node-$mode "$LEAF" ';JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs' node $NODE_FLAGS hot.js)
 		if [ -f node-$mode.data ]; then
@@ -167,7 +125,7 @@ EOF
 		# outerJ: the chain asked for is the Java main thread's, from its start.
 		LEAF='(^|;)[^;]*Hot\.leafJ[^;]*$'
 		JWHOLE='^__clone3;start_thread;ThreadJavaMain;JavaMain;.*;(Interpreter|[^;]*Hot\.(outerJ|midJ)[^;]*);[^;]*Hot\.leafJ[^;]*$'
-		set -- $(share_of java.folded "$LEAF" "$JWHOLE")
+		set -- $(leaf_share java.folded "$LEAF" "$JWHOLE")
 		share=$(pct "$1" "$2")
 		info "java: Hot.leafJ samples under its callers down to the thread's start: stackpulse $1 / $2 = $share%"
 		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&

@@ -175,6 +175,57 @@ folded_share() {
 	' "$1"
 }
 
+# leaf_share FOLDED LEAF-ERE WHOLE-ERE: "MATCHED TOTAL" over the stacks holding LEAF-ERE,
+# MATCHED those also matching WHOLE-ERE.
+leaf_share() {
+	LEAF=$2 WHOLE=$3 awk '{
+		n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s)
+		if (s ~ ENVIRON["LEAF"]) { t += n; if (s ~ ENVIRON["WHOLE"]) c += n }
+	} END { printf "%d %d\n", c, t }' "$1"
+}
+
+# find_python VERSION: an ELF pythonVERSION with -X perf support, from PATH or pyenv.
+find_python() {
+	for cand in $(command -v "python$1" 2>/dev/null) "$HOME"/.pyenv/versions/*/bin/python"$1"; do
+		[ -x "$cand" ] || continue
+		[ "$(head -c 4 "$cand" | od -An -c | tr -d ' ')" = '177ELF' ] || continue
+		probe=$(sh -c 'echo $$; exec "$@" 2>/dev/null' sh "$cand" -X perf -c \
+			'import sys; print("active" if sys.is_stack_trampoline_active() else "off")')
+		set -- $probe
+		# The probe's own map, removed now: find_python runs in a command
+		# substitution, where MAPS (removed at exit) would not keep it.  A map left
+		# behind is old when a later process gets the same pid, and makes that
+		# process's map look stale (a node run lost its JIT names that way).
+		[ -n "${1:-}" ] && rm -f "/tmp/perf-$1.map"
+		[ "${2:-}" = active ] || continue
+		echo "$cand"
+		return 0
+	done
+}
+
+# perf_g_share NAME LEAF-ERE WHOLE-ERE COMMAND...: "MATCHED TOTAL" of perf -g's samples
+# holding LEAF-ERE, and of those the ones whose stack (root first, ';'-joined) matches
+# WHOLE-ERE; nothing when perf cannot record here.  perf's frame-pointer walk ends where
+# a caller keeps no frame pointer (glibc's __libc_start_call_main), so its WHOLE-ERE
+# does not ask for _start.
+perf_g_share() {
+	name=$1 leaf=$2 whole=$3
+	shift 3
+	with_timeout 120 perf record -q -g -F 999 -o "$name.data" -- "$@" >/dev/null 2>&1 || return 0
+	perf script -i "$name.data" -F ip,sym 2>/dev/null | LEAF=$leaf WHOLE=$whole awk '
+		BEGIN { RS = ""; FS = "\n" }
+		{
+			s = ""
+			for (i = 1; i <= NF; i++) {
+				f = $i
+				sub(/^[ \t]*[0-9a-f]+ /, "", f)
+				s = s == "" ? f : f ";" s
+			}
+			if (s ~ ENVIRON["LEAF"]) { n++; if (s ~ ENVIRON["WHOLE"]) c++ }
+		}
+		END { printf "%d %d\n", c, n }'
+}
+
 # folded_top FILE N: the N heaviest stacks of a folded file, "count stack" per line.
 folded_top() {
 	awk '{ n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s); c[s] += n }

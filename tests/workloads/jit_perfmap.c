@@ -20,16 +20,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
-#define NOINLINE __attribute__((noinline))
+#include "jit_common.h"
+
 #define LOOP_COUNT 1000000u
-
-static volatile sig_atomic_t stop;
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	stop = 1;
-}
 
 /*
  * jit_hot_loop(callback), hand-assembled (Intel SDM vol. 2 encodings):
@@ -60,25 +53,6 @@ NOINLINE void jit_callback(void)
 {
 	for (volatile unsigned long i = 0; i < callback_iterations; i++)
 		;
-}
-
-typedef int (*jit_fn)(void (*callback)(void));
-
-NOINLINE unsigned long call_jit(jit_fn fn)
-{
-	unsigned long calls = 0;
-	while (!stop) {
-		calls += fn(jit_callback) == 0;
-		__asm__ __volatile__("" ::: "memory");
-	}
-	return calls;
-}
-
-NOINLINE unsigned long run_jit(jit_fn fn)
-{
-	unsigned long calls = call_jit(fn);
-	__asm__ __volatile__("" ::: "memory");
-	return calls;
 }
 
 int main(int argc, char **argv)
@@ -134,14 +108,7 @@ int main(int argc, char **argv)
 	printf("jit_perfmap: perf map %s\n", path);
 	fflush(stdout);
 
-	struct sigaction sa;
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = on_alarm;
-	sigaction(SIGVTALRM, &sa, NULL);
-	long us = (long)(seconds * 1e6);
-	struct itimerval run = {{0, 0}, {us / 1000000, us % 1000000}};
-	setitimer(ITIMER_VIRTUAL, &run, NULL);
-
+	stop_after(seconds);
 	unsigned long calls = run_jit((jit_fn)(void *)fn);
 	printf("jit_perfmap: %lu calls\n", calls);
 	return 0;

@@ -152,7 +152,25 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
  */
 enum { NOT_CALL, AFTER_CALL, CALL_UNKNOWN };
 
-static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t ra, uint64_t pc)
+/*
+ * Is the code at target a PLT entry: jmp *disp32(%rip) (.plt.got, .plt.sec,
+ * .iplt), after endbr64 and a bnd prefix when present?  A call through it
+ * may reach any function.
+ */
+static bool is_plt_entry(sp_find_module_fn find, void *ctx, uint64_t target)
+{
+	const struct sp_unwind_module *tm = find(ctx, target);
+	uint8_t b[7];
+	if (!tm || !tm->read_code || tm->read_code(ctx, target, b, sizeof(b)) != sizeof(b))
+		return false;
+	size_t i = !memcmp(b, "\xf3\x0f\x1e\xfa", 4) ? 4 : 0;
+	if (b[i] == 0xf2)
+		i++;
+	return i + 2 <= sizeof(b) && b[i] == 0xff && b[i + 1] == 0x25;
+}
+
+static unsigned follows_call_via(const struct sp_unwind_module *m, void *ctx, uint64_t ra,
+				 uint64_t pc, sp_find_module_fn plt_find)
 {
 	uint8_t b[8];
 
@@ -163,6 +181,8 @@ static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64
 		memcpy(&rel, b + 4, sizeof(rel));
 		uint64_t target = ra + (uint64_t)(int64_t)rel;
 		if (target <= pc && pc - target < (1u << 20))
+			return AFTER_CALL;
+		if (plt_find && is_plt_entry(plt_find, ctx, target))
 			return AFTER_CALL;
 	}
 	/* FF /2 at b[s]: ModRM, an SIB byte when rm = 4, then 0, 1 or 4 displacement bytes */
@@ -182,6 +202,11 @@ static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64
 			return AFTER_CALL;
 	}
 	return NOT_CALL;
+}
+
+static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64_t ra, uint64_t pc)
+{
+	return follows_call_via(m, ctx, ra, pc, NULL);
 }
 
 /*
@@ -256,6 +281,38 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 	return CONTINUE;
 }
 
+/*
+ * A stack whose unwind went wrong (a return address in no module, a rule
+ * that cannot hold, a stack pointer going back) may have gone wrong earlier
+ * than where it stopped, without a sign: a return address slot the program
+ * itself rewrote leads the unwind into a function that did not call the
+ * frame before it, whose CFI then takes a wrong CFA.  libgcc does so while
+ * it hands an exception to its handler: uw_install_context_1 copies the
+ * handler frame's registers into _Unwind_RaiseException's save slots, its
+ * return address slot included, which then holds the return address of the
+ * call the handler's function made (catcher's call of thrower), not
+ * __cxa_throw's.  Such a frame's return address follows no call into the
+ * frame before it (a direct call's target lies at or below that frame's pc,
+ * within 1 MiB, or is a PLT entry): the index of the first frame in pcs[1, n)
+ * (those ra_bit marks as return addresses, looked up at ra - 1) whose return
+ * address does not, or n.  A tail call is taken for such a frame too; only
+ * stacks that failed are checked, and they end honestly either way.
+ */
+#define RA_CHECKED 2048 /* frames whose kind is remembered for the check */
+
+static size_t first_bad_return(const uint64_t *pcs, size_t n, const uint64_t *ra_bit,
+			       sp_find_module_fn find, void *ctx)
+{
+	for (size_t j = 1; j < n && j < RA_CHECKED; j++) {
+		if (!(ra_bit[j / 64] >> (j % 64) & 1))
+			continue;
+		const struct sp_unwind_module *m = find(ctx, pcs[j]);
+		if (m && follows_call_via(m, ctx, pcs[j] + 1, pcs[j - 1], find) == NOT_CALL)
+			return j;
+	}
+	return n;
+}
+
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
@@ -270,6 +327,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	/* pcs[fp_from..] hang on frame-pointer steps not proven yet; fp: steps taken */
 	size_t fp_from = SIZE_MAX;
 	uint32_t fp = 0;
+	/* bit j: pcs[j] is a return address - 1 (for first_bad_return) */
+	uint64_t ra_bit[RA_CHECKED / 64] = {0};
 
 	if (!(r.valid & BIT(SP_DW_RIP))) {
 		why = SP_STOP_NO_REGS;
@@ -309,6 +368,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			row = m->code_row(ctx, m, pc, !exact, &code_row);
 			code += row != NULL;
 		}
+		if (!exact && k < RA_CHECKED)
+			ra_bit[k / 64] |= 1ull << (k % 64);
 		if (!row) {
 			pcs[k++] = lookup;
 			why = fp_step(&r, stack, find, ctx, exact);
@@ -349,6 +410,16 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		}
 	} else {
 		fp_from = k;
+	}
+	if (why == SP_STOP_UNMAPPED || why == SP_STOP_BAD_RULE || why == SP_STOP_NO_PROGRESS) {
+		size_t bad = first_bad_return(pcs, k, ra_bit, find, ctx);
+		if (bad < k) {
+			k = bad;
+			if (fp_from > k)
+				fp_from = k;
+			if (stats)
+				stats->bad_returns++;
+		}
 	}
 out:
 	*n = k;

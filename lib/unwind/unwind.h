@@ -152,6 +152,7 @@ struct sp_unwind_stats {
 	uint64_t frames;
 	uint64_t code_frames; /* frames stepped with rows proven from code bytes */
 	uint64_t rule_cache_hits, rule_cache_misses;
+	uint64_t bad_returns; /* stacks cut where a failed unwind had followed a return address after no call */
 	/* Set by each call, not added: */
 	size_t unproven;      /* pcs[unproven..n) hang on frame-pointer steps not proven */
 	uint32_t fp_steps;    /* frame-pointer steps in the frames returned */
@@ -173,6 +174,11 @@ struct sp_unwind_stats {
  * with stats->unproven = the index of the first, for the caller to prove or
  * drop (*stop STACK_EXHAUSTED).  Otherwise the stack ends, NO_UNWIND_INFO, at
  * the frame without CFI.
+ *
+ * An unwind that fails (UNMAPPED, BAD_RULE, NO_PROGRESS) is checked back from
+ * its leaf: where a return address follows no call instruction (read with
+ * the module's read_code), the frames from there on were found through a
+ * slot the program rewrote, and are dropped (stats->bad_returns).
  */
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,

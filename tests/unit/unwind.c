@@ -438,6 +438,65 @@ Test(unwind, frameless_function_steps_from_its_sp)
 	cr_assert_eq(pcs[1], 0x4001ff, "from rbp's record, not the slot");
 }
 
+/* Every frame of the fake module keeps one local: CFA = rsp + 16, the return address at CFA - 8. */
+static const struct sp_cfi_row *one_local_row(void *ctx, const struct sp_unwind_module *m,
+					      uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	(void)ctx, (void)m, (void)pc, (void)after_call;
+	*out = (struct sp_cfi_row){ .kind = SP_CFI_CFA_REG, .cfa_reg = SP_DW_RSP, .cfa_off = 16,
+				    .ra_off = -8 };
+	return out;
+}
+
+/*
+ * An unwind that fails is checked back from its leaf: a return address that
+ * follows no call into the frame before it (a slot the program rewrote, as
+ * libgcc does while it hands an exception to its handler) ends the stack
+ * there, not past it.
+ */
+Test(unwind, a_failed_stack_ends_before_a_return_address_after_no_call)
+{
+	uint64_t w[6] = { 0 }, pcs[8], base = (uintptr_t)w;
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats stats = { 0 };
+	struct sp_unwind_module m = { .start = 0x400000, .end = 0x500000, .code_row = one_local_row,
+				      .read_code = fake_code };
+	struct sp_regs r = { .valid = 1u << SP_DW_RIP | 1u << SP_DW_RSP };
+	struct sp_stack_mem mem = { base, (const uint8_t *)w, sizeof(w) };
+
+	r.regs[SP_DW_RIP] = 0x400110;
+	r.regs[SP_DW_RSP] = base;
+	w[1] = 0x400200; /* after the direct call of 0x400100: into frame 0's function */
+	w[3] = 0x400400; /* after padding: no call at all */
+	w[5] = 0x1000;   /* in no module: the unwind fails */
+	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &m, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_UNMAPPED);
+	cr_assert_eq(n, 2, "the frame reached through 0x400400 and those past it are dropped (%zu)", n);
+	cr_assert_eq(pcs[1], 0x4001ff);
+	cr_assert_eq(stats.bad_returns, 1);
+
+	/* after an indirect call any callee will do: nothing is dropped */
+	w[3] = 0x400300;
+	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &m, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_UNMAPPED);
+	cr_assert_eq(n, 3);
+
+	/* a direct call whose target lies above the callee's pc called another function */
+	r.regs[SP_DW_RIP] = 0x4000f0;
+	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &m, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(n, 1);
+	cr_assert_eq(stats.bad_returns, 2);
+
+	/* a stack that reaches its root is not checked */
+	r.regs[SP_DW_RIP] = 0x400110;
+	w[3] = 0x400400;
+	w[5] = 0;
+	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &m, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 3);
+}
+
 Test(unwind, frame_record_at_the_sp_just_after_push_rbp)
 {
 	struct fp_stack f;

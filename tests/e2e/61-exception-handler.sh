@@ -1,0 +1,48 @@
+# SPDX-License-Identifier: MIT
+# While libgcc hands an exception to its handler (issue 13 item 4), it copies the handler
+# frame's registers into _Unwind_RaiseException's save slots, its return address slot
+# included: an unwind from there reaches the handler's function (catcher) as if it had
+# called _Unwind_RaiseException, skipping __cxa_throw and thrower, then fails.  Such
+# stacks must end honestly at _Unwind_RaiseException with the truncation marker, never
+# show catcher as its caller.  Beside: perf record --call-graph dwarf on the same program.
+. "$(dirname "$0")/lib.sh"
+need_stackpulse
+need_perf_events
+
+CXX=${CXX:-g++}
+command -v "$CXX" >/dev/null 2>&1 || skip_all "no C++ compiler ($CXX) to build throw_loop"
+"$CXX" -O2 -g -o throw_loop "$REPO/tests/workloads/throw_loop.cc" 2>gxx.err ||
+	{ fail "$CXX cannot build throw_loop.cc: $(head -c 300 gxx.err)"; finish; }
+
+sp_record t.spool -F 999 -- ./throw_loop -t 3 >/dev/null || { fail "record of throw_loop exited $?: $(head -c 300 record.err)"; finish; }
+with_timeout 60 "$SP" report --format=folded t.spool >t.folded 2>/dev/null
+# A stack through _Unwind_RaiseException must have __cxa_throw as its caller, or end there.
+set -- $(folded_share t.folded '_Unwind_RaiseException')
+through=$1 total=$2
+set -- $(folded_share t.folded '(^|;)(__cxa_throw;_Unwind_RaiseException|^\[truncated\];_Unwind_RaiseException)(;|$)')
+right=$1
+wrong=$((through - right))
+set -- $(folded_share t.folded '^\[truncated\];_Unwind_RaiseException(;|$)')
+ended=$1
+ref=
+if with_timeout 120 perf record -q --call-graph dwarf -F 999 -o p.data -- ./throw_loop -t 3 >/dev/null 2>&1; then
+	ref=$(perf script -i p.data -F ip,sym 2>/dev/null | awk '
+		BEGIN { RS = ""; FS = "\n" }
+		{
+			s = ""
+			for (i = 1; i <= NF; i++) { f = $i; sub(/^[ \t]*[0-9a-f]+ /, "", f); s = s == "" ? f : f ";" s }
+			t++
+			if (s ~ /catcher[^;]*;_Unwind_RaiseException/) w++
+		}
+		END { printf "%d of %d samples show catcher calling _Unwind_RaiseException", w, t }')
+fi
+info "throw_loop: $through of $total samples pass through _Unwind_RaiseException; $ended end there with [truncated], $wrong show another caller than __cxa_throw${ref:+; perf --call-graph dwarf: $ref}"
+[ "$through" -gt 0 ] || fail "no sample passed through _Unwind_RaiseException: $(folded_top t.folded 3 | tr '\n' ' ')"
+[ "$wrong" -eq 0 ] && ok "no stack shows another caller of _Unwind_RaiseException than __cxa_throw ($through samples through it)" ||
+	fail "$wrong samples show another caller of _Unwind_RaiseException: $(grep '_Unwind_RaiseException' t.folded | grep -v -e '__cxa_throw;_Unwind_RaiseException' -e '^\[truncated\];_Unwind_RaiseException' | head -n 3 | tr '\n' ' ')"
+set -- $(folded_share t.folded '^_start;__libc_start_main;__libc_start_call_main;main;catcher\(int\);thrower\(int\)[^;]*;__cxa_throw;_Unwind_RaiseException')
+info "throw_loop: $1 of $through samples through _Unwind_RaiseException carry the whole chain from _start"
+[ "$through" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$through")" 90)" = 1 ] &&
+	ok "the other stacks through libgcc's unwinder are whole ($1 of $through)" ||
+	fail "only $1 of $through stacks through _Unwind_RaiseException are whole"
+finish

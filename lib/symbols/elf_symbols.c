@@ -27,7 +27,11 @@ int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t 
 		const char *bare = at ? sp_arena_strndup(&sym->strings, name, (size_t)(at - name))
 				      : name;
 		char *dem = !bare || sym->opts.no_demangle ? NULL : sp_demangle(bare);
-		if (dem)
+		/* A PLT entry keeps its "@plt", after the demangled name (perf's spelling). */
+		bool plt = se->ndx == SP_SYMTAB_PLT;
+		if (plt)
+			hit->name = sp_arena_printf(&sym->strings, "%s@plt", dem ? dem : bare ? bare : "");
+		else if (dem)
 			hit->name = sp_arena_strndup(&sym->strings, dem, strlen(dem));
 		else if (bare && bare != name)
 			hit->name = bare;

@@ -41,18 +41,22 @@ struct sp_symtab_entry {
 	const char *name;    /* borrowed from libelf: lives as long as the Dwfl */
 	uint64_t end_hint;   /* while building: end of the symbol's section */
 	uint8_t rank;        /* binding: global 0, weak 1, local 2 */
-	uint32_t ndx;        /* index in libdwfl's symbol table */
+	uint32_t ndx;        /* index in libdwfl's symbol table; SP_SYMTAB_PLT: a PLT entry */
 };
+#define SP_SYMTAB_PLT UINT32_MAX
 
 struct sp_symtab {
 	struct sp_symtab_entry *e;
 	size_t n;
+	char *plt_names;     /* "NAME@plt" strings of the PLT entries, owned */
 };
 
 /*
  * Collect the function symbols libdwfl finds for mod (its symbol table, a
  * separate debug file's, .dynsym, .gnu_debugdata), one per address, sorted.
  * Labels without a size extend to the next symbol within their section.
+ * Each PLT entry (.plt, .plt.sec, .plt.got: a jmp *GOT(%rip)) whose GOT slot
+ * a JUMP_SLOT or GLOB_DAT relocation names gets NAME@plt, as perf shows it.
  * 0 or -ENOMEM; a module without symbols gives an empty table.
  */
 int sp_symtab_build(struct sp_symtab *t, Dwfl_Module *mod);

@@ -42,7 +42,7 @@
 #include <zlib.h>
 
 #define SYMCACHE_MAGIC "SPSYMC"
-#define SYMCACHE_FORMAT 1
+#define SYMCACHE_FORMAT 2 /* 2: PLT entries named NAME@plt */
 #define SYMCACHE_HEADER 9
 #define SYMCACHE_MAX_BYTES (64u << 20)
 #define SYMCACHE_MAX_STR (1u << 20)

@@ -50,28 +50,15 @@ static void modfile_free(struct sp_modfile *f)
 /* Our own [vdso]: the kernel maps the same image into every process. */
 static int open_vdso(struct sp_modfile *f)
 {
-	unsigned long base = getauxval(AT_SYSINFO_EHDR);
-	if (!base)
-		return -ENOENT;
-	FILE *maps = fopen("/proc/self/maps", "r");
-	if (!maps)
-		return -errno;
-	char line[512];
-	size_t size = 0;
-	while (fgets(line, sizeof(line), maps)) {
-		unsigned long s, e;
-		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == base && strstr(line, "[vdso]")) {
-			size = e - s;
-			break;
-		}
-	}
-	fclose(maps);
-	if (!size)
-		return -ENOENT;
+	const void *base;
+	size_t size;
+	int err = sp_own_vdso(&base, &size);
+	if (err)
+		return err;
 	f->image = malloc(size);
 	if (!f->image)
 		return -ENOMEM;
-	memcpy(f->image, (const void *)base, size);
+	memcpy(f->image, base, size);
 	f->elf = elf_memory(f->image, size);
 	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
 }

@@ -157,10 +157,12 @@ static int open_module_path(const char *path)
 void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f)
 {
 	const struct sp_module *m = f->rep;
+	bool vdso = sp_sym_is_vdso(f->open_path);
 	int fd = f->given_fd ? fcntl(f->given_fd - 1, F_DUPFD_CLOEXEC, 0)
+		 : vdso	     ? sp_own_vdso_fd()
 			     : open_module_path(f->open_path);
 	f->state = fd < 0 ? FILE_UNREADABLE : open_image(sym, f, fd);
-	if (f->state != FILE_PROVEN && !f->given_fd && m->pid > 0 && !f->map_files &&
+	if (f->state != FILE_PROVEN && !f->given_fd && !vdso && m->pid > 0 && !f->map_files &&
 	    (asprintf(&f->map_files, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
 		      m->start, m->end) >= 0 || (f->map_files = NULL))) {
 		fd = open(f->map_files, O_RDONLY | O_CLOEXEC | O_NONBLOCK);

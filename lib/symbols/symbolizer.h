@@ -18,6 +18,7 @@
 
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <string.h>
 
 #define NO_FILE UINT32_MAX
 #define DEFAULT_DEBUG_PATH ":.debug:/usr/lib/debug"
@@ -191,12 +192,20 @@ struct sp_symbolizer {
 };
 
 /* Does m name a file to open?  Kernel, anonymous and pseudo-path modules do not. */
+static inline bool sp_sym_is_vdso(const char *path)
+{
+	return !strcmp(path, "[vdso]");
+}
+
 static inline bool sp_sym_has_file(const struct sp_module *m)
 {
 	if (m->flags & (SP_MODULE_KERNEL | SP_MODULE_ANON))
 		return false;
-	/* Pseudo-paths ([vdso], [heap], anon:...) name no file to open. */
-	return m->path && m->path[0] == '/';
+	/*
+	 * Pseudo-paths ([heap], anon:...) name no file to open; [vdso] stands
+	 * for our own vDSO, used when its build-id proves it the recorded one.
+	 */
+	return m->path && (m->path[0] == '/' || (sp_sym_is_vdso(m->path) && m->build_id_len));
 }
 
 /* ---- inline chain storage (chains.c) ----------------------------------- */

@@ -3,8 +3,12 @@
 #include "util/util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 void sp_elf_init(void)
 {
@@ -122,4 +126,48 @@ int sp_elf_load_bias(const struct sp_elf_info *info, uint64_t start, uint64_t fi
 		}
 	}
 	return -ENOENT;
+}
+
+int sp_own_vdso(const void **image, size_t *size)
+{
+	unsigned long base = getauxval(AT_SYSINFO_EHDR);
+	if (!base)
+		return -ENOENT;
+	FILE *maps = fopen("/proc/self/maps", "re");
+	if (!maps)
+		return -ENOENT;
+	char line[512];
+	*size = 0;
+	while (fgets(line, sizeof(line), maps)) {
+		unsigned long s, e;
+		if (sscanf(line, "%lx-%lx", &s, &e) == 2 && s == base && strstr(line, "[vdso]")) {
+			*size = e - s;
+			break;
+		}
+	}
+	fclose(maps);
+	*image = (const void *)base;
+	return *size ? 0 : -ENOENT;
+}
+
+int sp_own_vdso_fd(void)
+{
+	const void *image;
+	size_t size;
+	int err = sp_own_vdso(&image, &size);
+	if (err)
+		return err;
+	int fd = memfd_create("vdso", MFD_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (size_t done = 0; done < size;) {
+		ssize_t k = write(fd, (const char *)image + done, size - done);
+		if (k <= 0) {
+			err = k < 0 ? -errno : -EIO;
+			close(fd);
+			return err;
+		}
+		done += (size_t)k;
+	}
+	return fd;
 }

@@ -126,6 +126,15 @@ struct sp_elf_info {
 
 /* Ensure libelf's version handshake was done (idempotent). */
 void sp_elf_init(void);
+/*
+ * This process's vDSO (getauxval(AT_SYSINFO_EHDR), its extent from
+ * /proc/self/maps): the kernel maps the same image into every process of
+ * the same ABI, so it stands for a target's [vdso] whose build-id matches.
+ * *image stays valid for the process's life.  0, or -ENOENT.
+ */
+int sp_own_vdso(const void **image, size_t *size);
+/* A memfd holding a copy of sp_own_vdso's image, the caller's to close; -errno. */
+int sp_own_vdso_fd(void);
 /* Fill info from an open Elf.  -SP_E_ELF_MALFORMED on bad headers. */
 int sp_elf_info_read(Elf *elf, struct sp_elf_info *info);
 void sp_elf_info_release(struct sp_elf_info *info);

@@ -209,11 +209,82 @@ static int scopes_in_function(const Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die **ou
  * the address, a last entry without a name keeps the position for the ELF
  * symbol.  A module without DWARF leaves hit->nsrc 0.  0 or -ENOMEM.
  */
+#define CU_RANGES_MAX (4u << 20) /* CU ranges indexed per file */
+
+static int by_range_lo(const void *pa, const void *pb)
+{
+	const struct cu_range *a = pa, *b = pb;
+	return a->lo < b->lo ? -1 : a->lo > b->lo;
+}
+
+/*
+ * Index every CU of f by its address ranges, once.  Why: libdw 0.188 finds
+ * an address's CU only through .debug_aranges (dwarf_addrdie), which clang
+ * (DWARF 4 and 5) and Go do not write; without it every address of such a
+ * file had no CU, so no inline frames and no lines.
+ */
+static int build_cu_ranges(struct file_entry *f)
+{
+	f->cu_ranges_built = true;
+	size_t cap = 0;
+	Dwarf_Die *cu = NULL;
+	Dwarf_Addr bias;
+	while ((cu = dwfl_module_nextcu(f->mod, cu, &bias)) && f->ncu_ranges < CU_RANGES_MAX) {
+		ptrdiff_t off = 0;
+		Dwarf_Addr base, lo, hi;
+		while ((off = dwarf_ranges(cu, off, &base, &lo, &hi)) > 0 &&
+		       f->ncu_ranges < CU_RANGES_MAX) {
+			if (hi <= lo)
+				continue;
+			if (sp_array_reserve((void **)&f->cu_ranges, &cap, f->ncu_ranges + 1,
+					     sizeof(*f->cu_ranges)))
+				return -ENOMEM;
+			f->cu_ranges[f->ncu_ranges++] = (struct cu_range){lo, hi, cu, bias};
+		}
+	}
+	qsort(f->cu_ranges, f->ncu_ranges, sizeof(*f->cu_ranges), by_range_lo);
+	return 0;
+}
+
+/* The CU whose ranges hold svma (a file without .debug_aranges), or NULL. */
+static int cu_by_ranges(struct file_entry *f, uint64_t svma, Dwarf_Die **cu, Dwarf_Addr *bias)
+{
+	*cu = NULL;
+	if (!f->cu_ranges_built) {
+		int err = build_cu_ranges(f);
+		if (err)
+			return err;
+	}
+	size_t lo = 0, hi = f->ncu_ranges;
+	while (lo < hi) { /* first range starting above svma */
+		size_t mid = lo + (hi - lo) / 2;
+		if (f->cu_ranges[mid].lo + f->cu_ranges[mid].bias <= svma)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* Ranges of different CUs do not overlap; a few back cover nested ones. */
+	for (size_t i = lo, seen = 0; i-- > 0 && seen < FUNCTION_SCAN; seen++) {
+		const struct cu_range *r = &f->cu_ranges[i];
+		if (svma >= r->lo + r->bias && svma < r->hi + r->bias) {
+			*cu = r->cu;
+			*bias = r->bias;
+			break;
+		}
+	}
+	return 0;
+}
+
 int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
 			 struct sym_hit *hit)
 {
 	Dwarf_Addr bias = 0;
 	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, svma, &bias);
+	if (!cu) {
+		int err = cu_by_ranges(f, svma, &cu, &bias);
+		if (err)
+			return err;
+	}
 	if (!cu || svma < bias)
 		return 0;
 	Dwarf_Addr pc = svma - bias;

@@ -244,6 +244,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		sp_symtab_release(&f->symtab);
 		sp_map_release(&f->cache);
 		sp_map_release(&f->cu_index);
+		free(f->cu_ranges);
 		if (f->given_fd)
 			close(f->given_fd - 1);
 		free(f->map_files);

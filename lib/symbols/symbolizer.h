@@ -130,6 +130,10 @@ struct file_entry {
 	bool debug_debuginfod;       /* debug_path came from a debuginfod server */
 	bool own_dwarf;              /* the proven image has DWARF of its own (.debug_info) */
 	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
+	/* CUs by their address ranges, for files without .debug_aranges (built on first need) */
+	struct cu_range *cu_ranges;
+	size_t ncu_ranges;
+	bool cu_ranges_built;
 	int given_fd;                /* +1: an image handed over by sp_symbolizer_use_file, or 0 */
 	char *map_files;             /* the /proc/PID/map_files path tried, or NULL */
 	uint8_t symcache;            /* enum symcache_state */
@@ -138,6 +142,13 @@ struct file_entry {
 	bool symcache_new;           /* a lookup found what the cache file lacks */
 	struct file_hit *fhits;      /* every hit of this file, for the cache file */
 	size_t nfhits, fhits_cap;
+};
+
+/* One address range of a CU (DW_AT_ranges / low_pc-high_pc), in DWARF addresses. */
+struct cu_range {
+	uint64_t lo, hi;
+	Dwarf_Die *cu;   /* libdwfl's, lives as long as the file's Dwfl */
+	Dwarf_Addr bias;
 };
 
 /* Resolved frames of inline chains, allocated in blocks that never move. */

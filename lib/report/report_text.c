@@ -48,6 +48,12 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 	fw = fw > room ? room : fw;
 	fw = fw < FUNCTION_MIN ? FUNCTION_MIN : fw;
 
+	/* Different functions must not print alike when their names are cut. */
+	size_t *diff = NULL;
+	if (sp_text_name_diffs(a, order, rows, fw, &diff)) {
+		free(order);
+		return -ENOMEM;
+	}
 	if (opts->show_counts)
 		fprintf(out, "\n  Self%%  Total%%      Self     Total  %-*s  Module\n", (int)fw,
 			"Function");
@@ -60,11 +66,12 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 		if (opts->show_counts)
 			fprintf(out, "%9" PRIu64 " ", f->total);
 		fputc(' ', out);
-		put_func(out, f, fw, true);
+		sp_text_put_func_at(out, f, fw, true, diff[i]);
 		fputs("  ", out);
 		put_cell(out, f->module, mw, false);
 		fputc('\n', out);
 	}
+	free(diff);
 	if (shown > rows)
 		fprintf(out, "(%zu more function%s not shown)\n", shown - rows,
 			shown - rows == 1 ? "" : "s");

@@ -84,34 +84,164 @@ static int by_key(const void *pa, const void *pb, void *ctx)
 	return sp_text_func_cmp(c->agg, *(const uint32_t *)pa, *(const uint32_t *)pb, c->sort);
 }
 
-/* Print s in a column of width w, cutting long text with "..." so lines stay in bounds. */
+/* Back from i to the start of the UTF-8 character holding s[i] (never past lo). */
+static size_t char_start(const char *s, size_t i, size_t lo)
+{
+	while (i > lo && ((unsigned char)s[i] & 0xc0) == 0x80)
+		i--;
+	return i;
+}
+
+size_t sp_text_cut(char *buf, size_t cap, const char *s, size_t w, size_t diff_at)
+{
+	size_t n = strlen(s), head, tail_from;
+	if (!cap)
+		return 0;
+	if (n <= w || w < 5) {
+		size_t k = n < w || w < 5 ? n : w;
+		k = k < cap ? k : cap - 1;
+		memcpy(buf, s, k);
+		buf[k] = '\0';
+		return k;
+	}
+	if (diff_at < n && diff_at >= (w - 3 + 1) / 2 && n - diff_at > (w - 3) / 2) {
+		/*
+		 * What tells s from a neighbour lies in the part a middle cut
+		 * drops: keep its end from there when it fits, else a window
+		 * around it between two cuts.
+		 */
+		if (n - diff_at <= w - 3) {
+			head = 0;
+			tail_from = n - (w - 3);
+		} else {
+			size_t room = w - 6, from = diff_at > room / 2 ? diff_at - room / 2 : 0;
+			from = char_start(s, from, 0);
+			size_t to = char_start(s, from + room, from);
+			int k = snprintf(buf, cap, "...%.*s...", (int)(to - from), s + from);
+			return k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+		}
+	} else {
+		/* Both ends stay: a name's start says where it lives, its end which one it is. */
+		head = (w - 3 + 1) / 2;
+		tail_from = n - (w - 3 - head);
+	}
+	head = char_start(s, head, 0);
+	while (tail_from < n && ((unsigned char)s[tail_from] & 0xc0) == 0x80)
+		tail_from++;
+	int k = snprintf(buf, cap, "%.*s...%s", (int)head, s, s + tail_from);
+	return k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
+}
+
+/* Print s in a column of width w, cut in the middle with "..." so lines stay in bounds. */
 void sp_text_put_cell(FILE *out, const char *s, size_t w, bool pad)
 {
-	size_t n = strlen(s);
-	if (n > w && w > 3)
-		fprintf(out, "%.*s...", (int)(w - 3), s);
-	else if (pad)
+	char buf[1024];
+	if (strlen(s) > w && w > 3 && w < sizeof(buf)) {
+		sp_text_cut(buf, sizeof(buf), s, w, SIZE_MAX);
+		if (pad)
+			fprintf(out, "%-*s", (int)w, buf);
+		else
+			fputs(buf, out);
+	} else if (pad) {
 		fprintf(out, "%-*s", (int)w, s);
-	else
+	} else {
 		fputs(s, out);
+	}
 }
 
 #define put_cell sp_text_put_cell
 
-/* A function in a column of width w: a long name is cut before its suffix, which stays. */
-void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad)
+void sp_text_put_func_at(FILE *out, const struct sp_agg_func *f, size_t w, bool pad,
+			 size_t diff_at)
 {
-	char suffix[SUFFIX_MAX];
+	char suffix[SUFFIX_MAX], buf[1024];
 	size_t k = func_suffix(f, suffix, sizeof(suffix)), n = strlen(f->name);
-	if (n + k <= w || w < k + 4) {
+	if (n + k <= w || w < k + 5 || w >= sizeof(buf)) {
 		char label[512];
 		snprintf(label, sizeof(label), "%s%s", f->name, suffix);
 		put_cell(out, n + k < sizeof(label) ? label : f->name, w, pad);
 		return;
 	}
-	fprintf(out, "%.*s...%s", (int)(w - k - 3), f->name, suffix);
+	/* A long name is cut, its marks stay. */
+	size_t len = sp_text_cut(buf, sizeof(buf), f->name, w - k, diff_at);
+	fprintf(out, "%s%s", buf, suffix);
+	if (pad && len + k < w)
+		fprintf(out, "%*s", (int)(w - len - k), "");
 }
 
+void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad)
+{
+	sp_text_put_func_at(out, f, w, pad, SIZE_MAX);
+}
+
+/* Bytes the names a and b share from the start. */
+static size_t common_prefix(const char *a, const char *b)
+{
+	size_t i = 0;
+	while (a[i] && a[i] == b[i])
+		i++;
+	return i;
+}
+
+struct label_row {
+	const char *label; /* the row's cut name, as the default cut prints it */
+	size_t row;
+};
+
+static int by_label(const void *pa, const void *pb)
+{
+	const struct label_row *a = pa, *b = pb;
+	int c = strcmp(a->label, b->label);
+	return c ? c : a->row < b->row ? -1 : a->row > b->row;
+}
+
+int sp_text_name_diffs(const struct sp_agg *a, const uint32_t *rows, size_t n, size_t w,
+		       size_t **diff_out)
+{
+	size_t *diff = malloc((n ? n : 1) * sizeof(*diff));
+	struct label_row *lr = malloc((n ? n : 1) * sizeof(*lr));
+	char *labels = malloc((n ? n : 1) * (w + 1));
+	if (!diff || !lr || !labels || w > SIZE_MAX / (n ? n : 1) - 1) {
+		free(diff);
+		free(lr);
+		free(labels);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		/* The label as sp_text_put_func prints it: the name cut, its marks whole. */
+		const struct sp_agg_func *f = &a->funcs[rows[i]];
+		char suffix[SUFFIX_MAX], *l = labels + i * (w + 1);
+		size_t k = func_suffix(f, suffix, sizeof(suffix));
+		size_t len = w >= k + 5 ? sp_text_cut(l, w + 1, f->name, w - k, SIZE_MAX)
+					: sp_text_cut(l, w + 1, f->name, w, SIZE_MAX);
+		if (w >= k + 5 && len + k <= w)
+			memcpy(l + len, suffix, k + 1);
+		diff[i] = SIZE_MAX;
+		lr[i] = (struct label_row){l, i};
+	}
+	qsort(lr, n, sizeof(*lr), by_label);
+	/* Rows whose different names cut alike: each keeps where it parts from the others. */
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+		while (j < n && !strcmp(lr[j].label, lr[i].label))
+			j++;
+		for (size_t x = i; x < j && j - i > 1; x++)
+			for (size_t y = i; y < j; y++) {
+				const char *p = a->funcs[rows[lr[x].row]].name;
+				const char *q = a->funcs[rows[lr[y].row]].name;
+				if (x == y || !strcmp(p, q))
+					continue;
+				size_t d = common_prefix(p, q);
+				size_t *dx = &diff[lr[x].row];
+				*dx = *dx == SIZE_MAX || d > *dx ? d : *dx;
+			}
+		i = j;
+	}
+	free(lr);
+	free(labels);
+	*diff_out = diff;
+	return 0;
+}
 
 int sp_text_func_order(const struct sp_agg *a, const struct sp_report_opts *opts,
 		       uint32_t **order_out, size_t *shown_out)

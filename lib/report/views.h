@@ -53,8 +53,26 @@ int sp_text_func_order(const struct sp_agg *a, const struct sp_report_opts *opts
 		       uint32_t **order, size_t *shown);
 /* By name, module, inline, file and line: the identity of a function across spools. */
 int sp_text_name_cmp(const struct sp_agg_func *x, const struct sp_agg_func *y);
-/* A function (name and marks) in a column of width w, cut with "..." when longer. */
+/*
+ * s cut to at most w bytes into buf (cap bytes, NUL-terminated; returns the
+ * label's length): s itself when it fits, else its start and its end around
+ * "..." (cut at UTF-8 character boundaries).  diff_at (SIZE_MAX: none) is
+ * where s parts from a neighbour whose cut would read the same: the label
+ * then keeps that place in view.
+ */
+size_t sp_text_cut(char *buf, size_t cap, const char *s, size_t w, size_t diff_at);
+/* A function (name and marks) in a column of width w, its name cut in the middle when longer. */
 void sp_text_put_func(FILE *out, const struct sp_agg_func *f, size_t w, bool pad);
+/* The same, the cut keeping the name's byte diff_at in view (sp_text_name_diffs). */
+void sp_text_put_func_at(FILE *out, const struct sp_agg_func *f, size_t w, bool pad,
+			 size_t diff_at);
+/*
+ * For the functions rows[0, n) of a shown in a column of w bytes: where each
+ * name parts from another whose cut would print the same, or SIZE_MAX;
+ * *diff_out malloc'd, n entries.  0 or -ENOMEM.
+ */
+int sp_text_name_diffs(const struct sp_agg *a, const uint32_t *rows, size_t n, size_t w,
+		       size_t **diff_out);
 /* Columns a function's name and marks take. */
 size_t sp_text_func_width(const struct sp_agg_func *f);
 void sp_text_put_cell(FILE *out, const char *s, size_t w, bool pad);

@@ -242,7 +242,8 @@ static int build_cu_ranges(struct file_entry *f)
 			f->cu_ranges[f->ncu_ranges++] = (struct cu_range){lo, hi, cu, bias};
 		}
 	}
-	qsort(f->cu_ranges, f->ncu_ranges, sizeof(*f->cu_ranges), by_range_lo);
+	if (f->ncu_ranges)
+		qsort(f->cu_ranges, f->ncu_ranges, sizeof(*f->cu_ranges), by_range_lo);
 	return 0;
 }
 

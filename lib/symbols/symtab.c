@@ -241,6 +241,8 @@ int sp_symtab_build(struct sp_symtab *t, Dwfl_Module *mod)
 		sp_symtab_release(t);
 		return err;
 	}
+	if (!t->n)
+		return 0; /* no symbols: every lookup falls back to the address form */
 	qsort(t->e, t->n, sizeof(*t->e), by_addr);
 	size_t k = 0;
 	for (size_t i = 0; i < t->n; i++)

@@ -118,7 +118,8 @@ static int find_function(struct sp_symbolizer *sym, struct file_entry *f, Dwarf_
 			free(c->r);
 			return c->err;
 		}
-		qsort(c->r, c->n, sizeof(*c->r), by_lo);
+		if (c->n) /* a CU of no function (assembly) collected none: c->r is NULL */
+			qsort(c->r, c->n, sizeof(*c->r), by_lo);
 		idx = (uint32_t)sym->ncus;
 		int err = sp_map_put(&f->cu_index, key, idx);
 		if (err) {

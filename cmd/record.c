@@ -347,13 +347,15 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 				"calling program's frame alone (its callers left with the old image)\n",
 			s->exec_samples, s->exec_samples == 1 ? "" : "s");
 	if (s->jitdump_frames)
-		fprintf(stderr, "  %" PRIu64 " frames of JIT code were unwound with the unwinding "
+		fprintf(stderr, "  %" PRIu64 " frame%s of JIT code %s unwound with the unwinding "
 				"information its runtime wrote into %s\n",
-			s->jitdump_frames, s->jitdumps == 1 ? "a jitdump" : "jitdumps");
+			s->jitdump_frames, s->jitdump_frames == 1 ? "" : "s",
+			s->jitdump_frames == 1 ? "was" : "were",
+			s->jitdumps == 1 ? "a jitdump" : "jitdumps");
 	if (s->fp_frames)
-		fprintf(stderr, "  %" PRIu64 " frames in code without unwind tables were found by "
+		fprintf(stderr, "  %" PRIu64 " frame%s in code without unwind tables %s found by "
 				"frame pointers, kept where the stack reached its root\n",
-			s->fp_frames);
+			s->fp_frames, s->fp_frames == 1 ? "" : "s", s->fp_frames == 1 ? "was" : "were");
 	/* A denial was said once when recording started; only "on" is news here. */
 	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
 		fprintf(stderr, "  kernel frames on\n");

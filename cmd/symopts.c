@@ -86,8 +86,9 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	const char *dir = o->perf_map_dir ? o->perf_map_dir : "/tmp";
 	if (st->perf_map_frames_unmapped && st->perf_maps_missing)
 		sp_cli_warn("%" PRIu64 " frame%s in anonymous memory (JIT or Python code) shown as "
-			    "addresses: no perf-PID.map in '%s' for %" PRIu64 " process%s (the "
-			    "runtime writes it while it runs; keep a copy and give --perf-map-dir)",
+			    "addresses: no perf-PID.map in '%s' (nor a jitdump) for %" PRIu64
+			    " process%s (the runtime writes it while it runs; keep a copy and give "
+			    "--perf-map-dir)",
 			    st->perf_map_frames_unmapped, st->perf_map_frames_unmapped == 1 ? "" : "s",
 			    dir, st->perf_maps_missing, st->perf_maps_missing == 1 ? "" : "es");
 	if (st->perf_maps_stale)

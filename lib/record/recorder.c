@@ -259,9 +259,10 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	size_t plen = strlen(path);
 	if (plen > 10 && !strcmp(path + plen - 10, " (deleted)"))
 		m.flags |= SP_MODULE_DELETED;
+	bool jitdump = !anon && sp_jitdump_is_path(path);
 	if (anon) {
 		m.flags |= SP_MODULE_ANON;
-	} else {
+	} else if (!jitdump) { /* a jitdump is no ELF file: it is read below, as what it is */
 		struct sp_modfile *f = sp_modfile_get(&r->files, p->pid, start, end, dev, ino, path);
 		if (f && f->info_ok) {
 			pm.file = f;
@@ -285,7 +286,7 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	if (anon)
 		pm.um.code_row = code_row_cb;
 	/* A runtime maps its jitdump so that profilers find it: its CFI serves the anonymous code. */
-	if (!anon && !(m.flags & SP_MODULE_DELETED) && sp_jitdump_is_path(path) &&
+	if (jitdump && !(m.flags & SP_MODULE_DELETED) &&
 	    (p->jit || (p->jit = sp_jit_code_new(p->pid))) && !sp_jit_code_has_jitdump(p->jit) &&
 	    !sp_jit_code_use_jitdump(p->jit, path))
 		r->summary.jitdumps++;
@@ -1310,7 +1311,8 @@ static void on_side_record(void *ctx, const struct perf_event_header *h, size_t 
 	struct sp_recorder *r = ctx;
 	struct sp_perf_mmap2 m;
 	if (h->type != PERF_RECORD_MMAP2 || sp_perf_parse_mmap2(h, len, &m) ||
-	    !(m.prot & PROT_EXEC) || !m.len || m.filename[0] != '/' || anon_path(m.filename))
+	    !(m.prot & PROT_EXEC) || !m.len || m.filename[0] != '/' || anon_path(m.filename) ||
+	    sp_jitdump_is_path(m.filename))
 		return;
 	sp_modfile_get(&r->files, (pid_t)m.pid, m.addr, m.addr + m.len, makedev(m.maj, m.min),
 		       m.ino, m.filename);

@@ -27,6 +27,8 @@
 #define EXPR_MAX_OPS 64   /* longer CFA expressions compile to SP_CFI_BAD */
 #define EVAL_STACK 16     /* DWARF expression stack depth we evaluate */
 #define ENTRY_CODE 64     /* bytes after e_entry taken as entry code when no FDE covers them */
+#define RA_REWRITERS_MAX 8
+#define SYMBOLS_SCANNED (1u << 22) /* symbols looked at per table for them */
 
 /* One op of a copied CFA expression; DW_OP_bregx is folded into DW_OP_breg0 + reg. */
 struct cfi_op {
@@ -46,6 +48,9 @@ struct sp_cfi_table {
 	struct cfi_op *ops;
 	uint32_t nops, ops_cap;
 	uint32_t cache[CACHE_SIZE]; /* row index + 1, 0 = empty */
+	/* svma ranges of functions that rewrite their own return address slot */
+	struct { uint64_t lo, hi; } rewrites_ra[RA_REWRITERS_MAX];
+	unsigned nrewrites_ra;
 };
 
 static bool has_section(Elf *elf, const char *name)
@@ -72,6 +77,62 @@ static bool has_section(Elf *elf, const char *name)
 static bool frame_section(const char *name)
 {
 	return !strcmp(name, ".debug_frame") || !strcmp(name, ".zdebug_frame");
+}
+
+/*
+ * libgcc's unwinder installs an exception handler's context from inside
+ * these functions (uw_install_context): it first copies the handler frame's
+ * registers into their save slots, the return address slot included, so
+ * for a while their return address is another frame's (stackpulse-record(1)).
+ */
+static const char *const ra_rewriters[] = {
+	"_Unwind_RaiseException", "_Unwind_Resume", "_Unwind_Resume_or_Rethrow",
+	"_Unwind_ForcedUnwind",
+};
+
+/* Find ra_rewriters in elf's .symtab and .dynsym (libgcc_s, or a binary linking libgcc_eh). */
+static void find_ra_rewriters(struct sp_cfi_table *t, Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	size_t seen = 0;
+	while ((scn = elf_nextscn(elf, scn)) && seen < SYMBOLS_SCANNED) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
+		    !sh.sh_entsize || !(d = elf_getdata(scn, NULL)))
+			continue;
+		size_t n = d->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < n && seen < SYMBOLS_SCANNED; i++, seen++) {
+			GElf_Sym sym;
+			const char *name;
+			if (!gelf_getsym(d, (int)i, &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC ||
+			    !sym.st_size || sym.st_shndx == SHN_UNDEF ||
+			    !(name = elf_strptr(elf, sh.sh_link, sym.st_name)) ||
+			    strncmp(name, "_Unwind_", 8))
+				continue;
+			for (size_t k = 0; k < sizeof(ra_rewriters) / sizeof(*ra_rewriters); k++) {
+				size_t len = strlen(ra_rewriters[k]);
+				/* .dynsym names may carry a version: _Unwind_Resume@@GCC_3.0 */
+				if (strncmp(name, ra_rewriters[k], len) || (name[len] && name[len] != '@'))
+					continue;
+				bool known = false;
+				for (unsigned j = 0; j < t->nrewrites_ra; j++)
+					known |= t->rewrites_ra[j].lo == sym.st_value;
+				if (!known && t->nrewrites_ra < RA_REWRITERS_MAX) {
+					t->rewrites_ra[t->nrewrites_ra].lo = sym.st_value;
+					t->rewrites_ra[t->nrewrites_ra++].hi = sym.st_value + sym.st_size;
+				}
+			}
+		}
+	}
+}
+
+bool sp_cfi_table_rewrites_ra(const struct sp_cfi_table *t, uint64_t svma)
+{
+	for (unsigned i = 0; i < t->nrewrites_ra; i++)
+		if (svma >= t->rewrites_ra[i].lo && svma < t->rewrites_ra[i].hi)
+			return true;
+	return false;
 }
 
 int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_table **out)
@@ -112,6 +173,7 @@ int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_t
 		sp_cfi_table_free(t);
 		return -SP_E_NO_CFI;
 	}
+	find_ra_rewriters(t, elf);
 	*out = t;
 	return 0;
 }

@@ -390,6 +390,22 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		why = step(m->cfi, row, &r, stack);
 		if (why != CONTINUE)
 			break;
+		/*
+		 * libgcc copies an exception handler frame's return address into
+		 * _Unwind_RaiseException's slot before it jumps to the handler:
+		 * a return address there that follows no call into it is another
+		 * frame's, and the stack would go on, even to its root, with
+		 * frames missing.  It ends here instead.
+		 */
+		if (m->cfi && sp_cfi_table_rewrites_ra(m->cfi, lookup - m->load_bias)) {
+			const struct sp_unwind_module *rm = find(ctx, r.regs[SP_DW_RIP] - 1);
+			if (rm && follows_call_via(rm, ctx, r.regs[SP_DW_RIP], pc, find) == NOT_CALL) {
+				why = SP_STOP_BAD_RULE;
+				if (stats)
+					stats->bad_returns++;
+				break;
+			}
+		}
 		exact = row->flags & SP_CFI_F_SIGNAL;
 	}
 	/*

@@ -98,6 +98,13 @@ struct sp_cfi_row {
  * use it from one thread at a time.
  */
 const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t svma, bool *hit);
+/*
+ * Does the function at svma rewrite its own return address slot at times
+ * (libgcc's _Unwind_RaiseException and kin, found by name in the file's
+ * symbol tables when the table was made)?  Its return address is then
+ * checked for the call before it.
+ */
+bool sp_cfi_table_rewrites_ra(const struct sp_cfi_table *t, uint64_t svma);
 /* The CFA of a SP_CFI_CFA_EXPR row: 0, or SP_STOP_BAD_RULE / SP_STOP_STACK_EXHAUSTED. */
 unsigned sp_cfi_eval_cfa(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 			 const struct sp_regs *regs, const struct sp_stack_mem *stack, uint64_t *cfa);

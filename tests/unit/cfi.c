@@ -3,6 +3,7 @@
 #include "live_stack.h"
 
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -608,4 +609,26 @@ Test(cfi, compressed_debug_frame_within_the_bound_only)
 	unlink(so);
 	unlink(src);
 	rmdir(dir);
+}
+
+/*
+ * libgcc's _Unwind_RaiseException rewrites its own return address slot
+ * before it jumps to a handler: its table marks it, found by name, and
+ * marks no other function (_Unwind_GetIP).
+ */
+Test(cfi, libgcc_marks_the_functions_that_rewrite_their_return_address)
+{
+	void *h = dlopen("libgcc_s.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!h)
+		cr_skip_test("libgcc_s.so.1 cannot be loaded: %s", dlerror());
+	void *raise = dlsym(h, "_Unwind_RaiseException"), *getip = dlsym(h, "_Unwind_GetIP");
+	cr_assert(raise && getip);
+	ls_map_free(&map);
+	cr_assert_eq(ls_map_load(&map), 0);
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)raise);
+	cr_assert_not_null(mod);
+	cr_assert_not_null(mod->um.cfi);
+	cr_assert(sp_cfi_table_rewrites_ra(mod->um.cfi, (uintptr_t)raise + 16 - mod->um.load_bias));
+	cr_assert(!sp_cfi_table_rewrites_ra(mod->um.cfi, (uintptr_t)getip - mod->um.load_bias));
+	dlclose(h);
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// main -> catcher -> thrower throws a std::runtime_error that catcher catches, for -t
+// main -> catcher -> [relay ->] thrower throws a std::runtime_error that catcher catches, for -t
 // SECONDS (default 2) of wall time: libgcc's unwinder runs most of the time, and
 // hands each exception to catcher's handler (e2e 61).
 #include <cstdio>
@@ -14,10 +14,24 @@ __attribute__((noinline)) void thrower(int i)
 		throw std::runtime_error("thrown");
 }
 
+__attribute__((noinline)) void relay(int i)
+{
+	thrower(i);
+	asm volatile("" ::: "memory");
+}
+
+/*
+ * Half the throws come straight from thrower, half through relay: the
+ * stack a rewritten return address slot fakes then fails, or reaches its
+ * root with frames missing.
+ */
 __attribute__((noinline)) int catcher(int i)
 {
 	try {
-		thrower(i);
+		if (i & 1)
+			relay(i);
+		else
+			thrower(i);
 	} catch (const std::exception &) {
 		return 1;
 	}

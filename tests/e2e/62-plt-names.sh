@@ -3,7 +3,8 @@
 # a one-line library function through its PLT, dynamically linked (.plt, JUMP_SLOT) and a
 # static one calling strlen through its IPLT (IRELATIVE: named after the indirect
 # function, where perf shows *ABS*+0xADDRESS@plt).  A sample lands on the PLT entry's
-# one jmp about once in a hundred, so the programs run 3 s.
+# one jmp only through the timer's skid (from none to a few in a hundred), so the
+# programs run 3 s, and a run where none landed says so and names nothing.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
@@ -54,10 +55,15 @@ if with_timeout 120 perf record -q -F 999 -o p.data -- ./calls >/dev/null 2>&1; 
 		awk '/\[\.\] (tiny@plt|_init)$/ { printf "%s%s %s", sep, $1, $3; sep = ", " }')
 fi
 info "calls: $named of $total samples in tiny's PLT entry named tiny@plt, $unnamed in plt_work's callees left as addresses${ref:+; perf report: $ref}"
-[ "$named" -gt 0 ] && ok "the PLT entry is named tiny@plt ($named samples)" ||
-	fail "no sample named tiny@plt: $(folded_top dyn.folded 3 | tr '\n' ' ')"
-[ "$unnamed" -eq 0 ] && ok "no sample in the PLT is left as an address" ||
-	fail "$unnamed samples under plt_work stay addresses: $(grep 'calls+0x' dyn.folded | head -n 2 | tr '\n' ' ')"
+# A sample lands on the entry's one jmp only through the timer's skid: on a quiet
+# machine a run may have none, and then there is nothing to name.
+if [ "$named" -eq 0 ] && [ "$unnamed" -eq 0 ]; then
+	skip "no sample landed on tiny's PLT entry this run ($total samples): nothing to name"
+else
+	[ "$named" -gt 0 ] && [ "$unnamed" -eq 0 ] &&
+		ok "the PLT entry is named tiny@plt ($named samples), none left as an address" ||
+		fail "$named samples named tiny@plt, $unnamed under plt_work stay addresses: $(grep 'calls+0x' dyn.folded | head -n 2 | tr '\n' ' ')"
+fi
 
 if "$CC" -O2 -g -static -DSTATIC_BUILD=1 -o calls_static calls.c 2>cc.err; then
 	sp_record st.spool -F 999 -- ./calls_static >/dev/null || fail "record of calls_static exited $?"
@@ -66,8 +72,12 @@ if "$CC" -O2 -g -static -DSTATIC_BUILD=1 -o calls_static calls.c 2>cc.err; then
 	named=$1
 	set -- $(folded_share st.folded ';plt_work;calls_static\+0x[0-9a-f]+$')
 	info "calls_static: $named samples in the IPLT entry named strlen@plt, $1 left as addresses"
-	[ "$named" -gt 0 ] && [ "$1" -eq 0 ] && ok "the static binary's IPLT entry is named strlen@plt" ||
-		fail "IPLT: $named samples named strlen@plt, $1 addresses: $(folded_top st.folded 3 | tr '\n' ' ')"
+	if [ "$named" -eq 0 ] && [ "$1" -eq 0 ]; then
+		skip "no sample landed on the static binary's IPLT entry this run: nothing to name"
+	else
+		[ "$named" -gt 0 ] && [ "$1" -eq 0 ] && ok "the static binary's IPLT entry is named strlen@plt" ||
+			fail "IPLT: $named samples named strlen@plt, $1 addresses: $(folded_top st.folded 3 | tr '\n' ' ')"
+	fi
 else
 	skip "no static libc to link calls_static (Debian package libc6-dev): $(head -c 200 cc.err)"
 fi

@@ -15,6 +15,7 @@
 #define UNWIND_FIXED 24           /* unwinding_size eh_frame_hdr_size mapped_size */
 #define READ_CHUNK 65536
 #define DEFAULT_MAX_BYTES (1ull << 30)
+#define LOADS_MAX (1u << 20) /* code loads named, as perf maps' lines (sp_jitdump_load) */
 
 static uint32_t get32(const uint8_t *p)
 {
@@ -192,6 +193,10 @@ int sp_jitdump_load(struct sp_perf_map *m, const char *path, int64_t owner,
 		struct sp_jitdump_load ld;
 		if (rec.id != SP_JIT_CODE_LOAD)
 			continue;
+		if (m->stats.lines == LOADS_MAX) {
+			rd.limited = true;
+			break;
+		}
 		m->stats.lines++;
 		if (!sp_jitdump_code_load(&rec, &ld) || !ld.code_size || !ld.name_len) {
 			m->stats.malformed++;

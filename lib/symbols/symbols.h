@@ -507,7 +507,8 @@ int sp_jitdump_reader_next(struct sp_jitdump_reader *rd, struct sp_jitdump_rec *
 bool sp_jitdump_is_path(const char *path);
 /*
  * The functions a jitdump's code loads name, as a perf map (a later load
- * over the same addresses wins), after the checks of sp_perf_map_open.
+ * over the same addresses wins), after the checks of sp_perf_map_open; at
+ * most 2^20 loads and 1 GiB of the file are read (stats.limited).
  * Returns 0 (whatever the verdict) or -ENOMEM; a file that is not a jitdump
  * gives an empty map with verdict SP_PERF_MAP_USED and stats.malformed 1.
  */

@@ -28,9 +28,14 @@
  */
 
 #define CODE_BASE 0x10000ull     /* svma of every function's first byte in its table */
-#define TABLES_MAX 4096          /* distinct .eh_frames kept per process */
-#define EH_FRAME_MAX 65536       /* larger ones are not compiled */
-#define FUNCTIONS_MAX (4u << 20) /* code loads kept per process */
+/*
+ * A hostile process writes its own jitdump: what it can make us keep is
+ * bounded to about 20 MiB (a table is some 8 KiB with its image; V8's and
+ * CPython's .eh_frames are under 200 bytes).
+ */
+#define TABLES_MAX 2048          /* distinct .eh_frames kept per process */
+#define EH_FRAME_MAX 4096        /* larger ones are not compiled */
+#define FUNCTIONS_MAX (1u << 20) /* code loads kept per process (24 bytes each) */
 #define RECHECK 1024
 #define READ_SPACING 9
 #define READ_BUDGET 512          /* records read per refresh, the rest on the next */

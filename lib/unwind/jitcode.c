@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
-#include <time.h>
 #include <unistd.h>
 
 /*
@@ -38,12 +37,6 @@
 #define ARENA_PROBE 64      /* bytes read at a region's start to recognise an arena */
 #define MAP_RECHECK 1024    /* look at the perf map's size every this many lookups */
 #define MAP_DIR "/tmp"
-/*
- * A re-read of a grown map waits this many times as long as the last read
- * took: the target writes its map, so a map that keeps growing (a hostile
- * one, re-parsed whole each time) gets at most a tenth of the recorder.
- */
-#define MAP_READ_SPACING 9
 
 struct jit_fn {
 	uint64_t entry;
@@ -61,7 +54,7 @@ struct sp_jit_code {
 	int64_t map_size;       /* file size when the map was read; -1: never read */
 	uint32_t since_check;   /* lookups since the map's size was looked at */
 	bool map_tried;
-	uint64_t next_read_ns;  /* CLOCK_MONOTONIC: no re-read of a grown map before this */
+	struct sp_pace map_pace; /* a grown map, re-parsed whole, gets a tenth of the recorder */
 	struct sp_map fn_index; /* entry -> index into fns */
 	struct jit_fn *fns;
 	size_t nfns, fns_cap;
@@ -188,13 +181,6 @@ size_t sp_target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 }
 
 /* (Re)read the perf map when its size changed (it only grows while the process lives). */
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
-
 static void refresh_map(struct sp_jit_code *j)
 {
 	char path[64];
@@ -203,8 +189,8 @@ static void refresh_map(struct sp_jit_code *j)
 	j->since_check = 0;
 	if (lstat(path, &st) || st.st_size == j->map_size)
 		return;
-	uint64_t start = now_ns();
-	if (start < j->next_read_ns)
+	uint64_t start;
+	if (!sp_pace_begin(&j->map_pace, &start))
 		return;
 	struct sp_perf_map m;
 	unsigned verdict;
@@ -213,8 +199,7 @@ static void refresh_map(struct sp_jit_code *j)
 	uint32_t uid;
 	int64_t owner = sp_pid_euid(j->pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN : (int64_t)uid;
 	int err = sp_perf_map_load(&m, MAP_DIR, j->pid, owner, j->not_before_us, NULL, &verdict);
-	uint64_t end = now_ns();
-	j->next_read_ns = end + MAP_READ_SPACING * (end - start);
+	sp_pace_end(&j->map_pace, start);
 	if (err || verdict != SP_PERF_MAP_USED) {
 		sp_perf_map_release(&m);
 		return;

@@ -6,7 +6,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 /*
@@ -37,7 +36,6 @@
 #define EH_FRAME_MAX 4096        /* larger ones are not compiled */
 #define FUNCTIONS_MAX (1u << 20) /* code loads kept per process (24 bytes each) */
 #define RECHECK 1024
-#define READ_SPACING 9
 #define READ_BUDGET 512          /* records read per refresh, the rest on the next */
 
 struct jd_fn {
@@ -67,16 +65,9 @@ struct sp_jitdump_cfi {
 	size_t ntables, tables_cap;
 	struct sp_map table_index;    /* hash of .eh_frame and size -> index into tables */
 	uint32_t since;
-	uint64_t next_read_ns;
+	struct sp_pace pace;
 	struct sp_jitdump_cfi_stats stats;
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
-}
 
 int sp_jitdump_cfi_open(const char *path, int64_t owner, uint64_t not_before_us,
 			struct sp_jitdump_cfi **out)
@@ -254,8 +245,8 @@ static void refresh(struct sp_jitdump_cfi *c)
 {
 	struct sp_jitdump_rec rec;
 	c->since = 0;
-	uint64_t start = now_ns();
-	if (start < c->next_read_ns)
+	uint64_t start;
+	if (!sp_pace_begin(&c->pace, &start))
 		return;
 	for (unsigned i = 0; i < READ_BUDGET && sp_jitdump_reader_next(&c->rd, &rec) == 1; i++) {
 		struct sp_jitdump_unwind u;
@@ -286,8 +277,7 @@ static void refresh(struct sp_jitdump_cfi *c)
 		c->stats.with_cfi += table >= 0;
 	}
 	settle(c);
-	uint64_t end = now_ns();
-	c->next_read_ns = end + READ_SPACING * (end - start);
+	sp_pace_end(&c->pace, start);
 }
 
 static const struct jd_fn *find_fn(const struct sp_jitdump_cfi *c, uint64_t at)

@@ -124,6 +124,24 @@ struct sp_elf_info {
 	struct sp_load_segment *segs; /* PT_LOAD, owned */
 };
 
+/* ---- pacing re-reads (pace.c) ------------------------------------------- */
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t sp_monotonic_ns(void);
+/*
+ * A file the target keeps growing (a perf map, a jitdump) is re-read at most
+ * a tenth of the reader's time: the next read waits SP_PACE_SPACING times as
+ * long as the last took, so a hostile file that grows without end cannot
+ * take the recorder over.  Zero-initialise; sp_pace_begin says whether a
+ * read may start now (*start_ns: its start), sp_pace_end closes it.
+ */
+#define SP_PACE_SPACING 9
+struct sp_pace {
+	uint64_t next_ns; /* CLOCK_MONOTONIC: no read before this */
+};
+bool sp_pace_begin(const struct sp_pace *p, uint64_t *start_ns);
+void sp_pace_end(struct sp_pace *p, uint64_t start_ns);
+
 /* Ensure libelf's version handshake was done (idempotent). */
 void sp_elf_init(void);
 /*

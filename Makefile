@@ -28,7 +28,8 @@ DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
 CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(FEATURE_CFLAGS) $(CFLAGS)
-LIBS = $(DEP_LIBS) -lz
+# libiberty (Debian libiberty-dev) has no pkg-config file: the demangler of binutils.
+LIBS = $(DEP_LIBS) -liberty -lz
 
 # lib/ holds one folder per pipeline stage (README "Source layout"); lib/stackpulse.h is
 # the public header, each stage has its private ones.
@@ -47,6 +48,8 @@ all: stackpulse workloads
 check-deps:
 	@$(PKG_CONFIG) --exists $(DEP_PKGS) || { \
 	  echo "stackpulse: missing libdw/libelf development files: apt-get install libdw-dev libelf-dev (or run scripts/install-deps)" >&2; exit 1; }
+	@echo '#include <libiberty/demangle.h>' | $(CC) -E -x c - >/dev/null 2>&1 || { \
+	  echo "stackpulse: missing libiberty (the C++ and Rust demangler): apt-get install libiberty-dev (or run scripts/install-deps)" >&2; exit 1; }
 
 libstackpulse.a: $(LIB_OBJ)
 	$(AR) rcs $@ $^

@@ -98,7 +98,7 @@ static const struct argp_option options[] = {
 	 "be empty (e.g. '2,4', '5,' or ',1.5')", 4},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
 	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0,
-	 "show C++ names as they are in the symbol table (ignores stored symbols, "
+	 "show C++ and Rust names as they are in the symbol table (ignores stored symbols, "
 	 "which are demangled)", 3},
 	{"no-inline", OPT_NO_INLINE, NULL, 0,
 	 "fold inlined functions into the function they were inlined into "

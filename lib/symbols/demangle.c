@@ -1,48 +1,31 @@
 /* SPDX-License-Identifier: MIT */
-/* C++ name demangling through the C++ runtime's __cxa_demangle, found at run time. */
+/*
+ * Name demangling through libiberty (Debian libiberty-dev), the demangler of
+ * GNU binutils and GDB: C++ (Itanium ABI), Rust legacy and Rust v0.
+ */
 #include "symbols/symbols.h"
 
-#include <dlfcn.h>
-#include <stdlib.h>
+#include <libiberty/demangle.h>
 #include <string.h>
 
-typedef char *(*cxa_demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
-
 /*
- * The library is C and links no C++ runtime; the demangler is looked up once
- * instead: already loaded (a C++ embedder), else libstdc++.so.6 by soname.
- * Without it names stay mangled, which is still correct output.
+ * Rust's legacy scheme is an Itanium name whose last component is the hash
+ * "17h" + 16 hex digits; libiberty's Rust demangler recognizes it by that
+ * and decodes the "$u7b$"-style escapes, so it is tried before C++.  Without
+ * DMGL_VERBOSE the hash is dropped (as perf and rustfilt print it).  Rust v0
+ * names start "_R".  DMGL_PARAMS keeps C++ parameter lists, DMGL_ANSI their
+ * qualifiers, as __cxa_demangle prints them.
  */
-static cxa_demangle_fn demangler(void)
-{
-	static int looked;
-	static cxa_demangle_fn fn;
-	if (!looked) {
-		looked = 1;
-		fn = (cxa_demangle_fn)dlsym(RTLD_DEFAULT, "__cxa_demangle");
-		if (!fn) {
-			void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-			if (h)
-				fn = (cxa_demangle_fn)dlsym(h, "__cxa_demangle");
-			/* h stays open: fn points into it for the process's life. */
-		}
-	}
-	return fn;
-}
-
 char *sp_demangle(const char *name)
 {
-	/* Only Itanium ABI names; __cxa_demangle would also take plain types ("i" -> "int"). */
-	if (!name || strncmp(name, "_Z", 2))
+	if (!name)
 		return NULL;
-	cxa_demangle_fn fn = demangler();
-	if (!fn)
+	int opts = DMGL_PARAMS | DMGL_ANSI;
+	if (!strncmp(name, "_R", 2))
+		return rust_demangle(name, opts);
+	/* Only mangled names: the C++ demangler would also take types ("i" -> "int"). */
+	if (strncmp(name, "_Z", 2))
 		return NULL;
-	int status = -1;
-	char *out = fn(name, NULL, NULL, &status);
-	if (status != 0) {
-		free(out);
-		return NULL;
-	}
-	return out;
+	char *out = rust_demangle(name, opts);
+	return out ? out : cplus_demangle_v3(name, opts);
 }

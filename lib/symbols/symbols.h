@@ -25,12 +25,13 @@
 
 #include <elfutils/libdwfl.h>
 
-/* ---- C++ name demangling (demangle.c) ---------------------------------- */
+/* ---- name demangling (demangle.c) -------------------------------------- */
 
 /*
- * Demangle an Itanium C++ ABI name ("_Z...").  Returns a malloc'd string the
- * caller frees, or NULL when name is not mangled, the demangler rejects it,
- * or no C++ runtime is available (the caller keeps the raw name).
+ * Demangle a C++ (Itanium ABI, "_Z..."), Rust legacy ("_ZN...17h<hash>E",
+ * hash dropped) or Rust v0 ("_R...") name with libiberty.  Returns a malloc'd
+ * string the caller frees, or NULL when name is not mangled or the demangler
+ * rejects it (the caller keeps the raw name).
  */
 char *sp_demangle(const char *name);
 

@@ -530,6 +530,32 @@ Test(symbolizer, demangle_wrapper_leaves_plain_names_alone)
 	free(d);
 }
 
+/* Rust's two manglings, spelled as rustfilt and perf print them (rustc 1.63's symbols). */
+static void expect_demangled(const char *mangled, const char *want)
+{
+	char *d = sp_demangle(mangled);
+	cr_assert_not_null(d, "%s not demangled", mangled);
+	cr_expect_str_eq(d, want);
+	free(d);
+}
+
+Test(symbolizer, demangles_rust_legacy_and_v0_names)
+{
+	/* legacy: the hash is dropped, "$u7b$"-style escapes decoded */
+	expect_demangled("_ZN10rust_names2dm4work17h2c0061c1ff6ae7a4E", "rust_names::dm::work");
+	expect_demangled("_ZN10rust_names2dm5outer28_$u7b$$u7b$closure$u7d$$u7d$17h632aede520e68818E",
+			 "rust_names::dm::outer::{{closure}}");
+	expect_demangled("_ZN4core3ptr71drop_in_place$LT$rust_names..dm..outer..$u7b$$u7b$closure$u7d$$u7d$$GT$"
+			 "17hf227c3cbf9e961b2E",
+			 "core::ptr::drop_in_place<rust_names::dm::outer::{{closure}}>");
+	/* v0: generic arguments and closures kept, crate disambiguators hidden */
+	expect_demangled("_RINvNtCsbt0fQicOZbh_10rust_names2dm4workmEB4_", "rust_names::dm::work::<u32>");
+	expect_demangled("_RNCNvNtCsbt0fQicOZbh_10rust_names2dm5outer0B5_", "rust_names::dm::outer::{closure#0}");
+	/* a C++ name that only looks like Rust's legacy form keeps its C++ reading */
+	expect_demangled("_ZN2ns1fEv", "ns::f()");
+	cr_expect_null(sp_demangle("_Rgarbage"));
+}
+
 /* ---- kernel symbols and perf maps ------------------------------------------ */
 
 static char fixture_dir[64];

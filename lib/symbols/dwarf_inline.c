@@ -11,10 +11,12 @@
 /*
  * A function DIE's name, looked up through DW_AT_abstract_origin and
  * DW_AT_specification, so an inlined instance gets its abstract function's
- * name: a C++ linkage name demangled (qualified, with parameters, as ELF
- * symbols are shown; mangled with no_demangle), else DW_AT_name.  Other
- * linkage names are C asm labels (glibc's "__GI___mmap64" for __mmap64):
- * the source's name reads better.  NULL when the DIE has no name.
+ * name: a C++ or Rust (legacy or v0) linkage name demangled (qualified, as
+ * ELF symbols are shown; mangled with no_demangle), else DW_AT_name.  Rust's
+ * standard library is built with v0 names: without them its inlined functions
+ * were bare ("wrapping_mul", "catch_unwind<...>").  Other linkage names are C
+ * asm labels (glibc's "__GI___mmap64" for __mmap64): the source's name reads
+ * better.  NULL when the DIE has no name.
  */
 static int die_function_name(struct sp_symbolizer *sym, Dwarf_Die *die, const char **out)
 {
@@ -22,7 +24,7 @@ static int die_function_name(struct sp_symbolizer *sym, Dwarf_Die *die, const ch
 	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
 	if (!name)
 		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
-	if (name && !strncmp(name, "_Z", 2)) {
+	if (name && (!strncmp(name, "_Z", 2) || !strncmp(name, "_R", 2))) {
 		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
 		if (dem) {
 			*out = sp_arena_strndup(&sym->strings, dem, strlen(dem));

@@ -2,7 +2,10 @@
 # Rust names are demangled (issue 14 item 1), as rustfilt and perf print them: the
 # legacy scheme without its hash ("rust_names::dm::work", closures "{{closure}}"), the v0
 # scheme with its generic arguments and closures ("rust_names::dm::work::<u32>",
-# "{closure#0}", crate disambiguators hidden).  --no-demangle keeps the raw symbols.
+# "{closure#0}", crate disambiguators hidden).  Inline frames are named by their DWARF
+# linkage names, demangled the same way, so they are qualified like out-of-line ones
+# ("core::num::<impl u64>::wrapping_add", not "wrapping_add"; Rust's standard library
+# has v0 names).  --no-demangle keeps the raw symbols.
 # Beside: perf report's names for the same programs.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
@@ -39,6 +42,10 @@ check() {
 	bad=$(tr ';' '\n' <"$m.folded" | grep -E '::h[0-9a-f]{16}($| )|^_R[A-Za-z0-9_]|^_ZN' | head -n 3 | tr '\n' ' ')
 	[ -z "$bad" ] && ok "$m mangling: no name keeps its hash or its mangled form" ||
 		fail "$m mangling: names left mangled: $bad"
+	bare=$(grep ';main;' "$m.folded" | sed 's/.*;main;//; s/ [0-9]*$//' | tr ';' '\n' |
+		grep '_\[i\]$' | grep -v '::' | sort -u | head -n 3 | tr '\n' ' ')
+	[ -z "$bare" ] && ok "$m mangling: every inline frame under main is qualified (crate::...::f)" ||
+		fail "$m mangling: inline frames without their path: $bare"
 	with_timeout 60 "$SP" report --no-demangle --format=folded "$m.spool" >"$m.raw" 2>/dev/null
 	grep -Eq "$raw" "$m.raw" && ok "$m mangling: --no-demangle shows the raw symbols" ||
 		fail "$m mangling: --no-demangle shows no $raw: $(folded_top "$m.raw" 1)"

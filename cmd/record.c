@@ -352,6 +352,18 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 			s->jitdump_frames, s->jitdump_frames == 1 ? "" : "s",
 			s->jitdump_frames == 1 ? "was" : "were",
 			s->jitdumps == 1 ? "a jitdump" : "jitdumps");
+	if (s->container_perf_maps)
+		fprintf(stderr, "  %" PRIu64 " frame%s of JIT code named from the perf map%s of %" PRIu64
+				" process%s in containers (kept in the spool: their /tmp goes with them)\n",
+			s->container_perf_map_frames, s->container_perf_map_frames == 1 ? "" : "s",
+			s->container_perf_maps == 1 ? "" : "s", s->container_perf_maps,
+			s->container_perf_maps == 1 ? "" : "es");
+	if (s->container_perf_maps_missing)
+		fprintf(stderr, "  %" PRIu64 " process%s in containers running JIT code or Python had no "
+				"perf map to trust in the container's /tmp (perf-NSPID.map, NSPID its pid "
+				"there): its JIT frames stay addresses; start Python with -X perf, Node with "
+				"--perf-basic-prof\n",
+			s->container_perf_maps_missing, s->container_perf_maps_missing == 1 ? "" : "es");
 	if (s->fp_frames)
 		fprintf(stderr, "  %" PRIu64 " frame%s in code without unwind tables %s found by "
 				"frame pointers, kept where the stack reached its root\n",

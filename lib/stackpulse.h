@@ -136,6 +136,16 @@ struct sp_summary {
 	 */
 	uint64_t jitdump_frames;
 	uint64_t jitdumps;            /* jitdumps whose unwinding information was read */
+	/*
+	 * The recorder's own, not stored: processes in a container (another
+	 * mount or PID namespace) running JIT code or a Python runtime, whose
+	 * perf map, in the container's /tmp, was kept open to name their frames
+	 * at the end; those that had none (or one not to be trusted); and the
+	 * frames named from the kept maps (stored in the spool as symbol records).
+	 */
+	uint64_t container_perf_maps;
+	uint64_t container_perf_maps_missing;
+	uint64_t container_perf_map_frames;
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */

@@ -237,6 +237,14 @@ struct sp_process {
 	size_t nmods, cap;
 	bool exited;
 	bool is_python;
+	/*
+	 * Runs JIT code or a Python runtime: in a container its perf map is
+	 * looked for (then kept open) on its samples, every PERF_MAP_RETRY_NS
+	 * while missing, PERF_MAP_TRIES times at most.
+	 */
+	bool perf_map_wanted;
+	uint8_t perf_map_tries;
+	uint64_t perf_map_next_ns;
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */

@@ -95,6 +95,10 @@ struct sp_recorder {
 	/* Samples that may have been taken inside an exec, held until it is known (on_sample). */
 	struct held_sample held[HELD_MAX];
 	size_t nheld;
+	/* Perf maps of processes in containers, kept open: pid and fd (keep_perf_map). */
+	int32_t *kept_pids;
+	int *kept_fds;
+	size_t nkept, kept_cap, kept_fds_cap;
 };
 
 /* A cached stack: its key's words in key_words, and the stack id they gave. */
@@ -229,6 +233,60 @@ static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_pyt
 	note_write(r, sp_spool_writer_append_exec(r->spool, &e));
 }
 
+/* ---- perf maps of processes in containers -------------------------------- */
+
+/* Kept open at most: fds, one per process. */
+#define KEPT_PERF_MAPS_MAX 256
+#define PERF_MAP_RETRY_NS 200000000ull /* 0.2 s */
+#define PERF_MAP_TRIES 50
+
+/*
+ * A process in a container writes its perf map into the container's /tmp
+ * (/proc/PID/root/tmp/perf-NSPID.map from here), which goes away with the
+ * container, often before the report runs.  The map is opened while the
+ * process lives, with the checks every perf map gets (sp_perf_map_open: no
+ * symlink, a regular file, owned by the process's user or root, not
+ * writable by others, not older than the process), and kept open: the open
+ * file outlives the container's /tmp, and is read once, at the end, when it
+ * holds every line the runtime wrote (sp_symbolize_perf_maps).
+ */
+static void keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t now_ns)
+{
+	if (now_ns && now_ns < p->perf_map_next_ns)
+		return;
+	char path[128];
+	int32_t nspid;
+	int where = sp_pid_perf_map_path(p->pid, path, sizeof(path), &nspid);
+	if (where != 1 || r->nkept >= KEPT_PERF_MAPS_MAX) {
+		p->perf_map_wanted = false; /* the host's /tmp/perf-PID.map: the report reads it */
+		return;
+	}
+	uint32_t uid;
+	int64_t owner = sp_pid_euid(p->pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN : (int64_t)uid;
+	unsigned verdict;
+	int fd;
+	if (sp_perf_map_open(path, owner, sp_pid_start_us(p->pid), &verdict, &fd) == -ENOMEM)
+		return;
+	if (fd < 0) {
+		bool retry = verdict == SP_PERF_MAP_MISSING && ++p->perf_map_tries < PERF_MAP_TRIES;
+		p->perf_map_next_ns = now_ns + PERF_MAP_RETRY_NS;
+		if (!retry) {
+			p->perf_map_wanted = false;
+			r->summary.container_perf_maps_missing++;
+		}
+		return;
+	}
+	if (sp_array_reserve((void **)&r->kept_pids, &r->kept_cap, r->nkept + 1, sizeof(*r->kept_pids)) ||
+	    sp_array_reserve((void **)&r->kept_fds, &r->kept_fds_cap, r->nkept + 1, sizeof(*r->kept_fds))) {
+		close(fd);
+		return;
+	}
+	r->kept_pids[r->nkept] = p->pid;
+	r->kept_fds[r->nkept++] = fd;
+	r->summary.container_perf_maps++;
+	p->perf_map_wanted = false;
+}
+
 static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
 					    uint64_t pc, bool after_call, struct sp_cfi_row *out);
 static size_t read_code_cb(void *ctx, uint64_t addr, uint8_t *buf, size_t len);
@@ -296,6 +354,9 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	err = sp_process_add_module(p, &pm);
 	if (!err && !p->is_python && !anon && sp_is_python_module(path))
 		mark_python(r, p, true, time);
+	/* JIT code or a Python runtime: in a container, its perf map is kept (keep_perf_map). */
+	if (!err && (anon || p->is_python))
+		p->perf_map_wanted = true;
 	return err;
 }
 
@@ -693,6 +754,8 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		sum->error_stats[SP_ERR_UNKNOWN_PROCESS]++;
 		return;
 	}
+	if (p->perf_map_wanted)
+		keep_perf_map(r, p, s.time);
 
 	const uint64_t *user;
 	size_t nuser, nk = split_callchain(&s, r->kpcs, MAX_FRAMES, &user, &nuser);
@@ -1467,6 +1530,9 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	sigaddset(&stop, SIGTERM);
 	bool held = !pthread_sigmask(SIG_BLOCK, &stop, &old);
 	store_replaced_images(r);
+	if (r->nkept)
+		(void)sp_symbolize_perf_maps(r->spool, r->kept_pids, r->kept_fds, r->nkept,
+					     &r->summary.container_perf_map_frames);
 	if (held)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
@@ -1503,5 +1569,9 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->key_words);
 	free(r->comms);
 	free(r->root_chains);
+	for (size_t i = 0; i < r->nkept; i++)
+		close(r->kept_fds[i]);
+	free(r->kept_pids);
+	free(r->kept_fds);
 	free(r);
 }

@@ -136,14 +136,52 @@ static int load_jitdump(struct sp_symbolizer *sym, int32_t pid, int64_t owner, u
 	return 0;
 }
 
-/* The perf map of pid, read on first use; NULL when none may or can be used. */
-static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc_map **out)
+/*
+ * Without a perf map file, the perf map lines the spool stores for pid: the
+ * recorder keeps those of a process in a container, whose map lives in the
+ * container's /tmp (sp_symbolize_perf_maps), and `symbolize` those of every
+ * map it read.  They name the frames they were stored for and, being lines
+ * of its map, say that pid's map was read (sp_sym_flag_python_runtime).
+ */
+static int load_stored_lines(struct sp_symbolizer *sym, int32_t pid, struct sp_perf_map *map,
+			     unsigned *verdict)
 {
-	*out = NULL;
+	const struct sp_spool *s = sym->spool;
+	size_t n = 0;
+	for (size_t i = 0; i < s->npmlines; i++)
+		n += s->pmlines[i].pid == pid && s->pmlines[i].name < s->nsym_strings &&
+		     s->pmlines[i].size && s->pmlines[i].start + s->pmlines[i].size > s->pmlines[i].start;
+	if (!n)
+		return 0;
+	struct sp_perf_map_entry *e = malloc(n * sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	int err = 0;
+	size_t k = 0;
+	for (size_t i = 0; i < s->npmlines && !err; i++) {
+		const struct sp_spool_pmline *l = &s->pmlines[i];
+		if (l->pid != pid || l->name >= s->nsym_strings || !l->size || l->start + l->size <= l->start)
+			continue;
+		const char *name = s->sym_strings[l->name];
+		e[k] = (struct sp_perf_map_entry){.start = l->start, .end = l->start + l->size};
+		err = sp_perf_map_add_name(map, name, strlen(name), &e[k].name);
+		k++;
+	}
+	if (!err)
+		err = sp_perf_map_build(map, e, k);
+	free(e);
+	if (!err)
+		*verdict = SP_PERF_MAP_USED;
+	return err;
+}
+
+/* pid's entry in sym->maps, made (SOURCE_UNUSABLE) when it has none; *fresh when made now. */
+static int map_entry(struct sp_symbolizer *sym, int32_t pid, struct proc_map **out, bool *fresh)
+{
 	uint32_t idx;
+	*fresh = false;
 	if (sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx)) {
-		if (sym->maps[idx].state == SOURCE_LOADED)
-			*out = &sym->maps[idx];
+		*out = &sym->maps[idx];
 		return 0;
 	}
 	if (sp_array_reserve((void **)&sym->maps, &sym->maps_cap, sym->nmaps + 1,
@@ -156,6 +194,47 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	if (err)
 		return err;
 	sym->nmaps++;
+	*out = pm;
+	*fresh = true;
+	return 0;
+}
+
+int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd)
+{
+	struct proc_map *pm;
+	bool fresh;
+	int err = map_entry(sym, pid, &pm, &fresh);
+	if (err)
+		return err;
+	if (!fresh)
+		return -SP_E_BAD_ARG;
+	err = sp_perf_map_read_fd(&pm->map, fd, NULL);
+	if (!err)
+		pm->module = sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
+	if (!err && !pm->module)
+		err = -ENOMEM;
+	if (err) {
+		sp_perf_map_release(&pm->map);
+		sp_perf_map_init(&pm->map);
+		return err;
+	}
+	sym->stats.perf_maps_read++;
+	pm->state = SOURCE_LOADED;
+	return 0;
+}
+
+/* The perf map of pid, read on first use; NULL when none may or can be used. */
+static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc_map **out)
+{
+	*out = NULL;
+	struct proc_map *pm;
+	bool fresh;
+	int err = map_entry(sym, pid, &pm, &fresh);
+	if (err || !fresh) {
+		if (!err && pm->state == SOURCE_LOADED)
+			*out = pm;
+		return err;
+	}
 	if (!perf_map_allowed(sym, pid))
 		return 0;
 	unsigned verdict;
@@ -167,6 +246,8 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	const char *jitdump = NULL;
 	if (!err && verdict == SP_PERF_MAP_MISSING)
 		err = load_jitdump(sym, pid, owner, since, &pm->map, &verdict, &jitdump);
+	if (!err && verdict == SP_PERF_MAP_MISSING)
+		err = load_stored_lines(sym, pid, &pm->map, &verdict);
 	if (err == -ENOMEM)
 		return err;
 	if (err)

@@ -421,56 +421,120 @@ void sp_symbolize_result_release(struct sp_symbolize_result *res)
 	*res = (struct sp_symbolize_result){0};
 }
 
-/* ---- at record end: images deleted or replaced while recording --------- */
+/* ---- naming at record end: replaced images, containers' perf maps ------- */
+
+/* What naming at record end works with: the spool written so far, read back. */
+struct end_naming {
+	struct sp_spool *s;
+	struct sp_symbolizer *sym;
+	struct sp_symenc *enc;
+	uint8_t *used; /* by frame id: a sample's stack holds it */
+};
+
+static int end_naming_begin(struct sp_spool_writer *w, const struct sp_symbolizer_opts *o,
+			    struct end_naming *e)
+{
+	*e = (struct end_naming){0};
+	int err = sp_spool_writer_read_back(w, &e->s);
+	if (!err)
+		err = sp_symbolizer_new(e->s, o, &e->sym);
+	if (!err)
+		err = sp_symenc_new(e->s, &e->enc);
+	if (!err)
+		err = used_frames(e->s, &e->used);
+	return err;
+}
+
+/* Append what e encoded to w (unless err), *frames the frames stored; frees e.  Returns err or a new one. */
+static int end_naming_finish(struct sp_spool_writer *w, struct end_naming *e, int err,
+			     uint64_t *frames)
+{
+	struct sp_buf records;
+	sp_buf_init(&records);
+	if (!err)
+		err = sp_symenc_finish(e->enc, &records);
+	if (!err && records.len)
+		err = sp_spool_writer_append_records(w, records.data, records.len);
+	if (!err)
+		*frames = sp_symenc_frames(e->enc);
+	sp_buf_release(&records);
+	free(e->used);
+	sp_symenc_free(e->enc);
+	sp_symbolizer_free(e->sym);
+	sp_spool_free(e->s);
+	return err;
+}
 
 int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,
 			uint64_t *frames)
 {
 	*frames = 0;
-	struct sp_spool *s = NULL;
-	struct sp_symbolizer *sym = NULL;
-	struct sp_symenc *enc = NULL;
-	uint8_t *used = NULL;
-	struct sp_buf records;
-	sp_buf_init(&records);
 	/* Only native frames are wanted: no kallsyms, no perf maps. */
 	const struct sp_symbolizer_opts o = {
 		.no_kernel_symbols = true,
 		.perf_map_policy = SP_PERF_MAPS_NONE,
 		.stored_symbols = SP_STORED_NONE,
 	};
-	int err = sp_spool_writer_read_back(w, &s);
-	if (!err)
-		err = sp_symbolizer_new(s, &o, &sym);
-	if (!err)
-		err = sp_symenc_new(s, &enc);
-	if (!err)
-		err = used_frames(s, &used);
+	struct end_naming e;
+	int err = end_naming_begin(w, &o, &e);
+	const struct sp_spool *s = e.s;
 	/* A module without a file entry keeps the address form: nothing to do for it. */
-	for (size_t i = 0; i < n && i < s->nmodules && !err; i++)
+	for (size_t i = 0; i < n && !err && i < s->nmodules; i++)
 		if (fd_by_module[i] >= 0)
-			(void)sp_symbolizer_use_file(sym, (uint32_t)i, fd_by_module[i]);
-	for (uint32_t id = 0; id < (s ? s->nframes : 0) && !err; id++) {
+			(void)sp_symbolizer_use_file(e.sym, (uint32_t)i, fd_by_module[i]);
+	for (uint32_t id = 0; !err && id < s->nframes; id++) {
 		const struct sp_frame *fr = &s->frames[id];
-		if (!used[id] || fr->mode != SP_FRAME_USER || fr->module_id >= n ||
+		if (!e.used[id] || fr->mode != SP_FRAME_USER || fr->module_id >= n ||
 		    fd_by_module[fr->module_id] < 0)
 			continue;
 		const struct sp_resolved_frame *chain;
 		size_t k;
-		err = sp_symbolizer_resolve_all(sym, id, &chain, &k);
+		err = sp_symbolizer_resolve_all(e.sym, id, &chain, &k);
 		if (!err && chain[k - 1].origin == SP_ORIGIN_ELF)
-			err = sp_symenc_add_frame(enc, id, chain, k);
+			err = sp_symenc_add_frame(e.enc, id, chain, k);
 	}
-	if (!err)
-		err = sp_symenc_finish(enc, &records);
-	if (!err && records.len)
-		err = sp_spool_writer_append_records(w, records.data, records.len);
-	if (!err)
-		*frames = sp_symenc_frames(enc);
-	sp_buf_release(&records);
-	free(used);
-	sp_symenc_free(enc);
-	sp_symbolizer_free(sym);
-	sp_spool_free(s);
-	return err;
+	return end_naming_finish(w, &e, err, frames);
+}
+
+int sp_symbolize_perf_maps(struct sp_spool_writer *w, const int32_t *pids, const int *fds, size_t n,
+			   uint64_t *frames)
+{
+	*frames = 0;
+	if (!n)
+		return 0;
+	/* Only these processes' perf maps, as they were kept: no file is looked for. */
+	const struct sp_symbolizer_opts o = {
+		.no_kernel_symbols = true,
+		.perf_map_policy = SP_PERF_MAPS_PIDS,
+		.perf_map_pids = pids,
+		.perf_map_npids = n,
+		.stored_symbols = SP_STORED_NONE,
+	};
+	struct end_naming e;
+	struct sp_map seen;
+	struct sp_symbolize_result res = {0};
+	sp_map_init(&seen);
+	int err = end_naming_begin(w, &o, &e);
+	const struct sp_spool *s = e.s;
+	for (size_t i = 0; i < n && !err; i++)
+		if (fds[i] >= 0)
+			(void)sp_symbolizer_use_perf_map_fd(e.sym, pids[i], fds[i]);
+	/* Frames of anonymous code, or outside every mapping: the ones a perf map names. */
+	for (uint32_t id = 0; !err && id < s->nframes; id++) {
+		const struct sp_frame *fr = &s->frames[id];
+		const struct sp_module *m = fr->module_id == SP_NO_MODULE || fr->module_id >= s->nmodules
+						    ? NULL : sp_spool_module(s, fr->module_id);
+		if (!e.used[id] || fr->mode != SP_FRAME_USER || (m && !(m->flags & SP_MODULE_ANON)))
+			continue;
+		const struct sp_resolved_frame *chain;
+		size_t k;
+		err = sp_symbolizer_resolve_all(e.sym, id, &chain, &k);
+		if (err || chain[k - 1].origin != SP_ORIGIN_PERF_MAP)
+			continue;
+		err = sp_symenc_add_frame(e.enc, id, chain, k);
+		if (!err)
+			err = add_source(e.enc, &seen, e.sym, id, &res);
+	}
+	sp_map_release(&seen);
+	return end_naming_finish(w, &e, err, frames);
 }

@@ -587,6 +587,14 @@ int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_i
  */
 int sp_symbolizer_use_file(struct sp_symbolizer *sym, uint32_t module_id, int fd);
 
+/*
+ * pid's perf map is the open file fd (the caller keeps it, and checked who
+ * owns it when opening it): read now, and used instead of looking for one.
+ * 0; -SP_E_BAD_ARG when pid's map was already looked for; -ENOMEM.
+ * (lib/symbols/perfmap_frames.c)
+ */
+int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd);
+
 /* Where the symbolizer looked for a module's symbols, for a user who wants to add them. */
 struct sp_lookup_places {
 	uint32_t file;   /* the module file's index (modules sharing a file share it); UINT32_MAX: none */
@@ -649,5 +657,17 @@ int sp_cmp_pid(const void *a, const void *b);
  */
 int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,
 			uint64_t *frames);
+
+/*
+ * At record end, name the frames of JIT code of processes in containers from
+ * the perf maps the recorder kept open (their /tmp goes with the container):
+ * pids[i]'s map is the open file fds[i] (-1: none), n entries.  Reads the
+ * spool written so far back, resolves those processes' frames in anonymous
+ * code or outside every mapping from the maps, and appends the named ones
+ * and their perf map lines as symbol records to w.  *frames gets how many
+ * were stored.  0 or -errno.
+ */
+int sp_symbolize_perf_maps(struct sp_spool_writer *w, const int32_t *pids, const int *fds, size_t n,
+			   uint64_t *frames);
 
 #endif

@@ -18,7 +18,8 @@
  * (lib/unwind/codeframe.c).  The entry comes from one of two places, never from a
  * scan backwards (which cannot tell code from data):
  *
- *  - the process's perf map (/tmp/perf-PID.map, the JIT interface of
+ *  - the process's perf map (/tmp/perf-PID.map, or in a container its
+ *    /tmp/perf-NSPID.map through /proc/PID/root; the JIT interface of
  *    Linux tools/perf/Documentation/jit-interface.txt): the start of the
  *    function whose line covers the pc;
  *  - a trampoline arena: a region that is nothing but copies of one short
@@ -49,6 +50,7 @@ struct jit_arena {
 
 struct sp_jit_code {
 	pid_t pid;
+	char map_path[128];     /* /tmp/perf-PID.map, or in a container its own, through its root */
 	uint64_t not_before_us; /* the process's start: older maps belong to someone else */
 	struct sp_perf_map map;
 	int64_t map_size;       /* file size when the map was read; -1: never read */
@@ -67,41 +69,16 @@ struct sp_jit_code {
 	bool jitdump_tried;
 };
 
-/* The process's start in µs since the epoch (/proc/PID/stat starttime + btime), 0 if unknown. */
-static uint64_t process_start_us(pid_t pid)
-{
-	char path[64], buf[1024];
-	unsigned long long btime = 0, start = 0;
-	FILE *f = fopen("/proc/stat", "re");
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if (sscanf(buf, "btime %llu", &btime) == 1)
-			break;
-	fclose(f);
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[n] = '\0';
-	/* Field 22; count from the last ')' since comm may hold spaces and parentheses. */
-	char *p = strrchr(buf, ')');
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
-			 "%*d %*d %*d %*d %llu", &start) != 1 || !btime)
-		return 0;
-	long hz = sysconf(_SC_CLK_TCK);
-	return btime * 1000000ull + start * 1000000ull / (unsigned long long)(hz > 0 ? hz : 100);
-}
-
 struct sp_jit_code *sp_jit_code_new(pid_t pid)
 {
 	struct sp_jit_code *j = calloc(1, sizeof(*j));
 	if (!j)
 		return NULL;
 	j->pid = pid;
-	j->not_before_us = process_start_us(pid);
+	j->not_before_us = sp_pid_start_us(pid);
+	int32_t nspid;
+	if (sp_pid_perf_map_path(pid, j->map_path, sizeof(j->map_path), &nspid) != 1)
+		snprintf(j->map_path, sizeof(j->map_path), MAP_DIR "/perf-%d.map", (int)pid);
 	j->map_size = -1;
 	sp_perf_map_init(&j->map);
 	sp_map_init(&j->fn_index);
@@ -183,11 +160,9 @@ size_t sp_target_read(pid_t pid, uint64_t addr, void *buf, size_t len)
 /* (Re)read the perf map when its size changed (it only grows while the process lives). */
 static void refresh_map(struct sp_jit_code *j)
 {
-	char path[64];
 	struct stat st;
-	snprintf(path, sizeof(path), MAP_DIR "/perf-%d.map", (int)j->pid);
 	j->since_check = 0;
-	if (lstat(path, &st) || st.st_size == j->map_size)
+	if (lstat(j->map_path, &st) || st.st_size == j->map_size)
 		return;
 	uint64_t start;
 	if (!sp_pace_begin(&j->map_pace, &start))
@@ -198,7 +173,12 @@ static void refresh_map(struct sp_jit_code *j)
 	/* The process's user now: only its map (or root's) may name its code. */
 	uint32_t uid;
 	int64_t owner = sp_pid_euid(j->pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN : (int64_t)uid;
-	int err = sp_perf_map_load(&m, MAP_DIR, j->pid, owner, j->not_before_us, NULL, &verdict);
+	int fd;
+	int err = sp_perf_map_open(j->map_path, owner, j->not_before_us, &verdict, &fd);
+	if (!err && fd >= 0) {
+		err = sp_perf_map_read_fd(&m, fd, NULL);
+		close(fd);
+	}
 	sp_pace_end(&j->map_pace, start);
 	if (err || verdict != SP_PERF_MAP_USED) {
 		sp_perf_map_release(&m);

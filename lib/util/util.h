@@ -288,6 +288,22 @@ bool sp_text_parse_hex(const char **p, const char *end, uint64_t *v);
  */
 int sp_pid_euid(pid_t pid, uint32_t *uid);
 
+/*
+ * When pid started, in µs since the epoch: /proc/PID/stat's starttime (clock
+ * ticks since boot, field 22) plus /proc/stat's btime.  0 when unknown.
+ */
+uint64_t sp_pid_start_us(pid_t pid);
+
+/*
+ * Where pid's perf map is when it runs in a container (another mount or PID
+ * namespace): "/proc/PID/root/tmp/perf-NSPID.map" into buf (size bytes), its
+ * own pid in its innermost PID namespace (the last field of /proc/PID/status
+ * "NSpid:") into *nspid, returns 1.  Returns 0 when its /tmp is ours and its
+ * pid the same: its map is the usual /tmp/perf-PID.map (jit-interface.txt).
+ * -SP_E_NO_PROCESS when it is gone, -SP_E_BAD_ARG when buf is too small.
+ */
+int sp_pid_perf_map_path(pid_t pid, char *buf, size_t size, int32_t *nspid);
+
 /* ---- opening files others control (open_regular.c) --------------------- */
 
 /* How a path's symlinks are treated. */

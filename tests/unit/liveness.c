@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for pidfd exit watchers, sp_pid_exists with zombies and exited leaders, signals. */
+/*
+ * Unit tests for pidfd exit watchers, sp_pid_exists with zombies and exited
+ * leaders, signals, and where a process's perf map is (sp_pid_perf_map_path).
+ */
 #include <criterion/criterion.h>
 
 #include "stackpulse.h"
+#include "util/util.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -212,4 +217,63 @@ Test(liveness, never_signals_groups)
 	cr_expect_eq(sp_pid_kill(0), -SP_E_BAD_ARG);
 	cr_expect_eq(sp_pid_kill(-1), -SP_E_BAD_ARG);
 	cr_expect_eq(sp_pid_kill(-getpid()), -SP_E_BAD_ARG);
+}
+
+/* ---- where a perf map is ---------------------------------------------------- */
+
+Test(liveness, own_perf_map_is_in_our_tmp)
+{
+	char path[128];
+	int32_t nspid = -1;
+	cr_expect_eq(sp_pid_perf_map_path(getpid(), path, sizeof(path), &nspid), 0);
+	cr_expect_eq(nspid, -1, "untouched when the map is the usual /tmp/perf-PID.map");
+	cr_expect_eq(sp_pid_perf_map_path(NEVER_A_PID, path, sizeof(path), &nspid), -SP_E_NO_PROCESS);
+}
+
+/*
+ * A process in a new PID and mount namespace (a container's): its map is in
+ * its own /tmp, under its own pid there (1, the namespace's first process).
+ */
+Test(liveness, perf_map_of_a_process_in_a_container)
+{
+	int fds[2];
+	cr_assert_eq(pipe(fds), 0);
+	pid_t child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		pid_t inner = -1;
+		if (!unshare(CLONE_NEWPID | CLONE_NEWNS)) {
+			inner = fork();
+			if (inner == 0) {
+				alarm(30);
+				for (;;)
+					pause();
+			}
+		}
+		/* fork(2) answers with the pid in our namespace: the host's. */
+		if (write(fds[1], &inner, sizeof(inner)) != sizeof(inner))
+			_exit(1);
+		alarm(30);
+		for (;;)
+			pause();
+	}
+	pid_t inner = -1;
+	cr_assert_eq(read(fds[0], &inner, sizeof(inner)), (ssize_t)sizeof(inner));
+	if (inner <= 0) {
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		cr_skip_test("unshare(CLONE_NEWPID | CLONE_NEWNS) is refused here (not root, or no namespaces)");
+	}
+	char path[128];
+	int32_t nspid = -1;
+	int where = sp_pid_perf_map_path(inner, path, sizeof(path), &nspid);
+	char want[128];
+	snprintf(want, sizeof(want), "/proc/%d/root/tmp/perf-1.map", (int)inner);
+	kill(inner, SIGKILL);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	cr_expect_eq(where, 1);
+	cr_expect_eq(nspid, 1);
+	cr_expect_str_eq(path, want);
+	cr_expect_eq(sp_pid_perf_map_path(getpid(), path, 8, &nspid), 0, "our own map needs no buffer");
 }

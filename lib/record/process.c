@@ -129,6 +129,9 @@ int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src
 		memcpy(dst->mods, src->mods, src->nmods * sizeof(*src->mods));
 	dst->nmods = src->nmods;
 	dst->is_python = src->is_python;
+	/* A forked runtime writes a map of its own: in a container, looked for afresh. */
+	dst->perf_map_wanted = src->perf_map_wanted || src->perf_map_tries;
+	dst->perf_map_tries = 0;
 	/* The child writes its own perf map: its generated code is learnt afresh. */
 	sp_jit_code_free(dst->jit);
 	dst->jit = NULL;

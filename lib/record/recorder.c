@@ -250,6 +250,13 @@ static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_pyt
  * file outlives the container's /tmp, and is read once, at the end, when it
  * holds every line the runtime wrote (sp_symbolize_perf_maps).
  */
+/* Looked for no more: kept, the host's, not to be trusted, or missing too long. */
+static void perf_map_settled(struct sp_process *p)
+{
+	p->perf_map_wanted = false;
+	p->perf_map_tries = PERF_MAP_TRIES;
+}
+
 static void keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t now_ns)
 {
 	if (now_ns && now_ns < p->perf_map_next_ns)
@@ -258,7 +265,7 @@ static void keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t 
 	int32_t nspid;
 	int where = sp_pid_perf_map_path(p->pid, path, sizeof(path), &nspid);
 	if (where != 1 || r->nkept >= KEPT_PERF_MAPS_MAX) {
-		p->perf_map_wanted = false; /* the host's /tmp/perf-PID.map: the report reads it */
+		perf_map_settled(p); /* the host's /tmp/perf-PID.map: the report reads it */
 		return;
 	}
 	uint32_t uid;
@@ -268,10 +275,9 @@ static void keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t 
 	if (sp_perf_map_open(path, owner, sp_pid_start_us(p->pid), &verdict, &fd) == -ENOMEM)
 		return;
 	if (fd < 0) {
-		bool retry = verdict == SP_PERF_MAP_MISSING && ++p->perf_map_tries < PERF_MAP_TRIES;
 		p->perf_map_next_ns = now_ns + PERF_MAP_RETRY_NS;
-		if (!retry) {
-			p->perf_map_wanted = false;
+		if (verdict != SP_PERF_MAP_MISSING || ++p->perf_map_tries >= PERF_MAP_TRIES) {
+			perf_map_settled(p);
 			r->summary.container_perf_maps_missing++;
 		}
 		return;
@@ -284,7 +290,7 @@ static void keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t 
 	r->kept_pids[r->nkept] = p->pid;
 	r->kept_fds[r->nkept++] = fd;
 	r->summary.container_perf_maps++;
-	p->perf_map_wanted = false;
+	perf_map_settled(p);
 }
 
 static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_module *m,
@@ -355,7 +361,7 @@ static int add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t sta
 	if (!err && !p->is_python && !anon && sp_is_python_module(path))
 		mark_python(r, p, true, time);
 	/* JIT code or a Python runtime: in a container, its perf map is kept (keep_perf_map). */
-	if (!err && (anon || p->is_python))
+	if (!err && (anon || p->is_python) && p->perf_map_tries < PERF_MAP_TRIES)
 		p->perf_map_wanted = true;
 	return err;
 }

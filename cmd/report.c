@@ -107,8 +107,9 @@ static const struct argp_option options[] = {
 	 "tell source lines apart: 'function (file:line)' in the text report, "
 	 "'function:line' in folded stacks", 3},
 	{"show-runtime", OPT_SHOW_RUNTIME, NULL, 0,
-	 "show the Python runtime's native frames (the interpreter's C functions), hidden "
-	 "by default where its perf map names the Python functions", 3},
+	 "show all of the Python runtime's native frames: by default, where its perf map "
+	 "names the Python functions, the interpreter's machinery around them (eval loop, "
+	 "call dispatch, start-up) is hidden and the C code they call shows", 3},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 

@@ -99,9 +99,12 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 		a->frame_nfuncs[frame_id] = 0;
 		return 0;
 	}
-	/* Hidden by default: functions only once a stack without Python frames shows it. */
+	/* Hidden by default: functions only once a stack shows it (sp_agg_python_view). */
 	if (!a->show_runtime && (rf[n - 1].flags & SP_RFRAME_HIDDEN_DEFAULT) &&
 	    !a->frame_hidden[frame_id]) {
+		const char *name = rf[n - 1].name;
+		a->frame_eval[frame_id] = name && (!strncmp(name, "_PyEval_EvalFrame", 17) ||
+						   !strncmp(name, "PyEval_EvalFrame", 16));
 		a->frame_hidden[frame_id] = SP_AGG_HIDDEN;
 		a->frame_func[frame_id] = SP_AGG_NO_FUNC;
 		return 0;
@@ -143,21 +146,37 @@ size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t *
 	*frames = a->path;
 	if (!a->any_stand_in)
 		return n;
-	/*
-	 * Frames hidden by default (the Python runtime's machinery) leave a
-	 * stack that holds Python frames to stand in for them; a stack without
-	 * (interpreter start-up) keeps them.
-	 */
-	bool hide = false;
-	for (size_t i = 0; i < n && !hide; i++)
-		hide = a->path[i] < a->nframes && a->frame_hidden[a->path[i]] == SP_AGG_STAND_IN;
+	n = sp_agg_python_view(a, a->path, n);
+	/* A runtime frame this stack shows: its functions now. */
+	for (size_t i = 0; i < n; i++)
+		if (a->path[i] < a->nframes && a->frame_hidden[a->path[i]] == SP_AGG_HIDDEN) {
+			a->frame_hidden[a->path[i]] = SP_AGG_HIDDEN_SHOWN;
+			a->frame_func[a->path[i]] = FUNC_UNSET;
+			if (resolve_frame(a, a->path[i]))
+				return 0;
+		}
+	return n;
+}
+
+size_t sp_agg_python_view(const struct sp_agg *a, uint32_t *path, size_t n)
+{
+	size_t inner = n; /* the innermost Python frame */
+	for (size_t i = 0; i < n && inner == n; i++)
+		if (path[i] < a->nframes && a->frame_hidden[path[i]] == SP_AGG_STAND_IN)
+			inner = i;
+	if (inner == n)
+		return n;
 	size_t k = 0;
-	for (size_t i = 0; hide && i < n; i++)
-		if (a->path[i] >= a->nframes || a->frame_hidden[a->path[i]] == SP_AGG_STAND_IN ||
-		    !a->frame_hidden[a->path[i]])
-			a->path[k++] = a->path[i];
-	*frames = a->path;
-	return hide ? k : n;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t f = path[i];
+		bool runtime = f < a->nframes && (a->frame_hidden[f] == SP_AGG_HIDDEN ||
+						  a->frame_hidden[f] == SP_AGG_HIDDEN_SHOWN);
+		/* path[n - 1] is the root; leafward of inner only the eval loop goes. */
+		if (runtime && i + 1 < n && (i > inner || a->frame_eval[f]))
+			continue;
+		path[k++] = f;
+	}
+	return k;
 }
 
 static bool frame_is_marker(const struct sp_spool *s, uint32_t frame_id)
@@ -291,10 +310,9 @@ enum { NEED = 1, STAND_IN = 2, NEED_SHOW = 4, NEED_HIDE = 8 };
 
 /*
  * Map every sampled stack id to its node, merging stacks by functions.
- * Frames hidden by default (the Python runtime's machinery) leave a stack
- * that holds a Python frame to stand in for them; a stack without one
- * (interpreter start-up) keeps them, so a stack node has up to two nodes:
- * one for stacks that hide, one for stacks that show.
+ * Without Python frames, node by node.  With them, the Python runtime's
+ * frames hidden by default show or not depending on where a stack's Python
+ * frames are (sp_agg_python_view): stack by stack.
  */
 static int build_nodes(struct sp_agg *a, uint32_t *sample_node)
 {
@@ -330,6 +348,20 @@ static int build_nodes(struct sp_agg *a, uint32_t *sample_node)
 		if ((st[sp_spool_stack_parent(s, (uint32_t)sid)] & STAND_IN) ||
 		    (fr < a->nframes && a->frame_hidden[fr] == SP_AGG_STAND_IN))
 			st[sid] |= STAND_IN;
+	}
+	if (!err && a->any_stand_in) {
+		/* Which frames show depends on where the stack's Python frames are: stack by stack. */
+		for (size_t sid = 1; sid < ns && !err; sid++) {
+			if (!a->stack_count[sid])
+				continue;
+			const uint32_t *fr;
+			size_t n = sp_agg_stack_frames(a, (uint32_t)sid, &fr);
+			uint32_t node = 0;
+			for (size_t i = n; i-- > 0 && !err;)
+				err = frame_node(a, node, fr[i], false, &node);
+			sample_node[sid] = node;
+		}
+		goto out;
 	}
 	for (size_t sid = ns; !err && sid-- > 1;) {
 		if (a->stack_count[sid])
@@ -519,9 +551,10 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	a->frame_first = calloc(nframes ? nframes : 1, sizeof(*a->frame_first));
 	a->frame_nfuncs = calloc(nframes ? nframes : 1, sizeof(*a->frame_nfuncs));
 	a->frame_hidden = calloc(nframes ? nframes : 1, 1);
+	a->frame_eval = calloc(nframes ? nframes : 1, 1);
 	a->stack_canon = calloc(a->nstacks ? a->nstacks : 1, sizeof(*a->stack_canon));
 	if (!a->stack_canon || !a->stack_count || !a->stack_truncated || !a->frame_func || !a->frame_first ||
-	    !a->frame_nfuncs || !a->frame_hidden)
+	    !a->frame_nfuncs || !a->frame_hidden || !a->frame_eval)
 		return -ENOMEM;
 	for (size_t i = 0; i < nframes; i++)
 		a->frame_func[i] = FUNC_UNSET;
@@ -565,6 +598,7 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->frame_first);
 	free(a->frame_nfuncs);
 	free(a->frame_hidden);
+	free(a->frame_eval);
 	free(a->chain);
 	free(a->funcs);
 	free(a->names);

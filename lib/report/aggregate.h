@@ -71,14 +71,20 @@ struct sp_agg_node {
 #define SP_AGG_NO_FUNC UINT32_MAX
 
 /*
- * Frames hidden by default (SP_RFRAME_HIDDEN_DEFAULT, unless show_runtime)
- * leave every stack that holds a Python frame to stand in for them.
+ * Frames of the Python runtime (SP_RFRAME_HIDDEN_DEFAULT, unless
+ * show_runtime) are the interpreter's machinery where Python frames stand in
+ * for them: in a stack holding a Python frame, those rootward of its
+ * innermost Python frame are hidden (the eval loop, call dispatch, start-up)
+ * but for the stack's root (_start, the root every stack of the process
+ * shares), and leafward of it only the eval loop running that Python
+ * function is: the native code it calls (a regex engine, a hash, memmove)
+ * shows, as py-spy --native shows it.  sp_agg_python_view.
  */
 enum sp_agg_hidden {
 	SP_AGG_VISIBLE = 0,
 	SP_AGG_HIDDEN,       /* no functions interned (yet) */
-	SP_AGG_HIDDEN_SHOWN, /* functions interned: some stack without a stand-in shows it */
-	SP_AGG_STAND_IN,     /* a Python frame: its stack hides the hidden ones */
+	SP_AGG_HIDDEN_SHOWN, /* functions interned: some stack shows it */
+	SP_AGG_STAND_IN,     /* a Python frame: its stack hides the machinery around it */
 };
 
 struct sp_agg {
@@ -99,6 +105,7 @@ struct sp_agg {
 	bool show_runtime;          /* keep SP_RFRAME_HIDDEN_DEFAULT frames in stacks */
 	bool any_stand_in;          /* some frame is SP_AGG_STAND_IN: stacks may hide frames */
 	uint8_t *frame_hidden;      /* by frame id: enum sp_agg_hidden */
+	uint8_t *frame_eval;        /* by frame id: 1 for the Python eval loop (hidden leafward too) */
 	uint32_t *frame_func;       /* by frame id: containing function id or SP_AGG_NO_FUNC */
 	uint32_t *frame_first;      /* by frame id: its first function in chain */
 	uint32_t *frame_nfuncs;     /* by frame id: its functions in chain (0: none, a marker) */
@@ -175,10 +182,18 @@ static inline bool sp_agg_kept(const struct sp_agg *a, size_t i)
 }
 void sp_agg_release(struct sp_agg *a);
 /*
- * Frame ids of stack_id, leaf first, into a->path; returns the depth.  The
- * pointer is valid until the next call.
+ * Frame ids of stack_id, leaf first, into a->path, as the Python view shows
+ * them (sp_agg_python_view); returns the depth.  The pointer is valid until
+ * the next call.
  */
 size_t sp_agg_stack_frames(struct sp_agg *a, uint32_t stack_id, const uint32_t **frames);
+
+/*
+ * The Python view of path[0, n) (frame ids, leaf first): the runtime's
+ * frames a stack with Python frames hides (enum sp_agg_hidden) removed in
+ * place; returns how many are left.
+ */
+size_t sp_agg_python_view(const struct sp_agg *a, uint32_t *path, size_t n);
 
 /*
  * The functions of node's path, leaf first, into *funcs (malloc'd and grown

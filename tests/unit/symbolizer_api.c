@@ -568,9 +568,10 @@ Test(python_runtime, runtime_frames_are_flagged_and_hidden_unless_shown)
 			      .rel_ip = alpha_addr() + 1 - self_mod.start + self_mod.file_offset};
 	cr_assert_eq(sp_spool_writer_intern_frame(writer, &rt, &f_rt), 0);
 	uint32_t f_py = frame(jit_mid, SP_FRAME_USER, JIT_START + 0x2004);
-	uint32_t python[] = {f_rt, f_py, f_rt}, jit[] = {f_rt, f_jit}, alone[] = {f_rt};
+	/* Leaf first: the runtime's code called by a Python function, which the runtime runs. */
+	uint32_t python[] = {f_rt, f_py, f_rt, f_rt}, jit[] = {f_rt, f_jit}, alone[] = {f_rt};
 	uint32_t s_python, s_jit, s_alone;
-	cr_assert_eq(sp_spool_writer_intern_stack(writer, python, 3, &s_python), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(writer, python, 4, &s_python), 0);
 	cr_assert_eq(sp_spool_writer_intern_stack(writer, jit, 2, &s_jit), 0);
 	cr_assert_eq(sp_spool_writer_intern_stack(writer, alone, 1, &s_alone), 0);
 	cr_assert_eq(sp_spool_writer_append_sample(writer, t_self, s_python, 3000), 0);
@@ -592,19 +593,21 @@ Test(python_runtime, runtime_frames_are_flagged_and_hidden_unless_shown)
 	cr_expect_eq(st.python_runtime_frames, 1);
 
 	/*
-	 * Folded, root first.  Hidden: the runtime frames leave the stack that
-	 * holds a Python frame, which takes their self time; stacks without
-	 * one (a JIT frame is not Python) keep them.
+	 * Folded, root first.  Hidden: in the stack that holds a Python frame,
+	 * the runtime's frames rootward of it go but for the root (every stack
+	 * starts where the process does), and the runtime code the Python
+	 * function calls (not the eval loop) stays; stacks without one (a JIT
+	 * frame is not Python) keep them all.
 	 */
 	char *hidden = report(false), *shown = report(true);
 	cr_expect_str_eq(hidden, "do_syscall_64;jit_hot_loop;sp_api_known_alpha 2\n"
-				 "handle 1\n"
 				 "jit_hot_loop;sp_api_known_alpha 1\n"
-				 "sp_api_known_alpha 1\n");
+				 "sp_api_known_alpha 1\n"
+				 "sp_api_known_alpha;handle;sp_api_known_alpha 1\n");
 	cr_expect_str_eq(shown, "do_syscall_64;jit_hot_loop;sp_api_known_alpha 2\n"
 				"jit_hot_loop;sp_api_known_alpha 1\n"
 				"sp_api_known_alpha 1\n"
-				"sp_api_known_alpha;handle;sp_api_known_alpha 1\n");
+				"sp_api_known_alpha;sp_api_known_alpha;handle;sp_api_known_alpha 1\n");
 	free(hidden);
 	free(shown);
 }

@@ -104,22 +104,59 @@ static int merge(const struct diff *d, struct row **out, size_t *nrows)
 	return 0;
 }
 
-static void write_table(const struct diff *d, struct row *rows, size_t n,
-			const struct sp_report_opts *opts, FILE *out)
+/* A row's name and module widths ("module+0xOFFSET" names its module: mw 0, the room is the name's). */
+static void row_widths(const struct sp_agg_func *f, size_t width, size_t *room, size_t *mw)
+{
+	size_t avail = width > LEFT_COLUMNS + NAME_MIN ? width - LEFT_COLUMNS : NAME_MIN;
+	size_t ml = strlen(f->module);
+	if (!ml || (!strncmp(f->name, f->module, ml) && f->name[ml] == '+')) {
+		*room = avail;
+		*mw = 0;
+		return;
+	}
+	*mw = ml < MODULE_MAX ? ml : MODULE_MAX;
+	if (avail < NAME_MIN + 3 + *mw)
+		*mw = avail >= NAME_MIN + 3 + 6 ? avail - NAME_MIN - 3 : 6;
+	*room = avail > *mw + 3 + NAME_MIN ? avail - *mw - 3 : NAME_MIN;
+}
+
+/* Is row i listed (over the limit), and shown (within max_rows of the listed)? */
+static bool row_listed(const struct diff *d, const struct row *r, double limit)
+{
+	double key = d->sort == SP_SORT_TOTAL ? r->total[1] - r->total[0] : r->self[1] - r->self[0];
+	if (d->sort == SP_SORT_NAME)
+		key = mag(key) > mag(r->total[1] - r->total[0]) ? key : r->total[1] - r->total[0];
+	return mag(key) >= limit;
+}
+
+static int write_table(const struct diff *d, struct row *rows, size_t n,
+		       const struct sp_report_opts *opts, FILE *out)
 {
 	uint32_t max_rows = opts->max_rows ? opts->max_rows : DEFAULT_ROWS;
 	double limit = opts->percent_limit > 0 ? opts->percent_limit : 0;
 	size_t width = opts->width >= SP_TEXT_MIN_COLUMNS ? opts->width : SP_TEXT_COLUMNS;
-	size_t shown = 0, listed = 0;
+	size_t shown = 0, listed = 0, nshow = 0, *diff = NULL;
+	/* The rows shown, and where their names part from another's cut alike. */
+	const struct sp_agg_func **funcs = malloc((n ? n : 1) * sizeof(*funcs));
+	size_t *widths = malloc((n ? n : 1) * sizeof(*widths)), mw;
+	int err = funcs && widths ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && !err && nshow < max_rows; i++)
+		if (row_listed(d, &rows[i], limit)) {
+			funcs[nshow] = row_func(d, &rows[i]);
+			row_widths(funcs[nshow], width, &widths[nshow], &mw);
+			nshow++;
+		}
+	if (!err)
+		err = sp_text_name_diffs_each(funcs, widths, nshow, &diff);
+	free(funcs);
+	free(widths);
+	if (err)
+		return err;
 	fprintf(out, "\n  Self%% (base, new, change)  Total%% (base, new, change)\n"
 		     "   Base     New  Change     Base     New  Change  Function (module)\n");
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
-		double key = d->sort == SP_SORT_TOTAL ? r->total[1] - r->total[0]
-						      : r->self[1] - r->self[0];
-		if (d->sort == SP_SORT_NAME)
-			key = mag(key) > mag(r->total[1] - r->total[0]) ? key : r->total[1] - r->total[0];
-		if (mag(key) < limit)
+		if (!row_listed(d, r, limit))
 			continue;
 		if (listed++ >= max_rows)
 			continue;
@@ -127,30 +164,24 @@ static void write_table(const struct diff *d, struct row *rows, size_t n,
 			r->self[1], r->self[1] - r->self[0], r->total[0], r->total[1],
 			r->total[1] - r->total[0]);
 		const struct sp_agg_func *f = row_func(d, r);
-		size_t avail = width > LEFT_COLUMNS + NAME_MIN ? width - LEFT_COLUMNS : NAME_MIN;
-		size_t ml = strlen(f->module);
-		/* "module+0xOFFSET" names its module already: the whole room is the name's. */
-		if (!ml || (!strncmp(f->name, f->module, ml) && f->name[ml] == '+')) {
-			sp_text_put_func(out, f, avail, false);
-			fputs("\n", out);
-			shown++;
-			continue;
+		size_t room;
+		row_widths(f, width, &room, &mw);
+		sp_text_put_func_at(out, f, room, false, diff[shown]);
+		if (mw) {
+			fputs(" (", out);
+			sp_text_put_cell(out, f->module, mw, false);
+			fputs(")", out);
 		}
-		size_t mw = ml < MODULE_MAX ? ml : MODULE_MAX;
-		if (avail < NAME_MIN + 3 + mw)
-			mw = avail >= NAME_MIN + 3 + 6 ? avail - NAME_MIN - 3 : 6;
-		size_t room = avail > mw + 3 + NAME_MIN ? avail - mw - 3 : NAME_MIN;
-		sp_text_put_func(out, f, room, false);
-		fputs(" (", out);
-		sp_text_put_cell(out, f->module, mw, false);
-		fputs(")\n", out);
+		fputs("\n", out);
 		shown++;
 	}
+	free(diff);
 	if (listed > shown)
 		fprintf(out, "(%zu more function%s not shown)\n", listed - shown,
 			listed - shown == 1 ? "" : "s");
 	if (!n)
 		fprintf(out, "  (no functions in either spool)\n");
+	return 0;
 }
 
 static void write_side(const char *label, const char *path, const struct sp_agg *a, FILE *out)
@@ -194,7 +225,7 @@ int sp_report_diff(const struct sp_spool *base, struct sp_symbolizer *base_sym,
 		write_side("Base:", base_path, &b, out);
 		write_side("New:", opts->spool_path, &c, out);
 		sp_text_filters(&c, opts, out);
-		write_table(&d, rows, n, opts, out);
+		err = write_table(&d, rows, n, opts, out);
 	}
 	free(rows);
 	if (built_b)

@@ -81,18 +81,79 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 	return 0;
 }
 
+/* "    function [marks] (module)": the name's and the module's widths in a line of width. */
+static void stack_line_widths(const struct sp_agg_func *f, size_t width, size_t *room, size_t *mw)
+{
+	size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
+	size_t fw = sp_text_func_width(f);
+	*mw = strlen(f->module) < module_max ? strlen(f->module) : module_max;
+	size_t r = width - 4 - *mw - 3;
+	*room = fw < r ? fw : r;
+}
+
+/*
+ * Where each function the shown stacks print parts from another whose name
+ * would be cut alike: *diff_at by function id (SIZE_MAX: nowhere), for the
+ * functions of paths; malloc'd.
+ */
+static int stack_name_diffs(const struct sp_agg *a, const uint32_t *top, size_t ntop, size_t width,
+			    size_t **diff_at)
+{
+	size_t *by_func = malloc((a->nfuncs ? a->nfuncs : 1) * sizeof(*by_func));
+	const struct sp_agg_func **funcs = NULL;
+	uint32_t *path = NULL, *ids = NULL;
+	size_t *widths = NULL, *d = NULL, n = 0, cap = 0, wcap = 0, icap = 0, path_cap = 0;
+	int err = by_func ? 0 : -ENOMEM;
+	for (size_t i = 0; i < a->nfuncs && by_func; i++)
+		by_func[i] = SIZE_MAX;
+	for (size_t i = 0; i < ntop && !err; i++) {
+		size_t len = sp_agg_node_path(a, top[i], &path, &path_cap);
+		for (size_t j = 0; j < len && !err; j++) {
+			uint32_t fn = path[j];
+			if (fn >= a->nfuncs || by_func[fn] != SIZE_MAX)
+				continue;
+			by_func[fn] = n; /* its place in funcs[] for now */
+			if ((err = sp_array_reserve((void **)&funcs, &cap, n + 1, sizeof(*funcs))) ||
+			    (err = sp_array_reserve((void **)&widths, &wcap, n + 1, sizeof(*widths))) ||
+			    (err = sp_array_reserve((void **)&ids, &icap, n + 1, sizeof(*ids))))
+				break;
+			size_t mw;
+			stack_line_widths(&a->funcs[fn], width, &widths[n], &mw);
+			funcs[n] = &a->funcs[fn];
+			ids[n++] = fn;
+		}
+	}
+	if (!err && n)
+		err = sp_text_name_diffs_each(funcs, widths, n, &d);
+	for (size_t k = 0; !err && k < n; k++)
+		by_func[ids[k]] = d[k];
+	free(d);
+	free(funcs);
+	free(ids);
+	free(widths);
+	free(path);
+	if (err) {
+		free(by_func);
+		return err;
+	}
+	*diff_at = by_func;
+	return 0;
+}
+
 static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	uint32_t max_stacks = opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS;
 	uint32_t *top = NULL, *path = NULL;
-	size_t ntop = 0, path_cap = 0;
+	size_t ntop = 0, path_cap = 0, *diff_at = NULL;
+	size_t width = sp_text_width(opts);
 	int err = sp_agg_heaviest(a, max_stacks, &top, &ntop);
+	if (!err)
+		err = stack_name_diffs(a, top, ntop, width, &diff_at);
 	if (err)
 		goto out;
 	fprintf(out, "\nHeaviest stacks (complete stacks, leaf first)\n");
 	if (!ntop)
 		fprintf(out, "  (no complete stacks)\n");
-	size_t width = sp_text_width(opts);
 	for (size_t i = 0; i < ntop; i++) {
 		uint64_t count = a->nodes[top[i]].count;
 		size_t len = sp_agg_node_path(a, top[i], &path, &path_cap);
@@ -109,12 +170,10 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 			}
 			const struct sp_agg_func *f = &a->funcs[path[j]];
 			/* "    function [marks] (module)", both cut to the width. */
-			size_t module_max = MODULE_MAX + (width - SP_TEXT_COLUMNS) / 3;
-			size_t mw = strlen(f->module), fw = sp_text_func_width(f);
-			mw = mw < module_max ? mw : module_max;
-			size_t room = width - 4 - mw - 3;
+			size_t room, mw;
+			stack_line_widths(f, width, &room, &mw);
 			fputs("    ", out);
-			put_func(out, f, fw < room ? fw : room, false);
+			sp_text_put_func_at(out, f, room, false, diff_at[path[j]]);
 			fputs(" (", out);
 			put_cell(out, f->module, mw, false);
 			fputs(")\n", out);
@@ -123,6 +182,7 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 out:
 	free(top);
 	free(path);
+	free(diff_at);
 	return err;
 }
 

@@ -78,13 +78,52 @@ static int by_weight(const void *pa, const void *pb, void *ctx)
 	return sp_text_name_cmp(&t->agg->funcs[x->func], &t->agg->funcs[y->func]);
 }
 
-/* One node's line: shares, counts with -n, the indented function and its module. */
+/* Where a node's line puts things: columns before the name, its indentation, name and module widths. */
+struct layout {
+	size_t left, indent, room, mw;
+	bool mark; /* the indentation stops: "[depth] " says how deep */
+};
+
+static struct layout layout_of(const struct tree *t, uint32_t func, size_t depth, bool inverted,
+			       const struct sp_report_opts *opts)
+{
+	struct layout l = {.left = inverted ? 9 : 17};
+	size_t width = opts->width >= SP_TEXT_MIN_COLUMNS ? opts->width : SP_TEXT_COLUMNS;
+	if (opts->show_counts)
+		l.left += inverted ? 10 : 20;
+	/* Deep stacks: the indentation stops at 2/5 of the line; a depth mark says how deep. */
+	size_t cap = (width - l.left) * 2 / 5;
+	size_t keep = NAME_MIN + 3 + 8 + 7; /* a name, a cut module, a mark "[12345] " */
+	cap = cap + keep > width - l.left ? width - l.left - keep : cap;
+	l.indent = depth * INDENT;
+	if (l.indent > cap) {
+		char mark[32];
+		int n = snprintf(mark, sizeof(mark), "[%zu] ", depth);
+		l.indent = cap + (n > 0 ? (size_t)n : 0);
+		l.mark = true;
+	}
+	if (func == MARKER)
+		return l;
+	const struct sp_agg_func *f = &t->agg->funcs[func];
+	l.mw = strlen(f->module) < MODULE_MAX ? strlen(f->module) : MODULE_MAX;
+	size_t avail = width - l.left - l.indent; /* at least 3/5 of the line less a depth mark */
+	if (avail < NAME_MIN + 3 + l.mw) /* the module gives way first */
+		l.mw = avail > NAME_MIN + 3 + 8 ? avail - NAME_MIN - 3 : 8;
+	size_t m = l.mw + 3; /* " (module)" */
+	l.room = avail > m + NAME_MIN ? avail - m : NAME_MIN;
+	return l;
+}
+
+/*
+ * One node's line: shares, counts with -n, the indented function and its
+ * module; diff_at keeps in view where its name parts from a sibling's that
+ * would be cut alike (sp_text_name_diffs_each).
+ */
 static void put_node(const struct tree *t, const struct node *nd, size_t depth, bool inverted,
-		     const struct sp_report_opts *opts, FILE *out)
+		     const struct sp_report_opts *opts, size_t diff_at, FILE *out)
 {
 	const struct sp_agg *a = t->agg;
-	size_t width = opts->width >= SP_TEXT_MIN_COLUMNS ? opts->width : SP_TEXT_COLUMNS;
-	size_t left = inverted ? 9 : 17;
+	struct layout l = layout_of(t, nd->func, depth, inverted, opts);
 	if (inverted)
 		fprintf(out, "%6.1f%% ", sp_text_pct(nd->total, a->whole));
 	else
@@ -92,38 +131,56 @@ static void put_node(const struct tree *t, const struct node *nd, size_t depth, 
 			sp_text_pct(nd->self, a->whole));
 	if (opts->show_counts) {
 		fprintf(out, "%9" PRIu64 " ", nd->total);
-		left += 10;
-		if (!inverted) {
+		if (!inverted)
 			fprintf(out, "%9" PRIu64 " ", nd->self);
-			left += 10;
-		}
 	}
 	fputc(' ', out);
-	/* Deep stacks: the indentation stops at 2/5 of the line; a depth mark says how deep. */
-	size_t indent = depth * INDENT, cap = (width - left) * 2 / 5;
-	size_t keep = NAME_MIN + 3 + 8 + 7; /* a name, a cut module, a mark "[12345] " */
-	cap = cap + keep > width - left ? width - left - keep : cap;
-	if (indent > cap) {
-		int n = fprintf(out, "%*s[%zu] ", (int)cap, "", depth);
-		indent = n > 0 ? (size_t)n : cap;
+	if (l.mark) {
+		char mark[32];
+		int n = snprintf(mark, sizeof(mark), "[%zu] ", depth);
+		fprintf(out, "%*s%s", (int)(l.indent - (n > 0 ? (size_t)n : 0)), "", mark);
 	} else {
-		fprintf(out, "%*s", (int)indent, "");
+		fprintf(out, "%*s", (int)l.indent, "");
 	}
 	if (nd->func == MARKER) {
 		fputs("[truncated]\n", out);
 		return;
 	}
 	const struct sp_agg_func *f = &a->funcs[nd->func];
-	size_t mw = strlen(f->module) < MODULE_MAX ? strlen(f->module) : MODULE_MAX;
-	size_t avail = width - left - indent; /* at least 3/5 of the line less a depth mark */
-	if (avail < NAME_MIN + 3 + mw) /* the module gives way first */
-		mw = avail > NAME_MIN + 3 + 8 ? avail - NAME_MIN - 3 : 8;
-	size_t m = mw + 3; /* " (module)" */
-	size_t room = avail > m + NAME_MIN ? avail - m : NAME_MIN;
-	sp_text_put_func(out, f, room, false);
+	sp_text_put_func_at(out, f, l.room, false, diff_at);
 	fputs(" (", out);
-	sp_text_put_cell(out, f->module, mw, false);
+	sp_text_put_cell(out, f->module, l.mw, false);
 	fputs(")\n", out);
+}
+
+/*
+ * Where each of the siblings shown (their functions kid_funcs[0, nk), MARKER
+ * for a marker, at depth) parts from another whose name would be cut alike,
+ * into diff (SIZE_MAX: nowhere).
+ */
+static int sibling_diffs(const struct tree *t, const uint32_t *kid_funcs, size_t nk, size_t depth,
+			 bool inverted, const struct sp_report_opts *opts, size_t *diff)
+{
+	const struct sp_agg_func **funcs = malloc((nk ? nk : 1) * sizeof(*funcs));
+	size_t *widths = malloc((nk ? nk : 1) * sizeof(*widths)), *d = NULL, n = 0, *at = NULL;
+	at = malloc((nk ? nk : 1) * sizeof(*at));
+	int err = funcs && widths && at ? 0 : -ENOMEM;
+	for (size_t i = 0; i < nk && !err; i++) {
+		diff[i] = SIZE_MAX;
+		if (kid_funcs[i] == MARKER)
+			continue;
+		widths[n] = layout_of(t, kid_funcs[i], depth, inverted, opts).room;
+		funcs[n] = &t->agg->funcs[kid_funcs[i]];
+		at[n++] = i;
+	}
+	if (!err && n > 1 && !(err = sp_text_name_diffs_each(funcs, widths, n, &d)))
+		for (size_t j = 0; j < n; j++)
+			diff[at[j]] = d[j];
+	free(d);
+	free(funcs);
+	free(widths);
+	free(at);
+	return err;
 }
 
 /* Depth-first, heaviest child first, skipping nodes under the limit (and all below them). */
@@ -133,9 +190,10 @@ static int print(struct tree *t, double limit, bool inverted, const struct sp_re
 	struct todo {
 		uint32_t node;
 		uint32_t depth;
+		size_t diff_at;
 	} *stack = NULL;
-	uint32_t *kids = NULL, parent = ROOT, d = 0;
-	size_t sp = 0, cap = 0, kids_cap = 0, printed = 0;
+	uint32_t *kids = NULL, *kid_funcs = NULL, parent = ROOT, d = 0;
+	size_t sp = 0, cap = 0, kids_cap = 0, printed = 0, *diffs = NULL, diffs_cap = 0, kf_cap = 0;
 	int err = 0;
 	for (;;) {
 		/* Push parent's children, heaviest last so it pops first. */
@@ -150,16 +208,23 @@ static int print(struct tree *t, double limit, bool inverted, const struct sp_re
 		}
 		if (nk > 1)
 			qsort_r(kids, nk, sizeof(*kids), by_weight, t);
-		if ((err = sp_array_reserve((void **)&stack, &cap, sp + nk, sizeof(*stack))))
+		uint32_t kd = parent == ROOT ? 0 : d + 1;
+		if ((err = sp_array_reserve((void **)&stack, &cap, sp + nk, sizeof(*stack))) ||
+		    (err = sp_array_reserve((void **)&diffs, &diffs_cap, nk ? nk : 1, sizeof(*diffs))) ||
+		    (err = sp_array_reserve((void **)&kid_funcs, &kf_cap, nk ? nk : 1, sizeof(*kid_funcs))))
+			goto out;
+		for (size_t i = 0; i < nk; i++)
+			kid_funcs[i] = t->nodes[kids[i]].func;
+		if ((err = sibling_diffs(t, kid_funcs, nk, kd, inverted, opts, diffs)))
 			goto out;
 		for (size_t i = nk; i > 0; i--)
-			stack[sp++] = (struct todo){kids[i - 1], parent == ROOT ? 0 : d + 1};
+			stack[sp++] = (struct todo){kids[i - 1], kd, diffs[i - 1]};
 		if (!sp)
 			break;
 		sp--;
 		parent = stack[sp].node;
 		d = stack[sp].depth;
-		put_node(t, &t->nodes[parent], d, inverted, opts, out);
+		put_node(t, &t->nodes[parent], d, inverted, opts, stack[sp].diff_at, out);
 		printed++;
 	}
 	if (!printed && limit > 0)
@@ -169,6 +234,8 @@ static int print(struct tree *t, double limit, bool inverted, const struct sp_re
 out:
 	free(stack);
 	free(kids);
+	free(kid_funcs);
+	free(diffs);
 	return err;
 }
 
@@ -192,6 +259,7 @@ struct entry {
 	uint64_t total;
 	struct cursor *cur; /* malloc'd, owned until expanded */
 	size_t ncur;
+	size_t diff_at;     /* where its name parts from a sibling's cut alike (put_node) */
 };
 
 static int by_func(const void *pa, const void *pb)
@@ -217,9 +285,11 @@ static int entry_weight(const void *pa, const void *pb, void *ctx)
  * first so the heaviest pops first.  Takes cur: freed here, or split into
  * the entries' own lists.
  */
-static int push_groups(struct sp_agg *a, struct cursor *cur, size_t n, uint32_t depth,
-		       double limit, struct entry **stack, size_t *sp, size_t *cap)
+static int push_groups(const struct tree *t, const struct sp_report_opts *opts, struct cursor *cur,
+		       size_t n, uint32_t depth, double limit, struct entry **stack, size_t *sp,
+		       size_t *cap)
 {
+	struct sp_agg *a = t->agg;
 	int err = 0;
 	size_t base = *sp;
 	if (n > 1)
@@ -237,17 +307,30 @@ static int push_groups(struct sp_agg *a, struct cursor *cur, size_t n, uint32_t 
 			break;
 		}
 		memcpy(own, cur + i, (j - i) * sizeof(*own));
-		(*stack)[(*sp)++] = (struct entry){cur[i].func, depth, total, own, j - i};
+		(*stack)[(*sp)++] = (struct entry){cur[i].func, depth, total, own, j - i, SIZE_MAX};
 	}
 	free(cur);
 	if (*sp - base > 1) {
 		qsort_r(*stack + base, *sp - base, sizeof(**stack), entry_weight, a);
 		for (size_t x = base, y = *sp - 1; x < y; x++, y--) {
-			struct entry t = (*stack)[x];
+			struct entry e = (*stack)[x];
 			(*stack)[x] = (*stack)[y];
-			(*stack)[y] = t;
+			(*stack)[y] = e;
 		}
 	}
+	/* Siblings: the entries pushed now. */
+	size_t nk = *sp - base;
+	uint32_t *funcs = nk > 1 && !err ? malloc(nk * sizeof(*funcs)) : NULL;
+	size_t *diffs = funcs ? malloc(nk * sizeof(*diffs)) : NULL;
+	if (nk > 1 && !err && !diffs)
+		err = -ENOMEM;
+	for (size_t i = 0; diffs && i < nk; i++)
+		funcs[i] = (*stack)[base + i].func;
+	if (diffs && !(err = sibling_diffs(t, funcs, nk, depth, true, opts, diffs)))
+		for (size_t i = 0; i < nk; i++)
+			(*stack)[base + i].diff_at = diffs[i];
+	free(funcs);
+	free(diffs);
 	return err;
 }
 
@@ -269,11 +352,11 @@ static int print_inverted(struct sp_agg *a, double limit, const struct sp_report
 		if (a->nodes[v].count)
 			cur[n++] = (struct cursor){func_of(a, (uint32_t)v), (uint32_t)v,
 						   a->nodes[v].count};
-	err = push_groups(a, cur, n, 0, limit, &stack, &sp, &cap);
+	err = push_groups(&t, opts, cur, n, 0, limit, &stack, &sp, &cap);
 	while (!err && sp) {
 		struct entry e = stack[--sp];
 		struct node line = {.func = e.func, .total = e.total};
-		put_node(&t, &line, e.depth, true, opts, out);
+		put_node(&t, &line, e.depth, true, opts, e.diff_at, out);
 		printed++;
 		/* Its callers: each cursor one node up; a stack whose root this is ends. */
 		size_t k = 0;
@@ -283,7 +366,7 @@ static int print_inverted(struct sp_agg *a, double limit, const struct sp_report
 				e.cur[k++] = (struct cursor){func_of(a, up), up, e.cur[i].count};
 		}
 		if (k)
-			err = push_groups(a, e.cur, k, e.depth + 1, limit, &stack, &sp, &cap);
+			err = push_groups(&t, opts, e.cur, k, e.depth + 1, limit, &stack, &sp, &cap);
 		else
 			free(e.cur);
 	}

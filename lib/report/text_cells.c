@@ -198,10 +198,30 @@ static int by_label(const void *pa, const void *pb)
 int sp_text_name_diffs(const struct sp_agg *a, const uint32_t *rows, size_t n, size_t w,
 		       size_t **diff_out)
 {
+	size_t *widths = malloc((n ? n : 1) * sizeof(*widths));
+	const struct sp_agg_func **funcs = malloc((n ? n : 1) * sizeof(*funcs));
+	int err = widths && funcs ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		widths[i] = w;
+		funcs[i] = &a->funcs[rows[i]];
+	}
+	if (!err)
+		err = sp_text_name_diffs_each(funcs, widths, n, diff_out);
+	free(widths);
+	free(funcs);
+	return err;
+}
+
+int sp_text_name_diffs_each(const struct sp_agg_func *const *funcs, const size_t *widths, size_t n,
+			    size_t **diff_out)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < n; i++)
+		w = widths[i] > w ? widths[i] : w;
 	size_t *diff = malloc((n ? n : 1) * sizeof(*diff));
 	struct label_row *lr = malloc((n ? n : 1) * sizeof(*lr));
-	char *labels = malloc((n ? n : 1) * (w + 1));
-	if (!diff || !lr || !labels || w > SIZE_MAX / (n ? n : 1) - 1) {
+	char *labels = w <= SIZE_MAX / (n ? n : 1) - 1 ? malloc((n ? n : 1) * (w + 1)) : NULL;
+	if (!diff || !lr || !labels) {
 		free(diff);
 		free(lr);
 		free(labels);
@@ -209,12 +229,13 @@ int sp_text_name_diffs(const struct sp_agg *a, const uint32_t *rows, size_t n, s
 	}
 	for (size_t i = 0; i < n; i++) {
 		/* The label as sp_text_put_func prints it: the name cut, its marks whole. */
-		const struct sp_agg_func *f = &a->funcs[rows[i]];
+		const struct sp_agg_func *f = funcs[i];
+		size_t wi = widths[i];
 		char suffix[SUFFIX_MAX], *l = labels + i * (w + 1);
 		size_t k = func_suffix(f, suffix, sizeof(suffix));
-		size_t len = w >= k + 5 ? sp_text_cut(l, w + 1, f->name, w - k, SIZE_MAX)
-					: sp_text_cut(l, w + 1, f->name, w, SIZE_MAX);
-		if (w >= k + 5 && len + k <= w)
+		size_t len = wi >= k + 5 ? sp_text_cut(l, wi + 1, f->name, wi - k, SIZE_MAX)
+					 : sp_text_cut(l, wi + 1, f->name, wi, SIZE_MAX);
+		if (wi >= k + 5 && len + k <= wi)
 			memcpy(l + len, suffix, k + 1);
 		diff[i] = SIZE_MAX;
 		lr[i] = (struct label_row){l, i};
@@ -227,8 +248,8 @@ int sp_text_name_diffs(const struct sp_agg *a, const uint32_t *rows, size_t n, s
 			j++;
 		for (size_t x = i; x < j && j - i > 1; x++)
 			for (size_t y = i; y < j; y++) {
-				const char *p = a->funcs[rows[lr[x].row]].name;
-				const char *q = a->funcs[rows[lr[y].row]].name;
+				const char *p = funcs[lr[x].row]->name;
+				const char *q = funcs[lr[y].row]->name;
 				if (x == y || !strcmp(p, q))
 					continue;
 				size_t d = common_prefix(p, q);

@@ -73,6 +73,12 @@ void sp_text_put_func_at(FILE *out, const struct sp_agg_func *f, size_t w, bool 
  */
 int sp_text_name_diffs(const struct sp_agg *a, const uint32_t *rows, size_t n, size_t w,
 		       size_t **diff_out);
+/*
+ * The same for the functions funcs[0, n) (of one aggregation or two), funcs[i]
+ * in a column of widths[i] bytes (the tree's siblings, each beside its module).
+ */
+int sp_text_name_diffs_each(const struct sp_agg_func *const *funcs, const size_t *widths, size_t n,
+			    size_t **diff_out);
 /* Columns a function's name and marks take. */
 size_t sp_text_func_width(const struct sp_agg_func *f);
 void sp_text_put_cell(FILE *out, const char *s, size_t w, bool pad);

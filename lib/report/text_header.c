@@ -211,6 +211,30 @@ void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, 
 		a->all_samples, pct(a->samples, a->all_samples));
 }
 
+/*
+ * A header value the recording or the user chose (the spool's path, the
+ * command line), made printable (sp_buf_put_printable) and cut in the middle
+ * to w columns: its start and its end say what it is.
+ */
+static void put_value(const char *s, size_t w, FILE *out)
+{
+	struct sp_buf b;
+	sp_buf_init(&b);
+	if (sp_buf_put_printable(&b, s) || sp_buf_append(&b, "", 1)) {
+		sp_buf_release(&b);
+		sp_fputs_printable(s, out);
+		return;
+	}
+	char cut[1024];
+	const char *text = (const char *)b.data;
+	if (b.len - 1 > w && w < sizeof(cut)) {
+		sp_text_cut(cut, sizeof(cut), text, w, SIZE_MAX);
+		text = cut;
+	}
+	fputs(text, out);
+	sp_buf_release(&b);
+}
+
 void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	const struct sp_spool *s = a->spool;
@@ -219,10 +243,11 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	struct sp_symbolizer_stats st;
 	sp_symbolizer_stats(a->sym, &st);
 
+	size_t w = sp_text_width(opts) - 12; /* after "Command:    " */
 	fputs("Spool:      ", out);
-	sp_fputs_printable(opts->spool_path ? opts->spool_path : "(buffer)", out);
+	put_value(opts->spool_path ? opts->spool_path : "(buffer)", w, out);
 	fputs("\nCommand:    ", out);
-	sp_fputs_printable(meta && meta->command && *meta->command ? meta->command : "(unknown)", out);
+	put_value(meta && meta->command && *meta->command ? meta->command : "(unknown)", w, out);
 	fputc('\n', out);
 	fprintf(out, "Event:      %s", meta && meta->event_source == SP_EVENT_CYCLES ? "cycles"
 										: "cpu-clock");

@@ -353,7 +353,7 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 			s->jitdump_frames == 1 ? "was" : "were",
 			s->jitdumps == 1 ? "a jitdump" : "jitdumps");
 	if (s->container_perf_maps)
-		fprintf(stderr, "  %" PRIu64 " frame%s of JIT code named from the perf map%s of %" PRIu64
+		fprintf(stderr, "  %" PRIu64 " frame%s of JIT or Python code named from the perf map%s of %" PRIu64
 				" process%s in containers (kept in the spool: their /tmp goes with them)\n",
 			s->container_perf_map_frames, s->container_perf_map_frames == 1 ? "" : "s",
 			s->container_perf_maps == 1 ? "" : "s", s->container_perf_maps,

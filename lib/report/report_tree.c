@@ -10,6 +10,7 @@
 #define TREE_LIMIT_DEFAULT 0.5 /* percent: perf's default call-graph threshold */
 #define INDENT 2
 #define NAME_MIN 16
+#define NAME_WANT 24 /* a name's own columns the module gives way to, down to 6 */
 #define MODULE_MAX 20
 #define ROOT UINT32_MAX
 #define MARKER UINT32_MAX /* the function id of a truncation marker's node */
@@ -107,8 +108,11 @@ static struct layout layout_of(const struct tree *t, uint32_t func, size_t depth
 	const struct sp_agg_func *f = &t->agg->funcs[func];
 	l.mw = strlen(f->module) < MODULE_MAX ? strlen(f->module) : MODULE_MAX;
 	size_t avail = width - l.left - l.indent; /* at least 3/5 of the line less a depth mark */
-	if (avail < NAME_MIN + 3 + l.mw) /* the module gives way first */
-		l.mw = avail > NAME_MIN + 3 + 8 ? avail - NAME_MIN - 3 : 8;
+	/* NAME_WANT columns of the name itself, past its marks (" [inline]", a line). */
+	size_t fw = sp_text_func_width(f), need = NAME_WANT + (fw - strlen(f->name));
+	need = need < fw ? need : fw;
+	if (avail < need + 3 + l.mw) /* the module gives way first, down to 6 columns */
+		l.mw = avail > need + 3 + 6 ? avail - need - 3 : 6;
 	size_t m = l.mw + 3; /* " (module)" */
 	l.room = avail > m + NAME_MIN ? avail - m : NAME_MIN;
 	return l;

@@ -51,7 +51,7 @@ sp_record launched.spool -F 999 -- unshare -p -f -m --propagation private \
 	fail "record of the container exited $?: $(head -c 300 record.err)"
 with_timeout 60 "$SP" report --format=folded launched.spool >launched.folded 2>launched.err
 check launched launched.folded
-grep -q 'named from the perf map of 1 process in containers' record.err &&
+grep -q 'of JIT or Python code named from the perf map of 1 process in containers' record.err &&
 	ok "launched: the summary says the container's perf map named frames" ||
 	fail "launched: the summary does not mention the container's perf map: $(tr '\n' ' ' <record.err | cut -c1-300)"
 

@@ -16,6 +16,20 @@ int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t 
 		f->symtab_built = true;
 	}
 	const struct sp_symtab_entry *se = sp_symtab_find(&f->symtab, svma);
+	/*
+	 * A caller's frame is its return address less one.  The one return
+	 * address at a function's first byte is a signal restorer's: the kernel
+	 * enters a handler as if called from sa_restorer (Go's
+	 * runtime.sigreturn), so less one lands in the padding before it, which
+	 * no symbol holds.  No call returns there otherwise: a call ending a
+	 * function lies inside that function's size.
+	 */
+	bool restorer = false;
+	if (!se && svma < UINT64_MAX) {
+		se = sp_symtab_find(&f->symtab, svma + 1);
+		restorer = se && se->addr == svma + 1;
+		se = restorer ? se : NULL;
+	}
 	if (se) {
 		const char *name = se->name;
 		/*
@@ -40,7 +54,7 @@ int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t 
 		free(dem);
 		if (!hit->name)
 			return -ENOMEM;
-		hit->offset = svma - se->addr;
+		hit->offset = restorer ? 0 : svma - se->addr;
 	}
 	return 0;
 }

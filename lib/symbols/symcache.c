@@ -42,7 +42,7 @@
 #include <zlib.h>
 
 #define SYMCACHE_MAGIC "SPSYMC"
-#define SYMCACHE_FORMAT 4 /* 2: PLT entries named NAME@plt; 3: CUs found without .debug_aranges; 4: Rust names (symbols, inline frames) demangled */
+#define SYMCACHE_FORMAT 5 /* 2: PLT entries named NAME@plt; 3: CUs found without .debug_aranges; 4: Rust names (symbols, inline frames) demangled; 5: signal restorers named */
 #define SYMCACHE_HEADER 9
 #define SYMCACHE_MAX_BYTES (64u << 20)
 #define SYMCACHE_MAX_STR (1u << 20)

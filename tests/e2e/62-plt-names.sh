@@ -5,6 +5,9 @@
 # function, where perf shows *ABS*+0xADDRESS@plt).  A sample lands on the PLT entry's
 # one jmp only through the timer's skid (from none to a few in a hundred), so the
 # programs run 3 s, and a run where none landed says so and names nothing.
+# Then the other return address at a function's first byte: a signal restorer's (Go's
+# runtime.sigreturn, which the kernel "calls" the handler from): less one, it lies in the
+# padding before the function, and is named after the restorer, never left an address.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
@@ -80,5 +83,30 @@ if "$CC" -O2 -g -static -DSTATIC_BUILD=1 -o calls_static calls.c 2>cc.err; then
 	fi
 else
 	skip "no static libc to link calls_static (Debian package libc6-dev): $(head -c 200 cc.err)"
+fi
+
+# --- Go's signal restorer -----------------------------------------------------------
+if ! command -v go >/dev/null 2>&1; then
+	skip "go not found (Debian package golang-go): the signal restorer is not checked"
+elif ! (cp "$WORKLOADS/go_signals.go" main.go && GOCACHE=$PWD/gocache GOPATH=$PWD/gopath GO111MODULE=off \
+	with_timeout 300 go build -o go_signals main.go) 2>go.err; then
+	fail "cannot build go_signals: $(head -c 300 go.err)"
+else
+	sp_record gs.spool -F 999 -- ./go_signals >/dev/null || fail "record of go_signals exited $?"
+	with_timeout 60 "$SP" report --format=folded gs.spool >gs.folded 2>/dev/null
+	# The handler's caller: the frame right under runtime.sigtramp.abi0 (folded: before it).
+	set -- $(folded_share gs.folded ';runtime\.sigtramp[^;]*(;|$)')
+	under=$1
+	set -- $(folded_share gs.folded '(^|;)runtime\.sigreturn[^;]*;runtime\.sigtramp')
+	named=$1
+	set -- $(folded_share gs.folded '(^|;)go_signals\+0x[0-9a-f]+;runtime\.sigtramp')
+	info "go_signals: $under samples in the signal handler, $named with runtime.sigreturn as its caller, $1 with an address"
+	if [ "$under" -eq 0 ]; then
+		skip "no sample landed in Go's signal handler this run"
+	else
+		[ "$1" -eq 0 ] && [ "$named" -gt 0 ] &&
+			ok "the signal handler's caller is named runtime.sigreturn ($named samples), none an address" ||
+			fail "the handler's caller: $named named runtime.sigreturn, $1 left an address: $(grep 'sigtramp' gs.folded | head -n 2 | cut -c1-200 | tr '\n' ' ')"
+	fi
 fi
 finish

@@ -240,6 +240,13 @@ static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_pyt
 #define PERF_MAP_RETRY_NS 200000000ull /* 0.2 s */
 #define PERF_MAP_TRIES 50
 
+/* Looked for no more: kept, the host's, not to be trusted, or missing too long. */
+static void perf_map_settled(struct sp_process *p)
+{
+	p->perf_map_wanted = false;
+	p->perf_map_tries = PERF_MAP_TRIES;
+}
+
 /*
  * A process in a container writes its perf map into the container's /tmp
  * (/proc/PID/root/tmp/perf-NSPID.map from here), which goes away with the
@@ -250,13 +257,6 @@ static void mark_python(struct sp_recorder *r, struct sp_process *p, bool is_pyt
  * file outlives the container's /tmp, and is read once, at the end, when it
  * holds every line the runtime wrote (sp_symbolize_perf_maps).
  */
-/* Looked for no more: kept, the host's, not to be trusted, or missing too long. */
-static void perf_map_settled(struct sp_process *p)
-{
-	p->perf_map_wanted = false;
-	p->perf_map_tries = PERF_MAP_TRIES;
-}
-
 static void keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t now_ns)
 {
 	if (now_ns && now_ns < p->perf_map_next_ns)

@@ -31,6 +31,11 @@ struct record_args {
 	int realtime;      /* SCHED_FIFO priority for the recorder, 0 = none */
 	pid_t *pids;       /* -p PID,... in order, npids of them */
 	size_t npids;
+	bool system_wide;  /* -a, or -C without a target */
+	int *cpus;         /* -C LIST, ncpus of them */
+	size_t ncpus;
+	const char *cpu_list;
+	bool freq_given;
 	bool descendants;
 	bool stop_attach;  /* -p with SIGSTOP/SIGCONT around the attach (the old way) */
 	char **command;    /* argv of the command to launch, or NULL */
@@ -40,6 +45,10 @@ struct record_args {
 static const struct argp_option options[] = {
 	{NULL, 0, NULL, 0, "Target:", 1},
 	{"pid", 'p', "PID[,PID...]", 0, "record running processes and all their threads", 1},
+	{"all-cpus", 'a', NULL, 0, "record every process on every CPU (system-wide; needs root "
+				   "or CAP_PERFMON); with a COMMAND, until it exits", 1},
+	{"cpu", 'C', "CPU-LIST", 0, "sample only on these CPUs (\"0,2-3\"); system-wide unless "
+				    "-p or a COMMAND is given", 1},
 	{"descendants", OPT_DESCENDANTS, NULL, 0, "with -p, also record every process already "
 						 "descended from the given ones", 1},
 	{"no-inherit", OPT_NO_INHERIT, NULL, 0, "do not follow threads and processes the "
@@ -50,6 +59,13 @@ static const struct argp_option options[] = {
 	{NULL, 0, NULL, 0, "Sampling:", 2},
 	{"freq", 'F', "HZ", 0, "samples per second per thread (default 999; at most "
 			       "kernel.perf_event_max_sample_rate)", 2},
+	{"event", 'e', "EVENT", 0, "sample on EVENT, in perf's spelling: cycles, instructions, "
+				   "cache-misses, branch-misses, ref-cycles (hardware, where the CPU "
+				   "exposes them), cpu-clock, task-clock, page-faults, major-faults, "
+				   "context-switches, cpu-migrations (default: cycles, or cpu-clock "
+				   "where there is no PMU)", 2},
+	{"count", 'c', "PERIOD", 0, "sample every PERIOD events (nanoseconds for cpu-clock and "
+				    "task-clock) instead of -F's frequency", 2},
 	{"stack-size", OPT_STACK_SIZE, "BYTES", 0,
 	 "user stack bytes copied per sample, a multiple of 8 up to 65528 (default 32768); "
 	 "raise it when stacks come out truncated", 2},
@@ -101,12 +117,68 @@ static int add_pids(struct record_args *a, const char *list, struct argp_state *
 	return 0;
 }
 
+/* -C's "0,2-3": every CPU listed, in order; duplicates are harmless. */
+static int add_cpus(struct record_args *a, const char *list, struct argp_state *state)
+{
+	const char *p = list;
+	do {
+		char *end;
+		errno = 0;
+		long lo = strtol(p, &end, 10), hi = lo;
+		if (!errno && end != p && *end == '-') {
+			const char *q = end + 1;
+			hi = strtol(q, &end, 10);
+			if (end == q)
+				hi = -1;
+		}
+		if (errno || end == p || lo < 0 || hi < lo || hi > 65535 || hi - lo > 65535 ||
+		    (*end && *end != ',') || (*end == ',' && !end[1])) {
+			argp_error(state, "invalid CPU list '%.*s%s' (e.g. 0,2-3)", SP_CLI_ECHO(list));
+			return EINVAL;
+		}
+		for (long c = lo; c <= hi; c++) {
+			int *n = realloc(a->cpus, (a->ncpus + 1) * sizeof(*n));
+			if (!n)
+				return ENOMEM;
+			a->cpus = n;
+			a->cpus[a->ncpus++] = (int)c;
+		}
+		p = *end ? end + 1 : end;
+	} while (*p);
+	a->cpu_list = list;
+	return 0;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct record_args *a = state->input;
 	switch (key) {
 	case 'p':
 		return add_pids(a, arg, state);
+	case 'a':
+		a->system_wide = true;
+		return 0;
+	case 'C':
+		return add_cpus(a, arg, state);
+	case 'e': {
+		enum sp_event_source ev;
+		if (sp_event_parse(arg, &ev))
+			argp_error(state, "unknown event '%.*s%s' (one of cycles, instructions, "
+					  "cache-misses, branch-misses, ref-cycles, cpu-clock, task-clock, "
+					  "page-faults, major-faults, context-switches, cpu-migrations)",
+				   SP_CLI_ECHO(arg));
+		a->opts.event = arg;
+		return 0;
+	}
+	case 'c': {
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(arg, &end, 10);
+		if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (1ull << 62))
+			argp_error(state, "invalid period '%s' (a positive number of events)", arg);
+		a->opts.period = v;
+		return 0;
+	}
 	case OPT_STOP_ATTACH:
 		a->stop_attach = true;
 		return 0;
@@ -120,6 +192,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->opts.include_kernel = true;
 		return 0;
 	case 'F':
+		a->freq_given = true;
 		if (parse_u32(arg, 1, 1000000, &a->opts.frequency_hz))
 			argp_error(state, "invalid frequency '%s' (an integer number of Hz)", arg);
 		return 0;
@@ -155,10 +228,20 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		state->next = state->argc;
 		return 0;
 	case ARGP_KEY_END:
-		if (!a->command && !a->npids)
-			argp_error(state, "nothing to record: give -p PID or -- COMMAND [ARGS...]");
+		/* -C alone samples those CPUs system-wide, as perf's does */
+		if (a->ncpus && !a->command && !a->npids)
+			a->system_wide = true;
+		if (!a->command && !a->npids && !a->system_wide)
+			argp_error(state, "nothing to record: give -p PID, -a, or -- COMMAND [ARGS...]");
 		if (a->command && a->npids)
 			argp_error(state, "give either -p PID or a COMMAND, not both");
+		if (a->system_wide && a->npids)
+			argp_error(state, "-a records every process already: give -a or -p, not both");
+		if (a->system_wide && a->opts.no_inherit)
+			argp_error(state, "--no-inherit goes with -p or a COMMAND (-a follows every "
+					  "process anyway)");
+		if (a->freq_given && a->opts.period)
+			argp_error(state, "give either -F (a frequency) or -c (a period), not both");
 		if (a->descendants && !a->npids)
 			argp_error(state, "--descendants goes with -p");
 		if (a->stop_attach && !a->npids)
@@ -171,14 +254,22 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 }
 
 static const struct argp argp = {
-	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID[,PID...]",
-	"Sample the CPU stacks of a command or of running processes into a spool file."
+	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID[,PID...]\n-a [-C CPU-LIST] [-d SECONDS] [-- COMMAND...]",
+	"Sample the CPU stacks of a command, of running processes, or of the whole machine "
+	"into a spool file."
 	"\vThe command is started suspended and sampling switches on when it calls execve, "
 	"so nothing of its start-up is missed. Each sample's user stack is unwound with "
 	"DWARF call-frame information while recording; the spool holds interned frames "
 	"and stacks, not raw stack bytes. Recording ends when the command (or every "
 	"process given with -p) exits, when -d expires, or on Ctrl-C; the spool is "
 	"always finished. 'stackpulse report' reads it.\n\n"
+	"-a samples every process on every CPU (or on -C's CPUs), including kernel threads "
+	"and idle CPUs (\"[idle]\"), until Ctrl-C, -d, or the COMMAND given with it exits; "
+	"'report --group-by=process' splits it by process.\n\n"
+	"-e picks the event (page-faults: where memory is touched first; context-switches: "
+	"where threads block) and -c samples every PERIOD events instead of -F's rate. "
+	"Where the CPU exposes no hardware events (most VMs), cycles and the other hardware "
+	"events fail: use cpu-clock.\n\n"
 	"When -d ends a launched command (SIGTERM), record exits 0 if the command then "
 	"ends of that signal. A SIGINT or SIGTERM sent to record alone finishes the "
 	"spool and sends SIGTERM to a launched command still running; a second one "
@@ -232,6 +323,11 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 	switch (-err) {
 	case EACCES:
 	case EPERM: {
+		if (pid < 0)
+			return sp_cli_error("cannot open system-wide perf events (-a): %s; run as root, "
+					    "grant CAP_PERFMON, or set kernel.perf_event_paranoid to 0 or "
+					    "less (sysctl -w kernel.perf_event_paranoid=0)",
+					    strerror(-err));
 		char proc[32];
 		struct stat st;
 		snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
@@ -264,10 +360,22 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 	case EFBIG:
 	case EIO:
 		return spool_write_error(a->output, err, false);
+	case SP_E_NO_HW_EVENT:
+		return sp_cli_error("cannot sample on '%s': this machine's CPU exposes no such "
+				    "hardware event (no PMU, as in most virtual machines); use "
+				    "-e cpu-clock (time on CPU) instead", a->opts.event);
+	case SP_E_BAD_CPU:
+		return sp_cli_error("-C %s names a CPU that is not online (online: see "
+				    "/sys/devices/system/cpu/online)", a->cpu_list ? a->cpu_list : "");
 	case SP_E_NO_EVENT:
+		if (pid < 0)
+			return sp_cli_error("no usable perf event on any CPU");
 		return sp_cli_error("no usable perf event (neither cycles nor cpu-clock) for "
 				    "pid %d", (int)pid);
 	default:
+		if (pid < 0)
+			return sp_cli_error("cannot record system-wide into '%s': %s%s", a->output,
+					    sp_strerror(err), sp_cli_output_hint(err));
 		if (a->command)
 			return sp_cli_error("cannot record '%s' into '%s': %s%s", a->command[0],
 					    a->output, sp_strerror(err), sp_cli_output_hint(err));
@@ -282,17 +390,21 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	struct stat st;
 	double kib = stat(a->output, &st) ? 0 : (double)st.st_size / 1024.0;
 	uint64_t n = s->samples ? s->samples : 1;
-	char per_sample[32] = "no samples";
+	char per_sample[32] = "no samples", rate[48];
 	if (s->samples)
 		snprintf(per_sample, sizeof(per_sample), "%.1f bytes/sample",
 			 kib * 1024.0 / (double)n);
+	if (a->opts.period)
+		snprintf(rate, sizeof(rate), "every %" PRIu64 " %s", a->opts.period,
+			 sp_event_counts_time(source) ? "ns" : "events");
+	else
+		snprintf(rate, sizeof(rate), "at %u Hz",
+			 a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY);
 	fprintf(stderr,
-		"stackpulse record: wrote '%s' (%.1f KiB, %s) in %.1f s, %s at %u Hz\n"
+		"stackpulse record: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
 		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
 		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
-		a->output, kib, per_sample, elapsed,
-		source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock",
-		a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY, s->samples,
+		a->output, kib, per_sample, elapsed, sp_event_name(source), rate, s->samples,
 		s->sample_events, s->lost_events, s->empty_stack_samples,
 		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
 	/*
@@ -364,6 +476,13 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 				"there): its JIT frames stay addresses; start Python with -X perf, Node with "
 				"--perf-basic-prof\n",
 			s->container_perf_maps_missing, s->container_perf_maps_missing == 1 ? "" : "es");
+	if (a->system_wide)
+		fprintf(stderr, "  system-wide%s%s: %" PRIu64 " sample%s of kernel threads and idle "
+				"CPUs; %" PRIu64 " process%s already running read from /proc at "
+				"their first sample\n",
+			a->cpu_list ? ", CPUs " : "", a->cpu_list ? a->cpu_list : "",
+			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
+			s->processes_discovered, s->processes_discovered == 1 ? "" : "es");
 	if (s->fp_frames)
 		fprintf(stderr, "  %" PRIu64 " frame%s in code without unwind tables %s found by "
 				"frame pointers, kept where the stack reached its root\n",
@@ -413,6 +532,18 @@ static void describe_target(struct record_args *a)
 {
 	size_t used = 0;
 	a->cmdline[0] = '\0';
+	if (a->system_wide) {
+		used = (size_t)snprintf(a->cmdline, sizeof(a->cmdline), "system-wide%s%.100s%s",
+					a->cpu_list ? " (CPUs " : "", a->cpu_list ? a->cpu_list : "",
+					a->cpu_list ? ")" : "");
+		if (a->command && used + 4 < sizeof(a->cmdline)) {
+			memcpy(a->cmdline + used, " -- ", 5);
+			used += 4;
+			for (char **p = a->command; *p; p++)
+				used = append_word(a->cmdline, sizeof(a->cmdline), used, *p, p == a->command);
+		}
+		return;
+	}
 	if (a->command) {
 		for (char **p = a->command; *p; p++)
 			used = append_word(a->cmdline, sizeof(a->cmdline), used, *p, p == a->command);
@@ -658,8 +789,29 @@ int cmd_record(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 
-	pid_t pid;
-	if (a.command) {
+	a.opts.cpus = a.cpus;
+	a.opts.ncpus = a.ncpus;
+	pid_t pid = -1;
+	if (a.system_wide) {
+		err = sp_recorder_attach_system(a.output, &a.opts, &rec);
+		if (err) {
+			rc = attach_error(err, &a, -1);
+			goto out;
+		}
+		/* A command given with -a runs while everything is sampled, and bounds it. */
+		if (a.command && (err = sp_launch_suspended(a.command, &launch)) == 0) {
+			pid = sp_launch_pid(launch);
+			err = sp_launch_start(launch);
+			if (err)
+				sp_launch_try_wait(launch, NULL);
+		}
+		if (err) {
+			rc = sp_cli_error("cannot run '%s': %s", a.command[0], sp_strerror(err));
+			sp_recorder_finish(rec, NULL);
+			rc = -err == ENOENT ? 127 : 126;
+			goto out;
+		}
+	} else if (a.command) {
 		err = sp_launch_suspended(a.command, &launch);
 		if (err) {
 			rc = sp_cli_error("cannot start '%s': %s", a.command[0], sp_strerror(err));
@@ -708,7 +860,7 @@ int cmd_record(int argc, char **argv)
 			exited = true;
 			break;
 		}
-		if (!launch && !sp_recorder_process_is_active(rec, 0))
+		if (!launch && !a.system_wide && !sp_recorder_process_is_active(rec, 0))
 			break;
 		if (deadline && now_s() >= deadline)
 			break;
@@ -768,5 +920,6 @@ out:
 	sp_recorder_free(rec);
 	sp_launch_free(launch);
 	free(a.pids);
+	free(a.cpus);
 	return rc;
 }

@@ -36,7 +36,9 @@ extern "C" {
 	X(LAUNCH, "cannot start the command")                                  \
 	X(SPOOL_TOO_DEEP, "corrupt spool: a stack deeper than the 2049 frames "  \
 			  "a recorder writes")                                   \
-	X(NOT_REGULAR, "not a regular file")
+	X(NOT_REGULAR, "not a regular file")                                   \
+	X(NO_HW_EVENT, "this machine's CPU exposes no such hardware event")    \
+	X(BAD_CPU, "no such CPU online")
 
 enum sp_error {
 	SP_E_FIRST_ = 4096,
@@ -146,6 +148,13 @@ struct sp_summary {
 	uint64_t container_perf_maps;
 	uint64_t container_perf_maps_missing;
 	uint64_t container_perf_map_frames;
+	/*
+	 * The recorder's own, not stored (system-wide recordings): samples of
+	 * kernel threads and idle CPUs, kernel frames only; processes already
+	 * running whose modules were read from /proc at their first sample.
+	 */
+	uint64_t kernel_task_samples;
+	uint64_t processes_discovered;
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */
@@ -260,10 +269,45 @@ struct sp_owner {
 	uint32_t uid;
 };
 
+/*
+ * The sampling event (perf_event_open(2) type and config), stored in the
+ * spool header.  Values are part of the spool format: append only.
+ */
 enum sp_event_source {
-	SP_EVENT_CYCLES = 0,    /* PERF_COUNT_HW_CPU_CYCLES */
-	SP_EVENT_CPU_CLOCK = 1, /* PERF_COUNT_SW_CPU_CLOCK */
+	SP_EVENT_CYCLES = 0,           /* PERF_COUNT_HW_CPU_CYCLES */
+	SP_EVENT_CPU_CLOCK = 1,        /* PERF_COUNT_SW_CPU_CLOCK (period in ns) */
+	SP_EVENT_INSTRUCTIONS = 2,     /* PERF_COUNT_HW_INSTRUCTIONS */
+	SP_EVENT_CACHE_MISSES = 3,     /* PERF_COUNT_HW_CACHE_MISSES */
+	SP_EVENT_BRANCH_MISSES = 4,    /* PERF_COUNT_HW_BRANCH_MISSES */
+	SP_EVENT_REF_CYCLES = 5,       /* PERF_COUNT_HW_REF_CPU_CYCLES */
+	SP_EVENT_TASK_CLOCK = 6,       /* PERF_COUNT_SW_TASK_CLOCK (period in ns) */
+	SP_EVENT_PAGE_FAULTS = 7,      /* PERF_COUNT_SW_PAGE_FAULTS */
+	SP_EVENT_MAJOR_FAULTS = 8,     /* PERF_COUNT_SW_PAGE_FAULTS_MAJ */
+	SP_EVENT_CONTEXT_SWITCHES = 9, /* PERF_COUNT_SW_CONTEXT_SWITCHES */
+	SP_EVENT_CPU_MIGRATIONS = 10,  /* PERF_COUNT_SW_CPU_MIGRATIONS */
+	SP_EVENT_COUNT_
 };
+
+/* perf's name of an event ("cpu-clock", "page-faults"), or NULL for a value outside the enum. */
+const char *sp_event_name(uint32_t source);
+
+/*
+ * The event perf's spelling names (perf list: "cycles", "cpu-cycles",
+ * "instructions", "cache-misses", "branch-misses", "ref-cycles",
+ * "cpu-clock", "task-clock", "page-faults"/"faults", "major-faults",
+ * "context-switches"/"cs", "cpu-migrations"/"migrations") into *out.
+ * 0, or -SP_E_BAD_ARG for a name outside that list.
+ */
+int sp_event_parse(const char *name, enum sp_event_source *out);
+
+/* True for the PMU's events (cycles ... ref-cycles), which a VM may lack. */
+bool sp_event_is_hardware(uint32_t source);
+
+/* True when the event counts time, its period being nanoseconds (cpu-clock, task-clock). */
+bool sp_event_counts_time(uint32_t source);
+
+/* sp_spool_meta.flags */
+#define SP_META_SYSTEM_WIDE 1u /* record -a / -C: every process on the recorded CPUs */
 
 /* Spool header metadata.  Strings are owned by whoever filled the struct. */
 struct sp_spool_meta {
@@ -273,6 +317,13 @@ struct sp_spool_meta {
 	uint32_t frequency_hz;
 	uint32_t stack_size;         /* bytes of user stack requested per sample */
 	uint32_t event_source;       /* enum sp_event_source */
+	/*
+	 * Events per sample when sampling by period (record -c; ns for the
+	 * clocks); 0 when sampling by frequency (frequency_hz).  Spools from
+	 * before it read 0.
+	 */
+	uint64_t sample_period;
+	uint32_t flags;              /* SP_META_* */
 	const char *command;         /* the recorded command line, or "" */
 	const char *hostname;
 	const char *kernel_release;
@@ -1020,7 +1071,11 @@ enum sp_report_sort {
 	SP_SORT_NAME = 2,  /* function name, then module */
 };
 
-/* Text views: one section per process or per thread, each with its own views. */
+/*
+ * One section per process or per thread in the text views, each with its own
+ * views; in folded stacks and the flame graph, a root frame per process or
+ * thread under its stacks.
+ */
 enum sp_report_group {
 	SP_GROUP_NONE = 0,
 	SP_GROUP_PROCESS = 1,
@@ -1069,7 +1124,7 @@ struct sp_report_opts {
 	const char *spool_path; /* for the header, may be NULL */
 	/* Text views (the flat table, trees and diff; json uses max_rows and max_stacks). */
 	uint32_t sort;        /* enum sp_report_sort */
-	uint32_t group_by;    /* enum sp_report_group */
+	uint32_t group_by;    /* enum sp_report_group: text, folded and flame graph */
 	bool show_counts;     /* sample counts beside the shares (perf's -n) */
 	bool tree;            /* top-down call tree instead of the flat table */
 	bool inverted;        /* bottom-up tree: the callers of each leaf function */
@@ -1094,7 +1149,9 @@ struct sp_report_opts {
  * layouts are described in stackpulse-report(1)).  sym may be NULL: a default
  * symbolizer is then made for this call.  SP_REPORT_PPROF writes binary
  * (gzip) data.  opts->filter chooses the samples every format counts; the
- * text views (tree, inverted, group_by, sort, ...) apply to SP_REPORT_TEXT.
+ * text views (tree, inverted, group_by, sort, ...) apply to SP_REPORT_TEXT,
+ * group_by also to SP_REPORT_FOLDED and SP_REPORT_FLAMEGRAPH (other formats
+ * ignore it).
  * The same spool and options always give the same bytes.
  * Returns 0, -SP_E_BAD_ARG for an unknown format, -ENOMEM, or -errno (-EIO)
  * when writing to out failed.
@@ -1139,6 +1196,20 @@ struct sp_record_opts {
 	uint32_t stack_size;   /* user stack bytes copied per sample; 0 = default */
 	bool include_kernel;
 	bool no_inherit;       /* do not follow new threads / children */
+	/*
+	 * The sampling event in perf's spelling (sp_event_parse), NULL for the
+	 * default: cycles, falling back to cpu-clock where there is no PMU.  An
+	 * event named here never falls back: a missing hardware event is
+	 * -SP_E_NO_HW_EVENT.
+	 */
+	const char *event;
+	uint64_t period;       /* sample every period events (perf -c; ns for the clocks); 0 = by frequency */
+	/*
+	 * CPUs to sample on (perf -C), ncpus of them, borrowed for the call;
+	 * NULL = every online CPU.  A CPU not online is -SP_E_BAD_CPU.
+	 */
+	const int *cpus;
+	size_t ncpus;
 	uint64_t start_timestamp_us;
 	uint64_t sample_interval_us;
 	const char *command;   /* stored in the spool header */
@@ -1155,6 +1226,21 @@ struct sp_recorder;
  */
 int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mode,
 		       const struct sp_record_opts *opts, struct sp_recorder **out);
+
+/*
+ * Create a recorder sampling every process on opts->cpus (all online CPUs
+ * when NULL): one event per CPU with pid -1 (perf_event_open(2)'s
+ * "all processes on that CPU"), a mapping side band per CPU, the processes
+ * and modules already running learned from a /proc scan made after the
+ * events are on, the rest from mmap2, comm, fork and exit records.  Kernel
+ * threads' and idle CPUs' samples are kept with their kernel frames (-k),
+ * or the sampled kernel function alone; the idle task is pid 0, "[idle]".
+ * The spool header has SP_META_SYSTEM_WIDE.  Needs root or CAP_PERFMON
+ * (or kernel.perf_event_paranoid <= 0).  Errors as sp_recorder_attach,
+ * plus -SP_E_BAD_CPU.
+ */
+int sp_recorder_attach_system(const char *spool_path, const struct sp_record_opts *opts,
+			      struct sp_recorder **out);
 
 /* Wait up to timeout_ms for ring data (epoll).  Returns 1 ready, 0 timeout, -errno. */
 int sp_recorder_wait(struct sp_recorder *r, int timeout_ms);

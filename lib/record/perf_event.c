@@ -138,8 +138,56 @@ static void set_watermark(struct sp_events *e)
 	e->attr.wakeup_watermark = (uint32_t)wm;
 }
 
+/* perf_event_open(2)'s type and config of each enum sp_event_source */
+static const struct {
+	uint32_t type;
+	uint64_t config;
+} event_attrs[SP_EVENT_COUNT_] = {
+	[SP_EVENT_CYCLES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+	[SP_EVENT_CPU_CLOCK] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK},
+	[SP_EVENT_INSTRUCTIONS] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+	[SP_EVENT_CACHE_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+	[SP_EVENT_BRANCH_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_BRANCH_MISSES},
+	[SP_EVENT_REF_CYCLES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_REF_CPU_CYCLES},
+	[SP_EVENT_TASK_CLOCK] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+	[SP_EVENT_PAGE_FAULTS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+	[SP_EVENT_MAJOR_FAULTS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS_MAJ},
+	[SP_EVENT_CONTEXT_SWITCHES] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+	[SP_EVENT_CPU_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+};
+
+static void set_source(struct sp_events *e, enum sp_event_source src)
+{
+	e->source = src;
+	e->attr.type = event_attrs[src].type;
+	e->attr.config = event_attrs[src].config;
+}
+
+/* Keep only the CPUs opts names (perf -C); each must be online. */
+static int pick_cpus(struct sp_events *e, const struct sp_record_opts *opts)
+{
+	if (!opts->cpus)
+		return 0;
+	int n = 0;
+	for (size_t i = 0; i < opts->ncpus; i++) {
+		bool online = false, dup = false;
+		for (int k = 0; k < e->ncpus; k++)
+			online |= e->cpus[k] == opts->cpus[i];
+		for (int k = 0; k < n; k++)
+			dup |= e->cpus[k] == opts->cpus[i];
+		if (!online)
+			return -SP_E_BAD_CPU;
+		if (!dup)
+			e->cpus[n++] = opts->cpus[i];
+	}
+	if (n == 0)
+		return -SP_E_BAD_CPU;
+	e->ncpus = n;
+	return 0;
+}
+
 int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec,
-		   bool ids)
+		   bool ids, bool system_wide)
 {
 	memset(e, 0, sizeof(*e));
 	e->epfd = -1;
@@ -147,18 +195,30 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
 	uint32_t stack = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE;
 	uint32_t max_rate = sp_max_sample_rate();
-	if (max_rate && freq > max_rate)
+	if (!opts->period && max_rate && freq > max_rate)
 		return -SP_E_FREQ_LIMIT;
 	/* The kernel wants a multiple of 8 and fits the copy in a u16-sized record. */
 	if (stack < 8 || stack > SP_MAX_SAMPLE_USER_STACK || stack % 8)
 		return -SP_E_STACK_SIZE;
+	enum sp_event_source src = SP_EVENT_CYCLES;
+	if (opts->event && sp_event_parse(opts->event, &src))
+		return -SP_E_BAD_ARG;
+	e->source_chosen = opts->event != NULL;
+	e->system_wide = system_wide;
 
 	struct perf_event_attr *a = &e->attr;
 	a->size = sizeof(*a);
-	a->type = PERF_TYPE_HARDWARE;
-	a->config = PERF_COUNT_HW_CPU_CYCLES;
-	a->freq = 1;
-	a->sample_freq = freq;
+	set_source(e, src);
+	if (opts->period) {
+		a->freq = 0;
+		a->sample_period = opts->period;
+		/* the ring's sizing below wants a rate: the clocks' is known, guess the rest's */
+		uint64_t hz = sp_event_counts_time(src) ? 1000000000ull / opts->period : SP_DEFAULT_FREQUENCY;
+		freq = hz < 1 ? 1 : hz > 100000 ? 100000 : (uint32_t)hz;
+	} else {
+		a->freq = 1;
+		a->sample_freq = freq;
+	}
 	/*
 	 * The callchain brings kernel frames (-k) and the user frame-pointer
 	 * chain that extends stacks deeper than the copy (DESIGN decision 3).
@@ -180,7 +240,8 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	a->exclude_callchain_kernel = !opts->include_kernel;
 	e->kernel_enabled = opts->include_kernel;
 	a->exclude_hv = 1;
-	a->exclude_idle = 1;
+	/* system-wide, an idle CPU's samples say how idle the machine was */
+	a->exclude_idle = !system_wide;
 	a->mmap = 1;
 	a->mmap2 = 1;
 	a->comm = 1;
@@ -189,7 +250,8 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	a->sample_id_all = 1;
 	a->use_clockid = 1;
 	a->clockid = CLOCK_MONOTONIC;
-	a->inherit = !opts->no_inherit;
+	/* a CPU's event already sees every task: nothing to inherit */
+	a->inherit = !opts->no_inherit && !system_wide;
 	a->disabled = 1;
 	a->enable_on_exec = enable_on_exec;
 	/* Never precise_ip: skid-free IPs with stale registers would mislead the unwinder. */
@@ -224,6 +286,10 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	if (n < 0)
 		return n;
 	e->ncpus = n;
+	int err = pick_cpus(e, opts);
+	if (err)
+		return err;
+	n = e->ncpus;
 	fit_locked_memory(e);
 	set_watermark(e);
 	e->rings = calloc((size_t)n, sizeof(*e->rings));
@@ -337,9 +403,10 @@ static int open_one(struct sp_events *e, pid_t tid, int cpu)
 		}
 		if (!e->source_fixed && e->attr.type == PERF_TYPE_HARDWARE &&
 		    hardware_unavailable(err)) {
-			e->attr.type = PERF_TYPE_SOFTWARE;
-			e->attr.config = PERF_COUNT_SW_CPU_CLOCK;
-			e->source = SP_EVENT_CPU_CLOCK;
+			/* a named event is what the user asked for: say it is missing */
+			if (e->source_chosen)
+				return -SP_E_NO_HW_EVENT;
+			set_source(e, SP_EVENT_CPU_CLOCK);
 			continue;
 		}
 		return -err;
@@ -412,6 +479,39 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 	}
 	if (last_err)
 		return last_err;
+	return opened ? 0 : -SP_E_NO_EVENT;
+}
+
+int sp_events_open_cpus(struct sp_events *e)
+{
+	int opened = 0;
+	for (int i = 0; i < e->ncpus; i++) {
+		struct sp_ring *r = &e->rings[i];
+		int fd = open_one(e, -1, r->cpu);
+		while (fd >= 0) {
+			int err = map_ring(e, r, fd, e->ring_pages);
+			if (!err)
+				break;
+			close(fd);
+			if (!shrink_rings(e, err))
+				return err;
+			fd = open_one(e, -1, r->cpu);
+		}
+		if (fd == -ENODEV) /* went offline meanwhile */
+			continue;
+		if (fd < 0)
+			return fd;
+		int err = remember_fd(e, fd);
+		if (err) {
+			close(fd);
+			return err;
+		}
+		err = watch_fd(e, fd);
+		if (err)
+			return err;
+		opened++;
+		open_side(e, i, -1);
+	}
 	return opened ? 0 : -SP_E_NO_EVENT;
 }
 

@@ -121,6 +121,8 @@ struct sp_events {
 	struct sp_perf_layout layout;
 	enum sp_event_source source;
 	bool source_fixed;  /* the first open settled cycles vs cpu-clock */
+	bool source_chosen; /* the event was named (opts->event): no fallback */
+	bool system_wide;   /* events per CPU for every process (pid -1) */
 	bool kernel_enabled; /* kernel samples and callchains are on */
 	bool kernel_denied;  /* kernel-mode sampling refused: time in the kernel is not counted */
 	int ncpus;
@@ -148,14 +150,20 @@ struct sp_events {
 };
 
 /*
- * Prepare attributes for frequency sampling with user registers and a user
+ * Prepare attributes for opts's event (by frequency, or every opts->period
+ * events), system-wide or per task, with user registers and a user
  * stack copy of opts->stack_size bytes, side-band records, CLOCK_MONOTONIC
  * timestamps.  Checks the frequency against perf_event_max_sample_rate.
  */
 int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool enable_on_exec,
-		   bool ids);
+		   bool ids, bool system_wide);
 /* Open the event for task tid on every CPU (cycles, else cpu-clock).  -errno. */
 int sp_events_open_task(struct sp_events *e, pid_t tid);
+/*
+ * Open the event for every process on each CPU (pid -1), with its side
+ * band; sp_events_init must have had a system-wide opts.  -errno.
+ */
+int sp_events_open_cpus(struct sp_events *e);
 /* Enable the events opened since the nfds count was `from` (0: all). */
 int sp_events_enable(struct sp_events *e, size_t from);
 void sp_events_disable(struct sp_events *e);
@@ -245,6 +253,12 @@ struct sp_process {
 	bool perf_map_wanted;
 	uint8_t perf_map_tries;
 	uint64_t perf_map_next_ns;
+	/*
+	 * Its modules are known: from its exec or a known parent's fork, or its
+	 * /proc/PID/maps once read.  A system-wide recording reads the maps of
+	 * a process it did not see start at the first sample it drains.
+	 */
+	bool maps_known;
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */

@@ -91,6 +91,7 @@ struct sp_recorder {
 	struct sp_unwind_stats unwind_stats;
 	int write_error;
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
+	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
 	bool finished;
 	/* Samples that may have been taken inside an exec, held until it is known (on_sample). */
 	struct held_sample held[HELD_MAX];
@@ -178,6 +179,7 @@ static struct sp_process *add_process(struct sp_recorder *r, pid_t pid)
 			sp_process_clear_modules(p);
 			p->exited = false;
 			p->is_python = false;
+			p->maps_known = false;
 		}
 		return p;
 	}
@@ -406,6 +408,7 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 {
 	char path[96];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	p->maps_known = true;
 	int found = read_maps_file(r, p, path);
 	if (found != 0)
 		return found < 0 ? found : 0;
@@ -732,6 +735,45 @@ static void release_held(struct sp_recorder *r, int32_t pid, int32_t tid, bool e
 	r->nheld = kept;
 }
 
+/*
+ * System-wide: (pid, tid)'s name from /proc, written with its first sample
+ * (name_new_thread).  The idle task, pid 0, is "[idle]".
+ */
+static void discover_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid)
+{
+	char path[96], name[64] = "[idle]";
+	if (pid) {
+		name[0] = '\0';
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, name, sizeof(name) - 1);
+		if (fd >= 0)
+			close(fd);
+		name[n > 0 ? n : 0] = '\0';
+		name[strcspn(name, "\n")] = '\0';
+	}
+	remember_comm(r, pid, tid, name, false);
+}
+
+/*
+ * System-wide: a process running before the recording (or one whose start
+ * came before its parent was known) at its first sample: who runs it and
+ * its modules, from /proc.  Kernel threads and the idle task have none.
+ */
+static struct sp_process *discover_process(struct sp_recorder *r, const struct sp_perf_sample *s)
+{
+	struct sp_process *p = add_process(r, (pid_t)s->pid);
+	if (!p)
+		return NULL;
+	p->maps_known = true;
+	if (!s->pid || !s->regs_abi)
+		return p;
+	r->summary.processes_discovered++;
+	note_owner(r, p, NULL, s->time);
+	read_maps(r, p);
+	return p;
+}
+
 static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_sample s;
@@ -745,7 +787,7 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		sum->missing_pid_samples++;
 		return;
 	}
-	if (s.tid == 0) {
+	if (s.tid == 0 && !r->system_wide) {
 		sum->idle_tid_samples++;
 		return;
 	}
@@ -756,10 +798,14 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	if (!s.has_time)
 		sum->missing_timestamp_samples++;
 	struct sp_process *p = find_process(r, (pid_t)s.pid);
+	if (r->system_wide && (!p || !p->maps_known))
+		p = discover_process(r, &s);
 	if (!p) {
 		sum->error_stats[SP_ERR_UNKNOWN_PROCESS]++;
 		return;
 	}
+	if (r->system_wide && !find_comm(r, s.pid, s.tid))
+		discover_thread(r, s.pid, s.tid);
 	if (p->perf_map_wanted)
 		keep_perf_map(r, p, s.time);
 
@@ -812,6 +858,20 @@ static void on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		sum->jitdump_frames += sp_jit_code_jitdump_rows(p->jit) - jd_rows;
 		unproven = r->unwind_stats.unproven;
 		fp_steps = r->unwind_stats.fp_steps;
+	} else if (r->system_wide && !s.regs_abi &&
+		   (((const struct perf_event_header *)rec)->misc & PERF_RECORD_MISC_CPUMODE_MASK) ==
+			   PERF_RECORD_MISC_KERNEL) {
+		/*
+		 * A kernel thread or an idle CPU: no user side at all.  Its
+		 * kernel frames (-k) are the whole stack; without them, the
+		 * sampled kernel function alone.
+		 */
+		if (nk == 0) {
+			r->kpcs[0] = s.ip;
+			nk = 1;
+		}
+		stop = SP_STOP_ROOT;
+		sum->kernel_task_samples++;
 	} else if (s.ip && nk == 0) {
 		/* Without registers only the sampled IP is known. */
 		r->pcs[0] = s.ip;
@@ -956,6 +1016,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 		struct sp_process *p = add_process(r, (pid_t)c.pid);
 		if (p) {
 			sp_process_begin_exec(p);
+			p->maps_known = true; /* the new image's mappings follow */
 			mark_python(r, p, false, time);
 			note_owner(r, p, NULL, time);
 		}
@@ -988,8 +1049,10 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		/* A forked child starts with a copy of its parent's modules. */
 		struct sp_process *parent = find_process(r, (pid_t)t.ppid);
 		struct sp_process *child = add_process(r, (pid_t)t.pid);
-		if (child && parent && parent != child)
+		if (child && parent && parent != child) {
 			sp_process_copy_modules(child, parent);
+			child->maps_known = parent->maps_known;
+		}
 		if (child)
 			note_owner(r, child, parent != child ? parent : NULL, t.time);
 	} else if (!fork) {
@@ -1149,15 +1212,20 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 	clock_gettime(CLOCK_REALTIME, &real);
 	gethostname(host, sizeof(host) - 1);
 	bool have_uts = uname(&uts) == 0;
-	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	uint32_t freq = opts->period ? 0 : opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	/* by period, only a clock's samples have a known interval (its period, ns) */
+	uint64_t interval_us = freq ? 1000000 / freq
+			       : sp_event_counts_time(r->events.source) ? opts->period / 1000 : 0;
 	struct sp_spool_meta meta = {
 		.start_timestamp_us = opts->start_timestamp_us
 					      ? opts->start_timestamp_us
 					      : (uint64_t)real.tv_sec * 1000000 + (uint64_t)real.tv_nsec / 1000,
 		.sample_interval_us = opts->sample_interval_us ? opts->sample_interval_us
-							       : 1000000 / freq,
+							       : interval_us,
 		.start_monotonic_ns = (uint64_t)mono.tv_sec * 1000000000 + (uint64_t)mono.tv_nsec,
 		.frequency_hz = freq,
+		.sample_period = opts->period,
+		.flags = r->system_wide ? SP_META_SYSTEM_WIDE : 0,
 		.stack_size = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE,
 		.event_source = r->events.source,
 		.command = opts->command ? opts->command : "",
@@ -1289,7 +1357,7 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 	if (!r)
 		return -ENOMEM;
 	err = sp_events_init(&r->events, opts, mode == SP_ATTACH_ENABLE_ON_EXEC,
-			     mode == SP_ATTACH_ENABLE_THEN_SCAN);
+			     mode == SP_ATTACH_ENABLE_THEN_SCAN, false);
 	if (err)
 		goto fail;
 	/* The spool's header names the event source, known once an event is open. */
@@ -1317,6 +1385,46 @@ fail:
 	}
 	sp_recorder_free(r);
 	return err;
+}
+
+int sp_recorder_attach_system(const char *spool_path, const struct sp_record_opts *opts,
+			      struct sp_recorder **out)
+{
+	static const struct sp_record_opts defaults;
+	if (!spool_path || !out)
+		return -SP_E_BAD_ARG;
+	if (!opts)
+		opts = &defaults;
+	sp_elf_init();
+	raise_nofile_limit();
+	struct sp_recorder *r = recorder_new();
+	if (!r)
+		return -ENOMEM;
+	r->system_wide = true;
+	int err = sp_events_init(&r->events, opts, false, false, true);
+	if (!err)
+		err = sp_events_open_cpus(&r->events);
+	r->summary.kernel_enabled = r->events.kernel_enabled;
+	if (!err)
+		err = open_spool(r, spool_path, opts);
+	/*
+	 * On from here: a process that starts now comes with fork, comm and
+	 * mmap2 records; one already running is read from /proc at its first
+	 * sample (discover_process), so the spool holds only what was sampled.
+	 */
+	if (!err)
+		err = sp_events_enable(&r->events, 0);
+	if (err) {
+		if (r->spool) {
+			sp_spool_writer_free(r->spool);
+			r->spool = NULL;
+			unlink(spool_path);
+		}
+		sp_recorder_free(r);
+		return err;
+	}
+	*out = r;
+	return 0;
 }
 
 int sp_recorder_open_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode)

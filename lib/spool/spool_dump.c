@@ -50,18 +50,6 @@ static void put_stack_id(FILE *out, uint32_t id)
 		fputc('-', out);
 }
 
-static const char *event_name(uint32_t source)
-{
-	switch (source) {
-	case SP_EVENT_CYCLES:
-		return "cycles";
-	case SP_EVENT_CPU_CLOCK:
-		return "cpu-clock";
-	default:
-		return NULL;
-	}
-}
-
 static const char *mode_name(uint8_t mode)
 {
 	static const char *const names[] = {"user", "kernel", "truncated"};
@@ -75,11 +63,13 @@ static void dump_meta(FILE *out, const struct sp_spool *s)
 		     " start_ns=%" PRIu64 " frequency=%" PRIu32 " stack_size=%" PRIu32,
 		s->version, m->start_timestamp_us, m->sample_interval_us, m->start_monotonic_ns,
 		m->frequency_hz, m->stack_size);
-	const char *ev = event_name(m->event_source);
+	const char *ev = sp_event_name(m->event_source);
 	if (ev)
 		fprintf(out, " event=%s", ev);
 	else
 		fprintf(out, " event=%" PRIu32, m->event_source);
+	fprintf(out, " period=%" PRIu64 " system_wide=%u", m->sample_period,
+		(m->flags & SP_META_SYSTEM_WIDE) ? 1u : 0u);
 	fputs(" command=", out);
 	put_quoted(out, m->command);
 	fputs(" hostname=", out);
@@ -357,11 +347,13 @@ static void json_meta(struct jline *j, const struct sp_spool *s)
 	ju64(j, "start_ns", m->start_monotonic_ns);
 	ju64(j, "frequency", m->frequency_hz);
 	ju64(j, "stack_size", m->stack_size);
-	const char *ev = event_name(m->event_source);
+	const char *ev = sp_event_name(m->event_source);
 	if (ev)
 		jstr(j, "event", ev);
 	else
 		ju64(j, "event", m->event_source);
+	ju64(j, "period", m->sample_period);
+	ju64(j, "system_wide", (m->flags & SP_META_SYSTEM_WIDE) ? 1u : 0u);
 	jstr(j, "command", m->command);
 	jstr(j, "hostname", m->hostname);
 	jstr(j, "kernel", m->kernel_release);

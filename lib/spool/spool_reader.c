@@ -81,6 +81,11 @@ static int parse_meta(struct sp_spool *s, struct cur *c)
 		err = get_str(c, &s->kernel_release);
 	if (err)
 		return err; /* strings read so far are freed with the spool */
+	/* Fields appended later: absent (0) in older spools. */
+	if (c->p < c->end && get_u64(c, &m->sample_period))
+		return CORRUPT;
+	if (c->p < c->end && get_u32(c, &m->flags))
+		return CORRUPT;
 	m->command = s->command;
 	m->hostname = s->hostname;
 	m->kernel_release = s->kernel_release;

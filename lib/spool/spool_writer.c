@@ -128,7 +128,7 @@ static int write_meta(struct sp_spool_writer *w, const struct sp_spool_meta *m)
 {
 	const char *strs[] = {str_or_empty(m->command), str_or_empty(m->hostname),
 			      str_or_empty(m->kernel_release)};
-	size_t need = 6 * SP_VARINT_MAX;
+	size_t need = 8 * SP_VARINT_MAX;
 	for (size_t i = 0; i < SP_ARRAY_SIZE(strs); i++)
 		need += SP_VARINT_MAX + strlen(strs[i]);
 	int err = sp_buf_reserve(&w->rec, need);
@@ -147,6 +147,9 @@ static int write_meta(struct sp_spool_writer *w, const struct sp_spool_meta *m)
 		memcpy(p, strs[i], n);
 		p += n;
 	}
+	/* appended after the strings: readers before them stop there */
+	p = sp_enc_uvarint(p, m->sample_period);
+	p = sp_enc_uvarint(p, m->flags);
 	return emit(w, SP_REC_META, w->rec.data, (size_t)(p - w->rec.data));
 }
 

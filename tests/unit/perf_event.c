@@ -10,7 +10,7 @@ static void ring_for(uint32_t hz, uint32_t stack, size_t *bytes, uint32_t *water
 {
 	struct sp_events e;
 	struct sp_record_opts o = {.frequency_hz = hz, .stack_size = stack};
-	cr_assert_eq(sp_events_init(&e, &o, false, false), 0, "sp_events_init at %u Hz", hz);
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0, "sp_events_init at %u Hz", hz);
 	*bytes = e.ring_pages * e.page_size;
 	*watermark = e.attr.wakeup_watermark;
 	cr_assert(e.attr.watermark, "wakeups by watermark");
@@ -61,6 +61,6 @@ Test(perf_event, rates_above_the_kernel_limit_are_refused)
 		cr_skip_test("no readable kernel.perf_event_max_sample_rate");
 	struct sp_events e;
 	struct sp_record_opts o = {.frequency_hz = max + 1};
-	cr_assert_eq(sp_events_init(&e, &o, false, false), -SP_E_FREQ_LIMIT);
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), -SP_E_FREQ_LIMIT);
 	sp_events_release(&e);
 }

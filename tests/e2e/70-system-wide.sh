@@ -1,0 +1,120 @@
+# SPDX-License-Identifier: MIT
+# The whole machine and other events (issue 15): record -a with three busy programs
+# started outside the recorder and one started and ended during the recording; -C with
+# programs pinned to CPUs; -e page-faults, -e context-switches, -c PERIOD; a hardware
+# event on a machine without one.  Beside: perf record -a --call-graph dwarf.
+. "$(dirname "$0")/lib.sh"
+need_stackpulse
+need_perf_events
+[ "$(id -u)" = 0 ] || skip_all "system-wide recording needs root or CAP_PERFMON"
+need_workload chain4
+need_workload deep_recursion
+need_workload spin_ms
+need_workload event_mix
+W=$WORKLOADS
+
+# share_of PID ERE: "MATCHED TOTAL" of the folded stacks of one process of sw.spool
+share_of() {
+	with_timeout 60 "$SP" report --pid="$1" --format=folded sw.spool >"pid$1.folded" 2>/dev/null
+	folded_share "pid$1.folded" "$2"
+}
+
+"$W/chain4" -t 30 >/dev/null & c4=$!; track_pid $c4
+"$W/deep_recursion" -t 30 -d 15 >/dev/null & dr=$!; track_pid $dr
+"$W/spin_ms" 30000 >/dev/null & sm=$!; track_pid $sm
+sleep 0.3
+# Started and ended while recording: 300 ms of CPU, a second in.
+(sleep 1; exec "$W/spin_ms" 300 >/dev/null) & late=$!; track_pid $late
+sp_record sw.spool -a -d 3 || { fail "record -a exited $?: $(head -c 300 record.err)"; finish; }
+wait $late 2>/dev/null
+info "record -a: $(sed -n 1,3p record.err | tr '\n' ' ')"
+lost=$(sed -n 's/.*sample events), \([0-9][0-9]*\) lost.*/\1/p' record.err | head -n 1)
+info "lost samples: ${lost:-?}"
+for check in \
+	"$c4 chain4 ^_start;__libc_start_main;__libc_start_call_main;main;level1;level2;level3;level4$" \
+	"$sm spin_ms ^_start;__libc_start_main;__libc_start_call_main;main;spin_outer;spin_leaf$" \
+	"$dr deep_recursion ^_start;__libc_start_main;__libc_start_call_main;main;(deep_recurse;)+deep_leaf$" \
+	"$late spin_ms(late) ^_start;__libc_start_main;__libc_start_call_main;main;spin_outer;spin_leaf$"; do
+	set -- $check
+	pid=$1 name=$2 re=$3
+	set -- $(share_of "$pid" "$re")
+	whole=$1 total=$2
+	info "$name (pid $pid): $whole of $total samples carry the whole chain ($(pct "$whole" "$total")%)"
+	if [ "$total" -eq 0 ]; then
+		fail "$name (pid $pid): no samples in the system-wide recording"
+	elif [ "$name" = "spin_ms(late)" ]; then
+		[ "$(num_ge "$(pct "$whole" "$total")" 95)" = 1 ] &&
+			ok "a program started and ended during the recording is named: $whole of $total whole" ||
+			fail "the late program: only $whole of $total whole: $(folded_top "pid$pid.folded" 3 | tr '\n' ' ')"
+	else
+		[ "$(num_ge "$(pct "$whole" "$total")" 99)" = 1 ] &&
+			ok "$name: $(pct "$whole" "$total")% of its samples carry its whole chain (>= 99%)" ||
+			fail "$name: only $whole of $total samples whole: $(folded_top "pid$pid.folded" 3 | tr '\n' ' ')"
+	fi
+done
+# Kernel threads and idle CPUs are kept as such, never as unknown processes.
+"$SP" dump sw.spool >sw.dump 2>/dev/null
+grep -q 'system_wide=1' sw.dump && ok "the spool says it is system-wide" || fail "no system_wide=1 in dump's meta line"
+if command -v perf >/dev/null 2>&1 &&
+	with_timeout 60 perf record -q -a --call-graph dwarf -F 999 -o sw.data -- sleep 3 >/dev/null 2>&1; then
+	sp_bytes=$(wc -c <sw.spool)
+	sp_n=$(grep -c '^sample ' sw.dump)
+	p_bytes=$(wc -c <sw.data)
+	p_n=$(perf script -i sw.data -F ip 2>/dev/null | awk 'BEGIN { RS = "" } { n++ } END { print n + 0 }')
+	info "3 s system-wide: stackpulse $sp_bytes bytes for $sp_n samples; perf --call-graph dwarf $p_bytes bytes for $p_n samples"
+fi
+kill $c4 $dr $sm 2>/dev/null
+wait $c4 $dr $sm 2>/dev/null
+
+# -C: programs pinned to CPU 0 and to CPU 1; recording CPU 0 sees only the first.
+if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
+	taskset -c 0 "$W/chain4" -t 30 >/dev/null & on0=$!; track_pid $on0
+	taskset -c 1 "$W/spin_ms" 30000 >/dev/null & on1=$!; track_pid $on1
+	sleep 0.3
+	sp_record cpu0.spool -C 0 -d 2 || fail "record -C 0 exited $?: $(head -c 300 record.err)"
+	kill $on0 $on1 2>/dev/null
+	wait $on0 $on1 2>/dev/null
+	with_timeout 60 "$SP" report --format=folded --pid=$on0 cpu0.spool >on0.folded 2>/dev/null
+	with_timeout 60 "$SP" report --format=folded --pid=$on1 cpu0.spool >on1.folded 2>/dev/null
+	n0=$(folded_total on0.folded) n1=$(folded_total on1.folded)
+	info "-C 0: $n0 samples of the program on CPU 0, $n1 of the one on CPU 1"
+	[ "$n0" -gt 500 ] && [ "$n1" -eq 0 ] && ok "-C 0 keeps only CPU 0's samples" ||
+		fail "-C 0: $n0 samples of CPU 0's program, $n1 of CPU 1's (want many and none)"
+else
+	skip "-C check: needs taskset and 2 CPUs"
+fi
+
+# -e page-faults: the page-touching function is on top.
+sp_record pf.spool -e page-faults -- "$W/event_mix" -f -t 1 >/dev/null || fail "record -e page-faults exited $?: $(head -c 300 record.err)"
+top=$("$SP" report --format=folded pf.spool 2>/dev/null | sort -t' ' -k2 -n -r | head -n 1)
+info "page-faults: heaviest stack $top"
+case $top in *";fault_loop;touch_fresh "*) ok "-e page-faults puts touch_fresh on top";;
+	*) fail "-e page-faults: heaviest stack is not touch_fresh's: $top";; esac
+grep -q 'page-faults' record.err && ok "record's summary names the event" || fail "record's summary does not say page-faults: $(head -n 1 record.err)"
+
+# -e context-switches: the sleeping call path is on top.
+sp_record cs.spool -e context-switches -- "$W/event_mix" -n -t 1 >/dev/null || fail "record -e context-switches exited $?: $(head -c 300 record.err)"
+top=$("$SP" report --format=folded cs.spool 2>/dev/null | sort -t' ' -k2 -n -r | head -n 1)
+info "context-switches: heaviest stack $top"
+case $top in *";nap_loop;take_nap;"*) ok "-e context-switches puts the sleeping path (take_nap) on top";;
+	*) fail "-e context-switches: heaviest stack is not take_nap's: $top";; esac
+
+# -c PERIOD: cpu-clock every 1 ms for 1 s of CPU is about 1000 samples.
+sp_record c.spool -e cpu-clock -c 1000000 -- "$W/chain4" -t 1 >/dev/null || fail "record -c exited $?: $(head -c 300 record.err)"
+n=$("$SP" dump c.spool 2>/dev/null | grep -c '^sample ')
+info "-e cpu-clock -c 1000000 on 1 s of CPU: $n samples (expected about 1000)"
+[ "$n" -ge 850 ] && [ "$n" -le 1150 ] && ok "-c 1000000 gives about the expected count ($n)" ||
+	fail "-c 1000000 gave $n samples, not about 1000"
+"$SP" dump c.spool 2>/dev/null | grep -q 'period=1000000' && ok "the spool records the period" || fail "dump shows no period=1000000"
+
+# A hardware event the machine lacks: the documented message, exit 1, no spool left.
+if perf stat -e cycles -x, true 2>&1 | grep -q 'not supported\|<not counted>'; then
+	"$SP" record -e cycles -o hw.spool -- true 2>hw.err
+	rc=$?
+	[ "$rc" = 1 ] && grep -q "no such hardware event.*use -e cpu-clock" hw.err && [ ! -e hw.spool ] &&
+		ok "-e cycles without a PMU: exit 1, '$(head -c 120 hw.err)...'" ||
+		fail "-e cycles without a PMU: exit $rc, '$(head -c 300 hw.err)', spool left: $([ -e hw.spool ] && echo yes || echo no)"
+else
+	skip "this machine has hardware cycles: the missing-event message is not reachable here"
+fi
+finish

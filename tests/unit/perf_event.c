@@ -64,3 +64,99 @@ Test(perf_event, rates_above_the_kernel_limit_are_refused)
 	cr_assert_eq(sp_events_init(&e, &o, false, false, false), -SP_E_FREQ_LIMIT);
 	sp_events_release(&e);
 }
+
+/* -e and -c: perf's names (and aliases) give the event's type and config; a period replaces the frequency. */
+Test(perf_event, events_by_name_and_period)
+{
+	struct sp_events e;
+	struct sp_record_opts o = {.event = "page-faults", .period = 100};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0);
+	cr_assert_eq(e.attr.type, PERF_TYPE_SOFTWARE);
+	cr_assert_eq(e.attr.config, PERF_COUNT_SW_PAGE_FAULTS);
+	cr_assert_eq(e.attr.freq, 0);
+	cr_assert_eq(e.attr.sample_period, 100);
+	cr_assert_eq(e.source, SP_EVENT_PAGE_FAULTS);
+	cr_assert(e.source_chosen, "a named event never falls back");
+	sp_events_release(&e);
+
+	o = (struct sp_record_opts){.event = "cs"};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0);
+	cr_assert_eq(e.attr.config, PERF_COUNT_SW_CONTEXT_SWITCHES);
+	cr_assert_eq(e.attr.freq, 1);
+	cr_assert_eq(e.attr.sample_freq, SP_DEFAULT_FREQUENCY);
+	sp_events_release(&e);
+
+	o = (struct sp_record_opts){.event = "instructions"};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0);
+	cr_assert_eq(e.attr.type, PERF_TYPE_HARDWARE);
+	cr_assert_eq(e.attr.config, PERF_COUNT_HW_INSTRUCTIONS);
+	sp_events_release(&e);
+
+	o = (struct sp_record_opts){.event = "cpu-cycle"};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), -SP_E_BAD_ARG);
+	sp_events_release(&e);
+
+	/* The default: cycles, which may still fall back to cpu-clock. */
+	o = (struct sp_record_opts){0};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0);
+	cr_assert_eq(e.source, SP_EVENT_CYCLES);
+	cr_assert_not(e.source_chosen);
+	sp_events_release(&e);
+}
+
+/* A period high enough for any frequency limit is not refused by it. */
+Test(perf_event, a_period_is_not_held_to_the_rate_limit)
+{
+	uint32_t max = sp_max_sample_rate();
+	if (!max || max == UINT32_MAX)
+		cr_skip_test("no readable kernel.perf_event_max_sample_rate");
+	struct sp_events e;
+	struct sp_record_opts o = {.frequency_hz = max + 1, .period = 1000000};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0);
+	sp_events_release(&e);
+}
+
+/* -C keeps the CPUs named, once each; a CPU not online is refused. */
+Test(perf_event, cpu_lists)
+{
+	struct sp_events e;
+	const int first[] = {0, 0};
+	struct sp_record_opts o = {.cpus = first, .ncpus = 2};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, true), 0);
+	cr_assert_eq(e.ncpus, 1);
+	cr_assert_eq(e.cpus[0], 0);
+	cr_assert_eq(e.rings[0].cpu, 0);
+	/* system-wide: no inheritance (a CPU's event sees every task), idle CPUs sampled */
+	cr_assert_eq(e.attr.inherit, 0);
+	cr_assert_eq(e.attr.exclude_idle, 0);
+	sp_events_release(&e);
+
+	const int absent[] = {65535};
+	o = (struct sp_record_opts){.cpus = absent, .ncpus = 1};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), -SP_E_BAD_CPU);
+	sp_events_release(&e);
+
+	o = (struct sp_record_opts){0};
+	cr_assert_eq(sp_events_init(&e, &o, false, false, false), 0);
+	cr_assert_eq(e.ncpus, (int)sysconf(_SC_NPROCESSORS_ONLN));
+	cr_assert_eq(e.attr.inherit, 1);
+	cr_assert_eq(e.attr.exclude_idle, 1);
+	sp_events_release(&e);
+}
+
+/* Every event has perf's name, and the name parses back to it. */
+Test(perf_event, event_names_round_trip)
+{
+	for (uint32_t i = 0; i < SP_EVENT_COUNT_; i++) {
+		const char *name = sp_event_name(i);
+		cr_assert_not_null(name, "event %u has no name", i);
+		enum sp_event_source back;
+		cr_assert_eq(sp_event_parse(name, &back), 0, "%s", name);
+		cr_assert_eq(back, i, "%s", name);
+	}
+	cr_assert_null(sp_event_name(SP_EVENT_COUNT_));
+	cr_assert(sp_event_counts_time(SP_EVENT_TASK_CLOCK));
+	cr_assert_not(sp_event_counts_time(SP_EVENT_PAGE_FAULTS));
+	cr_assert(sp_event_is_hardware(SP_EVENT_REF_CYCLES));
+	cr_assert_not(sp_event_is_hardware(SP_EVENT_CPU_CLOCK));
+}

@@ -112,6 +112,33 @@ Test(spool_roundtrip, every_record_kind)
 	sp_spool_free(s);
 }
 
+/* The fields appended to the header: a period and the system-wide flag come back. */
+Test(spool_roundtrip, meta_period_and_flags)
+{
+	struct sp_spool_meta m = small_meta;
+	m.event_source = SP_EVENT_PAGE_FAULTS;
+	m.frequency_hz = 0;
+	m.sample_period = 123456789012ull;
+	m.flags = SP_META_SYSTEM_WIDE;
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(tmp_path("meta.spool"), &m, &w), 0);
+	struct sp_summary sum = {0};
+	cr_assert_eq(sp_spool_writer_finish(w, &sum), 0);
+	sp_spool_writer_free(w);
+	struct sp_spool *s = open_ok(tmp_path("meta.spool"));
+	const struct sp_spool_meta *r = sp_spool_meta(s);
+	cr_assert_eq(r->event_source, SP_EVENT_PAGE_FAULTS);
+	cr_assert_eq(r->sample_period, 123456789012ull);
+	cr_assert_eq(r->flags, SP_META_SYSTEM_WIDE);
+	cr_assert_str_eq(r->kernel_release, small_meta.kernel_release);
+	sp_spool_free(s);
+	/* A spool from before them reads 0 for both. */
+	s = open_ok(fixture_path("small.spool"));
+	cr_assert_eq(sp_spool_meta(s)->sample_period, 0);
+	cr_assert_eq(sp_spool_meta(s)->flags, 0);
+	sp_spool_free(s);
+}
+
 Test(spool_roundtrip, timeline_starts_at_first_sample)
 {
 	write_small(tmp_path("t.spool"), &(struct small_ids){0});

@@ -5,9 +5,10 @@
 # Nothing here lists options by hand, so it cannot go stale: subcommands come
 # from `stackpulse --help`, a subcommand's options from `stackpulse SUB --help`
 # (argp's layout), and the values of an option that takes one of a few words
-# (--format, --perf-maps, ...) from the error stackpulse prints for a bad one
-# ("expected text, folded, pprof or ..."), asked as `SUB --OPT=? --usage` so
-# nothing runs.  Each answer is kept for the rest of the shell session.
+# (--format, --perf-maps, record's --event, ...) from the error stackpulse
+# prints for a bad one ("expected text, folded, pprof or ...", "(one of cycles,
+# instructions, ...)"), asked as `SUB --OPT=? --usage` so nothing runs.  Each
+# answer is kept for the rest of the shell session.
 # Installed as $(datadir)/bash-completion/completions/stackpulse.
 
 declare -gA _stackpulse_cache
@@ -44,8 +45,10 @@ _stackpulse_options()
 	local bin=$1 sub=$2 key="$1 $2 ::options"
 	if [[ -z ${_stackpulse_cache[$key]+set} ]]; then
 		_stackpulse_cache[$key]=$("$bin" "$sub" --help 2>/dev/null | awk '
-			# argp: "  -o, --output=FILE   text", "      --rows=N   text", "  -q, --quiet".
-			/^ +-/ {
+			# argp: "  -o, --output=FILE   text", "      --rows=N   text", "  -q, --quiet";
+			# not the continuation of a usage line ("            -a [-C CPU-LIST] ..."),
+			# indented further than any option.
+			/^ +-/ && !/^       / {
 				line = $0
 				sub(/^ +/, "", line)
 				sub(/  .*/, "", line)
@@ -65,7 +68,8 @@ _stackpulse_options()
 }
 
 # Print the words an option accepts when the binary names them in its error for
-# a bad value ("expected a, b or c"); nothing for free-form arguments.
+# a bad value ("expected a, b or c", or record -e's "(one of a, b, c)"); nothing
+# for free-form arguments.
 _stackpulse_values()
 {
 	local bin=$1 sub=$2 opt=$3 key="$1 $2 $3 ::values"
@@ -79,6 +83,15 @@ _stackpulse_values()
 				if (s !~ /^[a-z0-9_-]+((, | or | and |, or )[a-z0-9_-]+)*$/) exit
 				gsub(/, or |, | or | and /, " ", s)
 				n = split(s, w, " ")
+				for (i = 1; i <= n; i++) print w[i]
+				exit
+			}
+			/\(one of / {
+				s = $0
+				sub(/.*\(one of /, "", s)
+				sub(/\).*/, "", s)
+				if (s !~ /^[a-z0-9_-]+(, [a-z0-9_-]+)*$/) exit
+				n = split(s, w, ", ")
 				for (i = 1; i <= n; i++) print w[i]
 				exit
 			}')
@@ -96,6 +109,22 @@ _stackpulse_pids()
 		pids+=("${p#/proc/}")
 	done
 	compgen -P "$head" -W "${pids[*]}" -- "${cur##*,}"
+}
+
+# Online CPUs, for record -C CPU-LIST ("0,2-3"; completes after the last comma).
+_stackpulse_cpus()
+{
+	local cur=$1 head='' r lo hi c cpus=()
+	[[ $cur == *,* ]] && head=${cur%,*},
+	local IFS=,
+	for r in $(</sys/devices/system/cpu/online); do
+		lo=${r%-*} hi=${r#*-}
+		for ((c = lo; c <= hi; c++)); do
+			cpus+=("$c")
+		done
+	done
+	IFS=' '
+	compgen -P "$head" -W "${cpus[*]}" -- "${cur##*,}"
 }
 
 # Complete the argument of option opt (spelled as in --help) into COMPREPLY.
@@ -123,6 +152,9 @@ _stackpulse_complete_arg()
 		;;
 	PID*)
 		COMPREPLY=($(_stackpulse_pids "$cur" | sed "s|^|$prefix|"))
+		;;
+	CPU*)
+		COMPREPLY=($(_stackpulse_cpus "$cur" | sed "s|^|$prefix|"))
 		;;
 	*)
 		COMPREPLY=($(compgen -P "$prefix" -W "$(_stackpulse_values "$bin" "$sub" "$long")" -- "$cur"))

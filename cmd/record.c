@@ -479,10 +479,17 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 	if (a->system_wide)
 		fprintf(stderr, "  system-wide%s%s: %" PRIu64 " sample%s of kernel threads and idle "
 				"CPUs; %" PRIu64 " process%s already running read from /proc at "
-				"their first sample\n",
+				"%s first sample\n",
 			a->cpu_list ? ", CPUs " : "", a->cpu_list ? a->cpu_list : "",
 			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
-			s->processes_discovered, s->processes_discovered == 1 ? "" : "es");
+			s->processes_discovered, s->processes_discovered == 1 ? "" : "es",
+			s->processes_discovered == 1 ? "its" : "their");
+	if (s->processes_forgotten)
+		fprintf(stderr, "  %" PRIu64 " process%s gone for good %s forgotten and %" PRIu64
+				" module file%s no process mapped any more closed, to bound memory\n",
+			s->processes_forgotten, s->processes_forgotten == 1 ? "" : "es",
+			s->processes_forgotten == 1 ? "was" : "were", s->files_closed,
+			s->files_closed == 1 ? "" : "s");
 	if (s->fp_frames)
 		fprintf(stderr, "  %" PRIu64 " frame%s in code without unwind tables %s found by "
 				"frame pointers, kept where the stack reached its root\n",

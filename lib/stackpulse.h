@@ -155,6 +155,13 @@ struct sp_summary {
 	 */
 	uint64_t kernel_task_samples;
 	uint64_t processes_discovered;
+	/*
+	 * The recorder's own, not stored: processes gone for good whose modules
+	 * it dropped, and module files no process mapped any more that it closed
+	 * (their CFI tables freed), so memory follows the live processes.
+	 */
+	uint64_t processes_forgotten;
+	uint64_t files_closed;
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */

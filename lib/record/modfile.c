@@ -23,6 +23,12 @@ static uint64_t file_key(uint64_t dev, uint64_t ino)
 	return sp_hash64(dev * 0x9e3779b97f4a7c15ULL ^ ino);
 }
 
+/* A file by (dev, ino); [vdso] and the like by name. */
+static uint64_t index_key(const char *path, uint64_t dev, uint64_t ino)
+{
+	return path[0] == '[' ? sp_hash64(0x5644534fULL ^ (uint64_t)path[1]) : file_key(dev, ino);
+}
+
 static uint64_t build_id_key(const struct sp_elf_info *info)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
@@ -114,8 +120,7 @@ static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_
 struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_t start,
 				  uint64_t end, uint64_t dev, uint64_t ino, const char *path)
 {
-	bool special = path[0] == '[';
-	uint64_t key = special ? sp_hash64(0x5644534fULL ^ (uint64_t)path[1]) : file_key(dev, ino);
+	uint64_t key = index_key(path, dev, ino);
 	uint32_t idx;
 	if (sp_map_get(&r->file_index, key, &idx))
 		return r->files[idx];
@@ -182,6 +187,35 @@ struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f)
 			owner->cfi = NULL;
 	}
 	return owner->cfi;
+}
+
+size_t sp_modfile_cache_evict(struct sp_modfile_cache *c)
+{
+	size_t kept = 0, freed = 0;
+	for (size_t i = 0; i < c->nfiles; i++) {
+		struct sp_modfile *f = c->files[i];
+		if (f->in_use || f->inflate.over_limit) {
+			c->files[kept++] = f;
+		} else {
+			modfile_free(f);
+			freed++;
+		}
+	}
+	c->nfiles = kept;
+	if (!freed)
+		return 0;
+	/* the indexes point into files: rebuilt for the files kept */
+	sp_map_release(&c->file_index);
+	sp_map_release(&c->build_id_index);
+	sp_map_init(&c->file_index);
+	sp_map_init(&c->build_id_index);
+	for (size_t i = 0; i < kept; i++) {
+		struct sp_modfile *f = c->files[i];
+		sp_map_put(&c->file_index, index_key(f->path, f->dev, f->ino), (uint32_t)i);
+		if (f->info_ok && f->info.build_id_len && !f->cfi_owner)
+			sp_map_put(&c->build_id_index, build_id_key(&f->info), (uint32_t)i);
+	}
+	return freed;
 }
 
 void sp_modfile_cache_release(struct sp_modfile_cache *c)

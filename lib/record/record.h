@@ -199,6 +199,7 @@ struct sp_modfile {
 	struct sp_inflate_stats inflate; /* compressed sections the table left compressed */
 	struct sp_modfile *cfi_owner; /* same build-id seen first: share its table */
 	char *path;             /* the mapping's path as first seen, owned */
+	bool in_use;            /* sp_modfile_cache_evict: a live process maps it */
 };
 
 /* A module as a process sees it: a range, the spool's module id, its file. */
@@ -220,6 +221,13 @@ struct sp_modfile_cache {
 };
 
 void sp_modfile_cache_init(struct sp_modfile_cache *c);
+/*
+ * Free every file whose in_use the caller left false (no process maps it,
+ * and no file in use shares its CFI table), except those whose .debug_frame
+ * was left compressed (kept for the summary).  Pointers to the files freed
+ * must be gone already.  Returns how many were freed.
+ */
+size_t sp_modfile_cache_evict(struct sp_modfile_cache *c);
 void sp_modfile_cache_release(struct sp_modfile_cache *c);
 /*
  * The file behind an executable mapping of pid, opened on first use: the
@@ -244,6 +252,7 @@ struct sp_process {
 	struct sp_proc_module *mods; /* sorted by start, non-overlapping */
 	size_t nmods, cap;
 	bool exited;
+	uint64_t exited_ns; /* CLOCK_MONOTONIC when its exit record was drained */
 	bool is_python;
 	/*
 	 * Runs JIT code or a Python runtime: in a container its perf map is

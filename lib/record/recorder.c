@@ -91,6 +91,7 @@ struct sp_recorder {
 	struct sp_unwind_stats unwind_stats;
 	int write_error;
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
+	uint64_t last_evict_ns; /* of the last evict_gone pass */
 	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
 	bool finished;
 	/* Samples that may have been taken inside an exec, held until it is known (on_sample). */
@@ -148,6 +149,7 @@ static void remember_comm(struct sp_recorder *r, uint32_t pid, uint32_t tid, con
 }
 
 static void note_write(struct sp_recorder *r, int err);
+static uint64_t monotonic_ns(void);
 
 /*
  * perf reports a name only at exec and prctl(PR_SET_NAME): a forked child
@@ -1060,8 +1062,10 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 			release_held(r, -1, (int32_t)t.tid, false);
 		forget_root(r, t.tid);
 		struct sp_process *p = t.pid == t.tid ? find_process(r, (pid_t)t.pid) : NULL;
-		if (p)
+		if (p) {
 			p->exited = true;
+			p->exited_ns = monotonic_ns();
+		}
 	}
 }
 
@@ -1495,6 +1499,69 @@ static void on_side_record(void *ctx, const struct perf_event_header *h, size_t 
 		       m.ino, m.filename);
 }
 
+/* ---- memory of processes gone ------------------------------------------ */
+
+/* A pass every EVICT_EVERY_NS; a process is forgotten EVICT_AFTER_NS after its exit. */
+#define EVICT_EVERY_NS 2000000000ull
+#define EVICT_AFTER_NS 2000000000ull
+
+/* Some file of p's was deleted or replaced: kept to name its frames at the end. */
+static bool maps_replaced_file(const struct sp_process *p)
+{
+	for (size_t i = 0; i < p->nmods; i++)
+		if (p->mods[i].file && sp_modfile_replaced(p->mods[i].file))
+			return true;
+	return false;
+}
+
+static void mark_in_use(struct sp_proc_module *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sp_modfile *f = mods[i].file;
+		if (f) {
+			f->in_use = true;
+			if (f->cfi_owner)
+				f->cfi_owner->in_use = true;
+		}
+	}
+}
+
+/*
+ * A recording of a busy machine (or of a build) sees thousands of processes
+ * come and go.  Once one is gone for good (its exit drained EVICT_AFTER_NS
+ * ago, so its last samples are written; and no process has its pid), its
+ * modules are dropped, and the module files no process maps any more are
+ * closed with their CFI tables.  Files deleted or replaced stay open: the
+ * end of the recording names their frames from them.
+ */
+static void evict_gone(struct sp_recorder *r, uint64_t now)
+{
+	if (now - r->last_evict_ns < EVICT_EVERY_NS)
+		return;
+	r->last_evict_ns = now;
+	size_t dropped = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct sp_process *p = r->procs[i];
+		if (!p->exited || (!p->nmods && !p->npre_exec) || now - p->exited_ns < EVICT_AFTER_NS ||
+		    !(kill(p->pid, 0) && errno == ESRCH) || maps_replaced_file(p))
+			continue;
+		sp_process_end_exec(p);
+		sp_process_clear_modules(p);
+		p->maps_known = false;
+		dropped++;
+	}
+	if (!dropped)
+		return;
+	for (size_t i = 0; i < r->files.nfiles; i++)
+		r->files.files[i]->in_use = false;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		mark_in_use(r->procs[i]->mods, r->procs[i]->nmods);
+		mark_in_use(r->procs[i]->pre_exec, r->procs[i]->npre_exec);
+	}
+	r->summary.processes_forgotten += dropped;
+	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
+}
+
 int sp_recorder_consume_available(struct sp_recorder *r)
 {
 	uint64_t corrupt = 0;
@@ -1514,6 +1581,7 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 		r->last_flush_ns = now;
 		note_write(r, sp_spool_writer_flush(r->spool));
 	}
+	evict_gone(r, now);
 	if (!err && r->write_error)
 		return r->write_error;
 	return 0;

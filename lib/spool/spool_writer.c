@@ -168,7 +168,11 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	sp_map_init(&w->thread_by_id);
 	w->last_timestamp_ns = meta->start_monotonic_ns;
 	/* Never through another user's symlink, never into a FIFO or device. */
-	w->fd = sp_output_create(path, 0666);
+	/*
+	 * A system-wide spool shows every user's processes: its owner's alone,
+	 * as perf.data is; others follow the umask.
+	 */
+	w->fd = sp_output_create(path, (meta->flags & SP_META_SYSTEM_WIDE) ? 0600 : 0666);
 	int err = w->fd < 0 ? w->fd : 0;
 	if (err)
 		goto fail;

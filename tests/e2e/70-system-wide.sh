@@ -55,6 +55,9 @@ done
 # Kernel threads and idle CPUs are kept as such, never as unknown processes.
 "$SP" dump sw.spool >sw.dump 2>/dev/null
 grep -q 'system_wide=1' sw.dump && ok "the spool says it is system-wide" || fail "no system_wide=1 in dump's meta line"
+mode=$(stat -c %a sw.spool)
+[ "$mode" = 600 ] && ok "the system-wide spool is its owner's alone (mode 600, as perf.data)" ||
+	fail "the system-wide spool has mode $mode, not 600"
 if command -v perf >/dev/null 2>&1 &&
 	with_timeout 60 perf record -q -a --call-graph dwarf -F 999 -o sw.data -- sleep 3 >/dev/null 2>&1; then
 	sp_bytes=$(wc -c <sw.spool)
@@ -83,6 +86,30 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 else
 	skip "-C check: needs taskset and 2 CPUs"
 fi
+
+# Processes that come and go: once gone for good their modules are dropped and the files no
+# process maps are closed (memory follows the live processes), and their frames stay named.
+cat >churn.sh <<EOF2
+i=0
+while [ \$i -lt 150 ]; do cp "$W/spin_ms" ./churn_\$i; ./churn_\$i 10 >/dev/null; i=\$((i + 1)); done
+EOF2
+sh churn.sh & churn=$!; track_pid $churn
+sp_record churn.spool -a -d 6 || fail "record -a during the churn exited $?: $(head -c 300 record.err)"
+wait $churn 2>/dev/null
+forgotten=$(sed -n 's/^ *\([0-9][0-9]*\) process.* gone for good .* and \([0-9][0-9]*\) module file.*/\1 \2/p' record.err)
+peak=$(record_peak_mib record.err)
+with_timeout 60 "$SP" report --format=folded churn.spool >churn.folded 2>/dev/null
+set -- $(folded_share churn.folded '(^|;)spin_leaf$')
+named=$1
+set -- $(folded_share churn.folded '(^|;)churn_[0-9]+\+0x')
+unnamed=$1
+info "churn: ${forgotten:-no} processes forgotten / files closed; peak ${peak:-?} MiB; $named samples in spin_leaf, $unnamed address-only frames of the copies"
+set -- ${forgotten:-0 0}
+[ "$1" -gt 0 ] && [ "$2" -gt 0 ] && ok "processes gone were forgotten ($1) and their files closed ($2)" ||
+	fail "nothing forgotten or closed during the churn: $(tail -n 4 record.err | tr '\n' ' ')"
+[ "$named" -gt 100 ] && [ "$unnamed" -eq 0 ] && ok "the copies' frames stay named ($named samples in spin_leaf)" ||
+	fail "the copies' frames: $named samples in spin_leaf, $unnamed address-only"
+rm -f churn_*
 
 # -e page-faults: the page-touching function is on top.
 sp_record pf.spool -e page-faults -- "$W/event_mix" -f -t 1 >/dev/null || fail "record -e page-faults exited $?: $(head -c 300 record.err)"

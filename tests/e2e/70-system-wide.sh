@@ -111,6 +111,16 @@ set -- ${forgotten:-0 0}
 	fail "the copies' frames: $named samples in spin_leaf, $unnamed address-only"
 rm -f churn_*
 
+# Ctrl-C ends a recording without -d cleanly: exit 0, a finished spool.
+"$SP" record -a -o int.spool 2>int.err & rec=$!; track_pid $rec
+sleep 1.5
+kill -INT $rec
+wait $rec
+rc=$?
+"$SP" dump int.spool >int.dump 2>/dev/null
+[ "$rc" = 0 ] && grep -q '^summary ' int.dump && ok "SIGINT ends record -a: exit 0, the spool has its summary" ||
+	fail "SIGINT to record -a: exit $rc, summary record: $(grep -c '^summary ' int.dump); $(head -c 200 int.err)"
+
 # -e page-faults: the page-touching function is on top.
 sp_record pf.spool -e page-faults -- "$W/event_mix" -f -t 1 >/dev/null || fail "record -e page-faults exited $?: $(head -c 300 record.err)"
 top=$("$SP" report --format=folded pf.spool 2>/dev/null | sort -t' ' -k2 -n -r | head -n 1)

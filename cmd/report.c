@@ -75,7 +75,9 @@ static const struct argp_option options[] = {
 	 "the table, 0.5 for trees)", 2},
 	{"group-by", OPT_GROUP_BY, "WHAT", 0,
 	 "none (default), process or thread: a section per process or thread, busiest "
-	 "first, each with its own table or tree and stacks", 2},
+	 "first, each with its own table or tree and stacks; with --format=folded or "
+	 "flamegraph, a root frame 'NAME (pid P)' or 'NAME (pid P, tid T)' under every stack",
+	 2},
 	{"width", OPT_WIDTH, "N", 0,
 	 "lay text out in N columns, 80 to 1000 (default 80): long names are cut less", 2},
 	{"diff", OPT_DIFF, "BASE", 0,
@@ -304,9 +306,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case ARGP_KEY_END:
 		if (a->report.format != SP_REPORT_TEXT &&
-		    (a->report.tree || a->report.inverted || a->report.group_by || a->diff_path))
-			argp_error(state, "--tree, --inverted, --group-by and --diff are text views: "
+		    (a->report.tree || a->report.inverted || a->diff_path))
+			argp_error(state, "--tree, --inverted and --diff are text views: "
 				   "use them without --format, or with --format=text");
+		if (a->report.group_by && a->report.format != SP_REPORT_TEXT &&
+		    a->report.format != SP_REPORT_FOLDED && a->report.format != SP_REPORT_FLAMEGRAPH)
+			argp_error(state, "--group-by applies to the text, folded and flamegraph "
+				   "formats: pprof, speedscope and perf-script keep each sample's "
+				   "pid and tid, json has no stacks by process");
 		if (a->report.tree && a->report.inverted)
 			argp_error(state, "--tree and --inverted are two views: give one");
 		if (a->diff_path && (a->report.tree || a->report.inverted || a->report.group_by))

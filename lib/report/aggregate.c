@@ -404,7 +404,8 @@ out:
  */
 static int attribute(struct sp_agg *a)
 {
-	uint32_t *sample_node = calloc(a->nstacks ? a->nstacks : 1, sizeof(*sample_node));
+	uint32_t *sample_node = a->stack_node =
+		calloc(a->nstacks ? a->nstacks : 1, sizeof(*sample_node));
 	int err = sample_node ? build_nodes(a, sample_node) : -ENOMEM;
 	for (size_t sid = 1; !err && sid < a->nstacks; sid++) {
 		uint64_t count = a->stack_count[sid];
@@ -417,7 +418,6 @@ static int attribute(struct sp_agg *a)
 			a->truncated_samples = sp_u64_add_sat(a->truncated_samples, count);
 		}
 	}
-	free(sample_node);
 	size_t n = a->nnodes;
 	uint32_t *first = NULL, *next = NULL, *on_path = NULL;
 	if (!err) {
@@ -606,6 +606,7 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->keep);
 	free(a->nodes);
 	free(a->stack_canon);
+	free(a->stack_node);
 	sp_map_release(&a->node_index);
 	sp_map_release(&a->func_index);
 	sp_map_release(&a->name_index);

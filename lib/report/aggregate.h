@@ -124,6 +124,8 @@ struct sp_agg {
 	uint32_t *stack_canon;      /* by sampled stack id: the first stack id with the same
 				       frames (hidden ones left out), so stacks a writer
 				       spelled twice merge */
+	uint32_t *stack_node;       /* by stack id: the node its kept samples end at, 0 for
+				       none (views that split the samples again, by process) */
 };
 
 /*
@@ -201,5 +203,123 @@ size_t sp_agg_python_view(const struct sp_agg *a, uint32_t *path, size_t n);
  * length (node's depth), or 0 with *funcs unchanged when memory runs out.
  */
 size_t sp_agg_node_path(const struct sp_agg *a, uint32_t node, uint32_t **funcs, size_t *cap);
+
+/* ---- processes and threads (groups.c) ---------------------------------- */
+
+/* A process or a thread of the spool, and its samples an aggregation kept. */
+struct sp_agg_group {
+	struct sp_agg_scope scope; /* its samples, for sp_agg_build_scoped */
+	int32_t pid, tid;          /* a process's tid is its pid */
+	/*
+	 * The thread's name; a process's main thread's (tid = pid), else its
+	 * first named thread's.  Borrowed from the spool, "" when it has none;
+	 * as the target chose it: escape before printing.
+	 */
+	const char *name;
+	uint64_t samples;
+};
+
+/* The spool's processes or threads (--group-by), busiest first. */
+struct sp_agg_groups {
+	uint32_t kind;            /* enum sp_report_group: SP_GROUP_PROCESS or SP_GROUP_THREAD */
+	struct sp_agg_group *v;   /* by samples, most first, ties by pid, tid and name */
+	size_t n;                 /* every one, those without kept samples last */
+	uint32_t *of_thread;      /* by spool thread index: its group's index in v */
+};
+
+/*
+ * The processes (kind SP_GROUP_PROCESS) or threads (SP_GROUP_THREAD) of a's
+ * spool, each with the samples a kept, into *g (released with
+ * sp_agg_groups_release, also after a failure).  0, -SP_E_BAD_ARG for
+ * another kind, or -ENOMEM.
+ */
+int sp_agg_groups_build(struct sp_agg_groups *g, const struct sp_agg *a, uint32_t kind);
+void sp_agg_groups_release(struct sp_agg_groups *g);
+/*
+ * Append group i's name as a frame of the exports shows it: "NAME (pid P)"
+ * for a process, "NAME (pid P, tid T)" for a thread (speedscope's names),
+ * "[unknown]" for a name the recording never saw, escaped as text views
+ * escape thread names (sp_buf_put_printable).  No NUL.  0 or -ENOMEM.
+ */
+int sp_agg_group_label(const struct sp_agg_groups *g, size_t i, struct sp_buf *b);
+
+/* Kept samples of one group that end at one node of the merged stacks. */
+struct sp_agg_group_count {
+	uint32_t group, node; /* index in sp_agg_groups.v; node of a->nodes, 0: no stack */
+	uint64_t count;
+};
+
+/*
+ * a's kept samples counted by (group, node), one entry per pair met, in the
+ * order of the first sample of each: a malloc'd *out of *n entries.  Time
+ * proportional to the samples.  0 or -ENOMEM.
+ */
+int sp_agg_group_counts(const struct sp_agg *a, const struct sp_agg_groups *g,
+			struct sp_agg_group_count **out, size_t *n);
+
+/*
+ * The merged stacks again under one root per group, in a tree of the
+ * caller's (folded stacks, the flame graph): sp_agg_graft gives the
+ * caller's node for a node of a->nodes within a group, making it and its
+ * missing ancestors, rootward first, through child(ctx, parent, agg_node,
+ * &made), and remembering each: time proportional to the (group, node)
+ * pairs, never to the stacks' depths.
+ */
+struct sp_agg_graft {
+	const struct sp_agg *a;
+	int (*child)(void *ctx, uint32_t parent, uint32_t agg_node, uint32_t *made);
+	void *ctx;
+	struct sp_map made;  /* group << 32 | agg node -> the caller's node */
+	uint32_t *path;      /* scratch: agg nodes not yet grafted, leaf first */
+	size_t path_cap;
+};
+
+void sp_agg_graft_init(struct sp_agg_graft *gr, const struct sp_agg *a,
+		       int (*child)(void *ctx, uint32_t parent, uint32_t agg_node, uint32_t *made),
+		       void *ctx);
+void sp_agg_graft_release(struct sp_agg_graft *gr);
+/*
+ * The caller's node for agg_node of group into *out; root is the caller's
+ * node of the group itself (what agg node 0 grafts to).  0, or -ENOMEM and
+ * child's errors.
+ */
+int sp_agg_graft(struct sp_agg_graft *gr, uint32_t group, uint32_t root, uint32_t agg_node,
+		 uint32_t *out);
+
+/* ---- what one sample stands for (sample_unit.c) ------------------------ */
+
+/*
+ * The spool's event and what one of its samples weighs, as every report
+ * labels it (the header, pprof's sample types, speedscope's unit, perf
+ * script's event and period).
+ */
+struct sp_sample_unit {
+	char event[24];        /* perf's name of the event ("cpu-clock"), or "event-N" for one
+				  this build does not know */
+	/*
+	 * A sample stands for CPU time, period in ns: the clock events, and
+	 * cycles sampled at a frequency (the kernel keeps frequency_hz samples
+	 * per second of CPU time).
+	 */
+	bool time;
+	bool by_period;        /* sampled every period events (record -c), not at a frequency */
+	uint32_t frequency_hz; /* when not by_period: the frequency asked for, 0 if unknown */
+	/*
+	 * Events one sample stands for: ns with time; 1 for an event counted
+	 * at a frequency, where the period the kernel chose is not recorded.
+	 * Never 0.
+	 */
+	uint64_t period;
+	bool system_wide;      /* every process on the recorded CPUs (record -a, -C) */
+};
+
+void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u);
+/*
+ * The event and how it was sampled, as the text header and the flame graph
+ * print it: "cpu-clock at 999 Hz", "cpu-clock every 100000 ns",
+ * "page-faults every 1000 events", or the name alone; then ", system-wide"
+ * when it was.  NUL-terminated in buf (cap bytes, 80 are enough).
+ */
+void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t cap);
 
 #endif

@@ -1,21 +1,10 @@
 /* SPDX-License-Identifier: MIT */
-/* What the exporters share: the sampling period, time order, interning. */
+/* What the exporters share: time order, interning. */
 #include "report/export.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-uint64_t sp_export_period_ns(const struct sp_spool *s)
-{
-	const struct sp_spool_meta *m = sp_spool_meta(s);
-	if (m->frequency_hz)
-		return (1000000000ull + m->frequency_hz / 2) / m->frequency_hz;
-	if (m->sample_interval_us)
-		return m->sample_interval_us * 1000;
-	/* A header without either: the recorder's default frequency. */
-	return (1000000000ull + SP_DEFAULT_FREQUENCY / 2) / SP_DEFAULT_FREQUENCY;
-}
 
 static int by_time(const void *pa, const void *pb, void *ctx)
 {

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The exports (private): pprof, speedscope, perf-script text, the flame
- * graph, and what they share (lib/report/export.c: the sample period, time
- * order, interning tables; export_flamegraph.c: XML text).  Above
+ * graph, and what they share (lib/report/export.c: time order, interning
+ * tables; export_flamegraph.c: XML text; what a sample stands for is
+ * report/aggregate.h's sp_sample_unit).  Above
  * aggregation, beside the views; the dispatcher calls the entry points.
  */
 #ifndef SP_REPORT_EXPORT_H
@@ -20,11 +21,6 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
 
 /* ---- shared by the exports (export.c) ---------------------------------- */
 
-/*
- * The CPU time one sample stands for, in ns: 1e9 / the recorded frequency
- * (rounded), else the header's sample interval, else the default frequency's.
- */
-uint64_t sp_export_period_ns(const struct sp_spool *s);
 /*
  * Sample indexes sorted by timestamp, ties in file order: a malloc'd array
  * of sp_spool_sample_count() entries the caller frees.  0 or -ENOMEM.

@@ -28,7 +28,7 @@
 
 /* Frame kinds, as CSS class names; the legend lists them in this order. */
 enum fg_kind { FG_NATIVE, FG_KERNEL, FG_PYTHON, FG_JIT, FG_INLINE, FG_UNKNOWN, FG_TRUNCATED,
-	       FG_EMPTY, FG_ROOT };
+	       FG_EMPTY, FG_ROOT, FG_GROUP };
 
 static const struct {
 	const char *cls, *label;
@@ -43,6 +43,8 @@ static const struct {
 	[FG_TRUNCATED] = {"truncated", "truncated", {150, 150, 150}, {150, 150, 150}},
 	[FG_EMPTY] = {"empty", "no stack", {205, 205, 205}, {205, 205, 205}},
 	[FG_ROOT] = {"root", "all", {225, 225, 225}, {225, 225, 225}},
+	/* --group-by's roots; the legend names them "process" or "thread" */
+	[FG_GROUP] = {"group", "process", {150, 170, 205}, {185, 200, 230}},
 };
 
 /* A frame of the merged tree: a function (or marker) under its parent, with the samples below it. */
@@ -56,6 +58,14 @@ struct node {
 
 struct flamegraph {
 	struct sp_agg *a;
+	/*
+	 * With --group-by, the root's children are the processes or threads,
+	 * each one's key its index i in groups.v, its name at group_off[i].
+	 */
+	struct sp_agg_groups groups;
+	bool grouped;
+	struct sp_buf group_text; /* the groups' names, NUL-terminated, back to back */
+	size_t *group_off;        /* by group: its name's offset in group_text */
 	struct node *nodes;
 	size_t n, cap;
 	struct sp_map index;  /* hash(parent, key) -> node */
@@ -102,31 +112,32 @@ found:
 	return 0;
 }
 
+/* The flame graph's key for a node of the merged stacks. */
+static uint32_t agg_key(const struct sp_agg *a, uint32_t agg_node)
+{
+	uint32_t func = a->nodes[agg_node].func;
+	return func < a->nfuncs ? func : KEY_TRUNCATED;
+}
+
 /*
  * Merge every sampled stack into the tree, root first.  Each frame gives its
  * containing function, then the functions inlined into it, innermost last
  * (as the folded view does); a truncation marker is a frame of its own, so a
  * truncated stack never merges with one that reached its real root.
  */
-static int build_tree(struct flamegraph *fg)
+static int merge_stacks(struct flamegraph *fg)
 {
 	struct sp_agg *a = fg->a;
-	int err = sp_array_reserve((void **)&fg->nodes, &fg->cap, 1, sizeof(*fg->nodes));
-	if (err)
-		return err;
-	fg->nodes[0] = (struct node){.parent = NO_NODE, .key = KEY_ROOT};
-	fg->n = 1;
+	int err = 0;
 	/* The aggregation's merged stacks, node for node (node v is map[v]). */
 	uint32_t *map = malloc((a->nnodes ? a->nnodes : 1) * sizeof(*map));
 	if (!map)
 		return -ENOMEM;
 	map[0] = 0;
 	fg->nodes[0].count = a->nnodes ? a->nodes[0].total : 0;
-	for (size_t v = 1; v < a->nnodes && !err; v++) {
-		const struct sp_agg_node *nd = &a->nodes[v];
-		uint32_t key = nd->func < a->nfuncs ? nd->func : KEY_TRUNCATED;
-		err = child(fg, map[nd->parent], key, nd->total, &map[v]);
-	}
+	for (size_t v = 1; v < a->nnodes && !err; v++)
+		err = child(fg, map[a->nodes[v].parent], agg_key(a, (uint32_t)v), a->nodes[v].total,
+			    &map[v]);
 	free(map);
 	if (err)
 		return err;
@@ -138,6 +149,75 @@ static int build_tree(struct flamegraph *fg)
 			return err;
 	}
 	return 0;
+}
+
+static int graft_child(void *ctx, uint32_t parent, uint32_t agg_node, uint32_t *made)
+{
+	struct flamegraph *fg = ctx;
+	return child(fg, parent, agg_key(fg->a, agg_node), 0, made);
+}
+
+/* The groups' root frames, named. */
+static int group_roots(struct flamegraph *fg, uint32_t *root)
+{
+	const struct sp_agg_groups *g = &fg->groups;
+	if (!(fg->group_off = malloc((g->n ? g->n : 1) * sizeof(*fg->group_off))))
+		return -ENOMEM;
+	int err = 0;
+	for (size_t i = 0; !err && i < g->n && g->v[i].samples; i++) {
+		fg->group_off[i] = fg->group_text.len;
+		if (!(err = sp_agg_group_label(g, i, &fg->group_text)) &&
+		    !(err = sp_buf_append(&fg->group_text, "", 1)))
+			err = child(fg, 0, (uint32_t)i, 0, &root[i]);
+	}
+	return err;
+}
+
+/*
+ * --group-by: the merged stacks again under one frame per process or
+ * thread, their samples without a stack an [empty] frame on it.  Counts are
+ * the samples that end at each frame first, then summed rootward: a parent
+ * is made before its children, so node ids order parents first.
+ */
+static int build_grouped(struct flamegraph *fg, uint32_t kind)
+{
+	struct sp_agg_graft gr;
+	struct sp_agg_group_count *counts = NULL;
+	uint32_t *root = NULL;
+	size_t n = 0;
+	sp_agg_graft_init(&gr, fg->a, graft_child, fg);
+	fg->grouped = true;
+	int err = sp_agg_groups_build(&fg->groups, fg->a, kind);
+	if (!err && !(root = malloc((fg->groups.n ? fg->groups.n : 1) * sizeof(*root))))
+		err = -ENOMEM;
+	if (!err)
+		err = group_roots(fg, root);
+	if (!err)
+		err = sp_agg_group_counts(fg->a, &fg->groups, &counts, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		uint32_t at, g = counts[i].group;
+		err = counts[i].node ? sp_agg_graft(&gr, g, root[g], counts[i].node, &at)
+				     : child(fg, root[g], KEY_EMPTY, 0, &at);
+		if (!err)
+			fg->nodes[at].count += counts[i].count;
+	}
+	for (size_t v = fg->n; !err && v-- > 1;)
+		fg->nodes[fg->nodes[v].parent].count += fg->nodes[v].count;
+	free(counts);
+	free(root);
+	sp_agg_graft_release(&gr);
+	return err;
+}
+
+/* The tree of the merged stacks, or with group_by of each group's. */
+static int build_tree(struct flamegraph *fg, uint32_t group_by)
+{
+	int err = sp_array_reserve((void **)&fg->nodes, &fg->cap, 1, sizeof(*fg->nodes));
+	if (err)
+		return err;
+	fg->nodes[0] = (struct node){.parent = NO_NODE, .key = KEY_ROOT};
+	fg->n = 1;
+	return group_by != SP_GROUP_NONE ? build_grouped(fg, group_by) : merge_stacks(fg);
 }
 
 /* Each function's kind, from the symbolizer's frames (cached) that the aggregation mapped to it. */
@@ -183,6 +263,10 @@ struct label {
 
 static struct label node_label(const struct flamegraph *fg, const struct node *nd)
 {
+	if (fg->grouped && nd->parent == 0)
+		return (struct label){.name = (const char *)fg->group_text.data +
+					      fg->group_off[nd->key],
+				      .module = "", .kind = FG_GROUP};
 	switch (nd->key) {
 	case KEY_ROOT:
 		return (struct label){.name = "all", .module = "", .kind = FG_ROOT};
@@ -629,8 +713,13 @@ static int write_header(struct flamegraph *fg, const struct geometry *g,
 	const struct sp_spool_meta *meta = sp_spool_meta(a->spool);
 	const char *command = meta && meta->command && meta->command[0] ? meta->command
 									  : "(unknown)";
-	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">Flame graph"
-		     "</text>\n", IMAGE_W / 2);
+	struct sp_sample_unit u;
+	char event[80];
+	sp_sample_unit_of(a->spool, &u);
+	sp_sample_unit_describe(&u, event, sizeof(event));
+	/* Widths are CPU time, unless the title says which event they count. */
+	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">Flame graph%s%s"
+		     "</text>\n", IMAGE_W / 2, u.time ? "" : ": ", u.time ? "" : u.event);
 	fprintf(out, "<text class=\"head\" xml:space=\"preserve\" x=\"%d\" y=\"44\">Command: ", PAD);
 	int err = put_raw_xml(fg, command, out);
 	if (err)
@@ -647,22 +736,23 @@ static int write_header(struct flamegraph *fg, const struct geometry *g,
 		")   Event: %s",
 		PAD, (double)(a->last_ns - a->first_ns) / 1e9, a->samples,
 		sp_spool_lost_total(a->spool), pct(a->truncated_samples, a->samples),
-		a->truncated_samples, pct(a->empty_samples, a->samples), a->empty_samples,
-		meta && meta->event_source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock");
-	if (meta && meta->frequency_hz)
-		fprintf(out, " at %" PRIu32 " Hz", meta->frequency_hz);
+		a->truncated_samples, pct(a->empty_samples, a->samples), a->empty_samples, event);
 	if (g->total != a->samples)
 		fprintf(out, "   Shown: %" PRIu64, g->total);
 	fputs("</text>\n", out);
 
 	/* Legend: one swatch per kind, in the middle of each range. */
 	double x = PAD;
-	for (int k = FG_NATIVE; k <= FG_EMPTY; k++) {
+	for (int k = FG_NATIVE; k <= FG_GROUP; k++) {
+		if (k == FG_ROOT || (k == FG_GROUP && !fg->grouped))
+			continue;
+		const char *label = k == FG_GROUP && fg->groups.kind == SP_GROUP_THREAD ? "thread"
+											: kinds[k].label;
 		fprintf(out, "<rect x=\"%.1f\" y=\"72\" width=\"12\" height=\"12\" fill=\"rgb(%u,%u,%u)"
 			     "\"/><text x=\"%.1f\" y=\"82\">%s</text>\n", x,
 			(kinds[k].lo[0] + kinds[k].hi[0]) / 2u, (kinds[k].lo[1] + kinds[k].hi[1]) / 2u,
-			(kinds[k].lo[2] + kinds[k].hi[2]) / 2u, x + 16, kinds[k].label);
-		x += 16 + (double)strlen(kinds[k].label) * CHAR_W + 14;
+			(kinds[k].lo[2] + kinds[k].hi[2]) / 2u, x + 16, label);
+		x += 16 + (double)strlen(label) * CHAR_W + 14;
 	}
 	put_button(out, "reset", "Reset zoom", IMAGE_W - PAD - 240, 69, true);
 	put_button(out, "search", "Search", IMAGE_W - PAD - 62, 69, false);
@@ -714,7 +804,8 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	sp_map_init(&fg.index);
 	sp_buf_init(&fg.text);
 	sp_buf_init(&fg.label);
-	int err = build_tree(&fg);
+	sp_buf_init(&fg.group_text);
+	int err = build_tree(&fg, opts->group_by);
 	if (!err)
 		err = classify(&fg);
 	if (!err)
@@ -724,6 +815,9 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	sp_map_release(&fg.index);
 	sp_buf_release(&fg.text);
 	sp_buf_release(&fg.label);
+	sp_buf_release(&fg.group_text);
+	sp_agg_groups_release(&fg.groups);
+	free(fg.group_off);
 	free(fg.nodes);
 	free(fg.func_kind);
 	free(fg.order);

@@ -228,17 +228,20 @@ static int write_block(struct sp_buf *b, FILE *out)
 int sp_export_perf_script(struct sp_agg *a, FILE *out)
 {
 	const struct sp_spool *s = a->spool;
-	const char *event =
-		sp_spool_meta(s)->event_source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock";
+	struct sp_sample_unit u;
+	sp_sample_unit_of(s, &u);
 	size_t nframes = sp_spool_frame_count(s), nthreads = sp_spool_thread_count(s);
 	struct text_cache c = {
 		.frame_at = alloc_offsets(nframes), .frame_len = alloc_offsets(nframes),
 		.stack_at = alloc_offsets(a->nstacks), .stack_len = alloc_offsets(a->nstacks),
 		.thread_at = alloc_offsets(nthreads), .thread_len = alloc_offsets(nthreads),
 	};
-	/* perf's "COMM PID/TID SECONDS.MICROS: PERIOD EVENT:" line, in CLOCK_MONOTONIC time. */
-	c.tail_len = (size_t)snprintf(c.tail, sizeof(c.tail), ": %10" PRIu64 " %s:\n",
-				      sp_export_period_ns(s), event);
+	/*
+	 * perf's "COMM PID/TID SECONDS.MICROS: PERIOD EVENT:" line, in
+	 * CLOCK_MONOTONIC time; PERIOD the events a sample stands for.
+	 */
+	c.tail_len = (size_t)snprintf(c.tail, sizeof(c.tail), ": %10" PRIu64 " %s:\n", u.period,
+				      u.event);
 	struct sp_buf b;
 	sp_buf_init(&c.text);
 	sp_buf_init(&b);

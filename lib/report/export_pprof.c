@@ -523,7 +523,14 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	for (size_t i = 0; i < SP_ARRAY_SIZE(bufs); i++)
 		sp_buf_init(bufs[i]);
 	const struct sp_spool_meta *meta = sp_spool_meta(p.s);
-	uint64_t period = sp_export_period_ns(p.s), id;
+	struct sp_sample_unit u;
+	sp_sample_unit_of(p.s, &u);
+	/*
+	 * The second value: CPU time as Go's own profiles have it, or the
+	 * events the samples stand for, named after the event.
+	 */
+	const char *type = u.time ? "cpu" : u.event, *unit = u.time ? "nanoseconds" : "count";
+	uint64_t period = u.period, id;
 	size_t nframes = sp_spool_frame_count(p.s), nmodules = sp_spool_module_count(p.s);
 	int err = -ENOMEM;
 	p.frame_loc = calloc(nframes ? nframes : 1, sizeof(*p.frame_loc));
@@ -535,9 +542,9 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	/* string_table[0] must be "". */
 	if ((err = str_id(&p, "", &id)))
 		goto out;
-	/* Index 0 counts samples, by profile.proto's convention; cpu is the default view. */
+	/* Index 0 counts samples, by profile.proto's convention; the second is the default view. */
 	if ((err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "samples", "count")) ||
-	    (err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "cpu", "nanoseconds")) ||
+	    (err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, type, unit)) ||
 	    (err = gz_open(&gz, out)) || (err = gz_put(&gz, &p.profile, false)) ||
 	    (err = group_samples(&p)) || (err = encode_samples(&p, period)))
 		goto out;
@@ -551,16 +558,16 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 		goto out;
 
 	/* The fields after the string table, first: every string must be in the table. */
-	uint64_t cpu, comment = 0;
-	if ((err = str_id(&p, "cpu", &cpu)) ||
+	uint64_t type_id, comment = 0;
+	if ((err = str_id(&p, type, &type_id)) ||
 	    (meta->command && meta->command[0] && (err = raw_str_id(&p, meta->command, &comment))))
 		goto out;
 	if ((err = pb_varint(&p.tail, PROFILE_TIME_NANOS, meta->start_timestamp_us * 1000)) ||
 	    (err = pb_varint(&p.tail, PROFILE_DURATION_NANOS, a->last_ns - a->first_ns)) ||
-	    (err = value_type(&p, &p.tail, PROFILE_PERIOD_TYPE, "cpu", "nanoseconds")) ||
+	    (err = value_type(&p, &p.tail, PROFILE_PERIOD_TYPE, type, unit)) ||
 	    (err = pb_varint(&p.tail, PROFILE_PERIOD, period)) ||
 	    (err = pb_varint(&p.tail, PROFILE_COMMENT, comment)) ||
-	    (err = pb_varint(&p.tail, PROFILE_DEFAULT_SAMPLE_TYPE, cpu)))
+	    (err = pb_varint(&p.tail, PROFILE_DEFAULT_SAMPLE_TYPE, type_id)))
 		goto out;
 
 	/* Fields in number order: sample types and samples are already out; the rest follow. */

@@ -146,7 +146,7 @@ static const char *base_name(const char *p)
 
 /* One thread's samples, oldest first, each weighing one sampling period. */
 static int write_profile(struct speedscope *ss, const struct sp_thread *t, const uint32_t *samples,
-			 size_t n, uint64_t period, FILE *out)
+			 size_t n, const struct sp_sample_unit *u, FILE *out)
 {
 	/* Name: "comm (pid P, tid T)", the way speedscope's own importers name threads. */
 	char ids[64];
@@ -169,13 +169,16 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	 * one period of the thread's CPU time (as pprof's cpu value): the time to
 	 * the thread's next sample would also count the time it waited or slept.
 	 * endValue - startValue is the total weight, which speedscope takes as the
-	 * profile's length.
+	 * profile's length.  Other events weigh what they count, no time: "none",
+	 * from 0.
 	 */
-	uint64_t start = sp_spool_sample(ss->s, samples[0])->timestamp_ns - ss->a->first_ns;
+	uint64_t period = u->period;
+	uint64_t start = u->time ? sp_spool_sample(ss->s, samples[0])->timestamp_ns - ss->a->first_ns
+				 : 0;
 	fprintf(out,
-		",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
+		",\"unit\":\"%s\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
 		",\n\"samples\":[\n",
-		start, start + n * period);
+		u->time ? "nanoseconds" : "none", start, start + n * period);
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_sample *smp = sp_spool_sample(ss->s, samples[i]);
 		uint32_t sid = smp->stack_id < ss->a->nstacks ? smp->stack_id : 0;
@@ -207,7 +210,8 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	const struct sp_spool *s = a->spool;
 	const struct sp_spool_meta *meta = sp_spool_meta(s);
 	size_t nsamples = sp_spool_sample_count(s), nthreads = sp_spool_thread_count(s);
-	uint64_t period = sp_export_period_ns(s);
+	struct sp_sample_unit unit;
+	sp_sample_unit_of(s, &unit);
 	uint32_t *order = NULL, *by_thread = NULL;
 	size_t *first = NULL;
 	int err = -ENOMEM;
@@ -286,7 +290,7 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 			continue;
 		fputs(written++ ? ",\n" : "\n", out);
 		const struct sp_thread *th = sp_spool_thread(s, (uint32_t)t);
-		if ((err = write_profile(&ss, th, by_thread + first[t], n, period, out)))
+		if ((err = write_profile(&ss, th, by_thread + first[t], n, &unit, out)))
 			goto out;
 	}
 	fputs(written ? "\n]}\n" : "]}\n", out);

@@ -28,7 +28,7 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 			err = sp_report_text(&agg, opts, out);
 			break;
 		case SP_REPORT_FOLDED:
-			err = sp_report_folded(&agg, out);
+			err = sp_report_folded(&agg, opts, out);
 			break;
 		case SP_REPORT_PPROF:
 			err = sp_export_pprof(&agg, opts, out);

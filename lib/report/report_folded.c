@@ -67,16 +67,20 @@ static int intern_label(struct labels *l, size_t start, uint32_t *id)
  * ';' separates frames and a newline ends the record, so neither may appear
  * inside a name; spaces may (flamegraph.pl splits the count at the last one).
  */
+static void fold_safe(struct sp_buf *b, size_t start)
+{
+	for (size_t i = start; i < b->len; i++)
+		if (b->data[i] == ';' || b->data[i] < 0x20 || b->data[i] == 0x7f)
+			b->data[i] = '_';
+}
+
 static int append_name(struct sp_buf *b, const char *name)
 {
 	size_t start = b->len;
 	int err = sp_buf_append(b, name, strlen(name));
-	if (err)
-		return err;
-	for (size_t i = start; i < b->len; i++)
-		if (b->data[i] == ';' || b->data[i] < 0x20 || b->data[i] == 0x7f)
-			b->data[i] = '_';
-	return 0;
+	if (!err)
+		fold_safe(b, start);
+	return err;
 }
 
 /* Label every function; the marker is label 0. */
@@ -132,6 +136,7 @@ struct item {
 };
 
 struct folded {
+	const struct sp_agg *a;
 	struct lnode *nodes;
 	size_t n, cap;
 	struct sp_map index; /* parent << 32 | label -> node */
@@ -206,18 +211,100 @@ static int push_children(struct folded *fo, uint32_t node, uint64_t empty, size_
 	return 0;
 }
 
+/* The label of a node of the merged stacks: its function's, or the marker's (label 0). */
+static uint32_t node_label(const struct folded *fo, uint32_t agg_node)
+{
+	const struct sp_agg_node *nd = &fo->a->nodes[agg_node];
+	return nd->func < fo->a->nfuncs ? fo->lab->of_func[nd->func] : 0;
+}
+
+/*
+ * Each frame gives its containing function, then the functions inlined
+ * into it, innermost last; a truncated stack starts with "[truncated]"
+ * (label 0), so it never merges with one that reached its real root.
+ */
+static int merge_stacks(struct folded *fo)
+{
+	const struct sp_agg *a = fo->a;
+	uint32_t *lnode = malloc((a->nnodes ? a->nnodes : 1) * sizeof(*lnode));
+	int err = lnode ? 0 : -ENOMEM;
+	if (!err)
+		lnode[0] = 0;
+	for (size_t v = 1; !err && v < a->nnodes; v++) {
+		if (!(err = lchild(fo, lnode[a->nodes[v].parent], node_label(fo, (uint32_t)v),
+				   &lnode[v])))
+			fo->nodes[lnode[v]].count =
+				sp_u64_add_sat(fo->nodes[lnode[v]].count, a->nodes[v].count);
+	}
+	free(lnode);
+	return err;
+}
+
+static int graft_child(void *ctx, uint32_t parent, uint32_t agg_node, uint32_t *made)
+{
+	struct folded *fo = ctx;
+	return lchild(fo, parent, node_label(fo, agg_node), made);
+}
+
+/*
+ * --group-by: the same stacks under one root frame per process or thread,
+ * "NAME (pid P)" or "NAME (pid P, tid T)"; samples without a stack are
+ * "[empty]" above their group's root.
+ */
+static int merge_grouped(struct folded *fo, struct labels *lab, uint32_t kind)
+{
+	struct sp_agg_groups g;
+	struct sp_agg_graft gr;
+	struct sp_agg_group_count *counts = NULL;
+	uint32_t *root = NULL, empty;
+	size_t n = 0, start = lab->text.len;
+	sp_agg_graft_init(&gr, fo->a, graft_child, fo);
+	int err = sp_agg_groups_build(&g, fo->a, kind);
+	if (!err && !(err = sp_buf_append(&lab->text, fo->empty, strlen(fo->empty))))
+		err = intern_label(lab, start, &empty);
+	if (!err && !(root = malloc((g.n ? g.n : 1) * sizeof(*root))))
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < g.n && g.v[i].samples; i++) {
+		uint32_t label;
+		start = lab->text.len;
+		if (!(err = sp_agg_group_label(&g, i, &lab->text))) {
+			fold_safe(&lab->text, start);
+			err = intern_label(lab, start, &label);
+		}
+		if (!err)
+			err = lchild(fo, 0, label, &root[i]);
+	}
+	if (!err)
+		err = sp_agg_group_counts(fo->a, &g, &counts, &n);
+	for (size_t i = 0; !err && i < n; i++) {
+		uint32_t at;
+		if (counts[i].node)
+			err = sp_agg_graft(&gr, counts[i].group, root[counts[i].group], counts[i].node,
+					   &at);
+		else
+			err = lchild(fo, root[counts[i].group], empty, &at);
+		if (!err)
+			fo->nodes[at].count = sp_u64_add_sat(fo->nodes[at].count, counts[i].count);
+	}
+	free(counts);
+	free(root);
+	sp_agg_graft_release(&gr);
+	sp_agg_groups_release(&g);
+	return err;
+}
+
 /*
  * Every stack by labels, root first, in the order of their text, written
  * depth first with one path buffer: time proportional to the output.
  */
-int sp_report_folded(struct sp_agg *a, FILE *out)
+int sp_report_folded(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	struct labels lab = {0};
-	struct folded fo = {.lab = &lab, .empty = "[empty]"};
+	struct folded fo = {.a = a, .lab = &lab, .empty = "[empty]"};
 	struct sp_buf path;
 	struct item *stack = NULL;
-	uint32_t *lnode = NULL;
 	size_t sp = 0, cap = 0;
+	bool grouped = opts && opts->group_by != SP_GROUP_NONE;
 	int err;
 	sp_buf_init(&path);
 	sp_buf_init(&lab.text);
@@ -225,28 +312,16 @@ int sp_report_folded(struct sp_agg *a, FILE *out)
 	sp_map_init(&fo.index);
 	if ((err = build_labels(a, &lab)))
 		goto out;
-	if (!(lnode = malloc((a->nnodes ? a->nnodes : 1) * sizeof(*lnode))) ||
-	    sp_array_reserve((void **)&fo.nodes, &fo.cap, 1, sizeof(*fo.nodes))) {
+	if (sp_array_reserve((void **)&fo.nodes, &fo.cap, 1, sizeof(*fo.nodes))) {
 		err = -ENOMEM;
 		goto out;
 	}
 	fo.nodes[0] = (struct lnode){0};
 	fo.n = 1;
-	lnode[0] = 0;
-	/*
-	 * Each frame gives its containing function, then the functions inlined
-	 * into it, innermost last; a truncated stack starts with "[truncated]"
-	 * (label 0), so it never merges with one that reached its real root.
-	 */
-	for (size_t v = 1; v < a->nnodes; v++) {
-		const struct sp_agg_node *nd = &a->nodes[v];
-		uint32_t label = nd->func < a->nfuncs ? lab.of_func[nd->func] : 0;
-		if ((err = lchild(&fo, lnode[nd->parent], label, &lnode[v])))
-			goto out;
-		fo.nodes[lnode[v]].count = sp_u64_add_sat(fo.nodes[lnode[v]].count, nd->count);
-	}
+	if ((err = grouped ? merge_grouped(&fo, &lab, opts->group_by) : merge_stacks(&fo)))
+		goto out;
 	/* Empty stacks stay visible: a flame graph without them overstates every share. */
-	if ((err = push_children(&fo, 0, a->empty_samples, 0, &stack, &sp, &cap)))
+	if ((err = push_children(&fo, 0, grouped ? 0 : a->empty_samples, 0, &stack, &sp, &cap)))
 		goto out;
 	while (sp) {
 		struct item it = stack[--sp];
@@ -266,7 +341,6 @@ int sp_report_folded(struct sp_agg *a, FILE *out)
 	}
 	err = 0;
 out:
-	free(lnode);
 	free(stack);
 	free(fo.nodes);
 	sp_map_release(&fo.index);

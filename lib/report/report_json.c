@@ -64,9 +64,12 @@ static void put_meta(struct json *j, const struct sp_agg *a, const struct sp_rep
 	put_key_str(j, "command", m ? m->command : NULL, false);
 	put_key_str(j, "hostname", m ? m->hostname : NULL, false);
 	put_key_str(j, "kernel_release", m ? m->kernel_release : NULL, false);
-	put_key_str(j, "event", m && m->event_source == SP_EVENT_CYCLES ? "cycles" : "cpu-clock",
-		    false);
+	struct sp_sample_unit u;
+	sp_sample_unit_of(a->spool, &u);
+	put_key_str(j, "event", u.event, false);
 	put_key_u64(j, "frequency_hz", m ? m->frequency_hz : 0);
+	put_key_u64(j, "sample_period", m ? m->sample_period : 0);
+	fprintf(j->out, ",\"system_wide\":%s", u.system_wide ? "true" : "false");
 	put_key_u64(j, "start_unix_us", m ? m->start_timestamp_us : 0);
 	fprintf(j->out, ",\"duration_s\":%.6f", (double)(a->last_ns - a->first_ns) / 1e9);
 	fprintf(j->out, ",\"truncated\":%s}",

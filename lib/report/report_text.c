@@ -200,85 +200,34 @@ static int write_views(struct sp_agg *a, const struct sp_report_opts *opts, FILE
 	return err;
 }
 
-/* A section of --group-by: a process or a thread and its kept samples. */
-struct section {
-	struct sp_agg_scope scope;
-	uint64_t samples;
-	int32_t pid, tid;
-	const char *name;
-};
-
-static int by_section(const void *pa, const void *pb)
-{
-	const struct section *x = pa, *y = pb;
-	if (x->samples != y->samples)
-		return x->samples < y->samples ? 1 : -1;
-	if (x->pid != y->pid)
-		return x->pid < y->pid ? -1 : 1;
-	if (x->tid != y->tid)
-		return x->tid < y->tid ? -1 : 1;
-	return strcmp(x->name, y->name);
-}
-
 /*
- * One section per process (named by its first thread with a name: the main
- * thread's comm, usually) or per thread, busiest first, each with its own
- * views; shares stay of all the report's samples, so sections add up.
+ * One section per process (named by its main thread) or per thread, busiest
+ * first, each with its own views; shares stay of all the report's samples,
+ * so sections add up.
  */
 static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
-	const struct sp_spool *s = a->spool;
-	size_t nthreads = sp_spool_thread_count(s), nsamples = sp_spool_sample_count(s), n = 0;
-	struct section *sec = calloc(nthreads ? nthreads : 1, sizeof(*sec));
-	uint32_t *of_thread = malloc((nthreads ? nthreads : 1) * sizeof(*of_thread));
-	int err = -ENOMEM;
-	if (!sec || !of_thread)
-		goto out;
-	for (uint32_t t = 0; t < nthreads; t++) {
-		const struct sp_thread *th = sp_spool_thread(s, t);
-		size_t j = n;
-		if (opts->group_by == SP_GROUP_PROCESS)
-			for (j = 0; j < n && sec[j].pid != th->pid; j++)
-				;
-		if (j == n) {
-			sec[n++] = (struct section){
-				.scope = {.kind = opts->group_by, .pid = th->pid, .thread = t},
-				.pid = th->pid,
-				.tid = opts->group_by == SP_GROUP_PROCESS ? th->pid : th->tid,
-				.name = th->name,
-			};
-		} else if (!sec[j].name[0] || th->tid == th->pid) {
-			sec[j].name = th->name; /* the main thread names its process */
-		}
-		of_thread[t] = (uint32_t)j;
-	}
-	for (size_t i = 0; i < nsamples; i++) {
-		uint32_t t = sp_spool_sample(s, i)->thread;
-		if (sp_agg_kept(a, i) && t < nthreads)
-			sec[of_thread[t]].samples++;
-	}
-	qsort(sec, n, sizeof(*sec), by_section);
-	err = 0;
-	for (size_t i = 0; !err && i < n && sec[i].samples; i++) {
+	struct sp_agg_groups g;
+	int err = sp_agg_groups_build(&g, a, opts->group_by);
+	for (size_t i = 0; !err && i < g.n && g.v[i].samples; i++) {
+		const struct sp_agg_group *sec = &g.v[i];
 		struct sp_agg part;
-		if (opts->group_by == SP_GROUP_PROCESS)
-			fprintf(out, "\n== Process %" PRId32 " (", sec[i].pid);
+		if (g.kind == SP_GROUP_PROCESS)
+			fprintf(out, "\n== Process %" PRId32 " (", sec->pid);
 		else
-			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (", sec[i].pid, sec[i].tid);
+			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (", sec->pid, sec->tid);
 		/* The target names its threads: never raw to a terminal. */
-		sp_fputs_printable(sec[i].name[0] ? sec[i].name : "[unknown]", out);
-		fprintf(out, "): %.1f%% (%" PRIu64 " sample%s)\n", pct(sec[i].samples, a->whole),
-			sec[i].samples, sec[i].samples == 1 ? "" : "s");
-		err = sp_agg_build_scoped(&part, s, a->sym, opts, &sec[i].scope);
+		sp_fputs_printable(sec->name[0] ? sec->name : "[unknown]", out);
+		fprintf(out, "): %.1f%% (%" PRIu64 " sample%s)\n", pct(sec->samples, a->whole),
+			sec->samples, sec->samples == 1 ? "" : "s");
+		err = sp_agg_build_scoped(&part, a->spool, a->sym, opts, &sec->scope);
 		if (!err) {
 			part.whole = a->whole;
 			err = write_views(&part, opts, out);
 		}
 		sp_agg_release(&part);
 	}
-out:
-	free(sec);
-	free(of_thread);
+	sp_agg_groups_release(&g);
 	return err;
 }
 

@@ -235,6 +235,55 @@ static void put_value(const char *s, size_t w, FILE *out)
 	sp_buf_release(&b);
 }
 
+#define BUSIEST_MAX 5   /* processes the header names */
+#define BUSIEST_NAME 24 /* columns of a process's name there, at most */
+
+/*
+ * With samples of more than one process (a system-wide recording, a
+ * program that starts others): how many, and the busiest by kept samples,
+ * as many as fit the width, each "NAME[PID] SHARE" ("NAME SHARE" for pid 0).
+ */
+static void write_processes(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
+{
+	struct sp_agg_groups g;
+	struct sp_buf name;
+	sp_buf_init(&name);
+	size_t n = 0, w = sp_text_width(opts);
+	if (sp_agg_groups_build(&g, a, SP_GROUP_PROCESS))
+		goto out; /* no memory: the report goes on without the line */
+	while (n < g.n && g.v[n].samples)
+		n++;
+	if (n < 2)
+		goto out;
+	char items[BUSIEST_MAX][BUSIEST_NAME + 40];
+	size_t shown = 0, len = (size_t)snprintf(NULL, 0, "Processes:  %zu (busiest: ", n);
+	for (; shown < n && shown < BUSIEST_MAX; shown++) {
+		const struct sp_agg_group *p = &g.v[shown];
+		char cut[BUSIEST_NAME + 1];
+		name.len = 0;
+		if (sp_buf_put_printable(&name, p->name[0] ? p->name : "[unknown]") ||
+		    sp_buf_append(&name, "", 1))
+			break;
+		sp_text_cut(cut, sizeof(cut), (const char *)name.data, BUSIEST_NAME, SIZE_MAX);
+		/* pid 0 is no process but the idle task of a system-wide recording: "[idle]" */
+		int k = p->pid ? snprintf(items[shown], sizeof(items[shown]), "%s[%" PRId32 "] %.1f%%",
+					  cut, p->pid, pct(p->samples, a->samples))
+			       : snprintf(items[shown], sizeof(items[shown]), "%s %.1f%%", cut,
+					  pct(p->samples, a->samples));
+		/* ", " between, ")" after; the first one goes in whatever the width */
+		if (shown && len + 2 + (size_t)k + 1 > w)
+			break;
+		len += (size_t)k + (shown ? 2 : 0);
+	}
+	fprintf(out, "Processes:  %zu (%s", n, shown < n ? "busiest: " : "");
+	for (size_t i = 0; i < shown; i++)
+		fprintf(out, "%s%s", i ? ", " : "", items[i]);
+	fputs(")\n", out);
+out:
+	sp_buf_release(&name);
+	sp_agg_groups_release(&g);
+}
+
 void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	const struct sp_spool *s = a->spool;
@@ -249,16 +298,17 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	fputs("\nCommand:    ", out);
 	put_value(meta && meta->command && *meta->command ? meta->command : "(unknown)", w, out);
 	fputc('\n', out);
-	fprintf(out, "Event:      %s", meta && meta->event_source == SP_EVENT_CYCLES ? "cycles"
-										: "cpu-clock");
-	if (meta && meta->frequency_hz)
-		fprintf(out, " at %" PRIu32 " Hz", meta->frequency_hz);
-	fputc('\n', out);
+	struct sp_sample_unit u;
+	char event[80];
+	sp_sample_unit_of(s, &u);
+	sp_sample_unit_describe(&u, event, sizeof(event));
+	fprintf(out, "Event:      %s\n", event);
 	double secs = (double)(a->last_ns - a->first_ns) / 1e9;
 	fprintf(out, "Duration:   %.3f s\n", secs);
 	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->samples,
 		sp_spool_lost_total(s));
 	sp_text_filters(a, opts, out);
+	write_processes(a, opts, out);
 	fprintf(out, "Empty:      %.1f%% of samples had no stack (%" PRIu64 ")\n",
 		pct(a->empty_samples, a->samples), a->empty_samples);
 	fprintf(out, "Truncated:  %.1f%% of samples had a truncated stack (%" PRIu64 ")\n",

@@ -20,7 +20,8 @@
 int sp_report_text(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 /* Call trees (lib/report/report_tree.c): top-down, or bottom-up with opts->inverted. */
 int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
-int sp_report_folded(struct sp_agg *a, FILE *out);
+/* Folded stacks (lib/report/report_folded.c); opts->group_by roots them per process or thread. */
+int sp_report_folded(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 /* JSON summary (lib/report/report_json.c). */
 int sp_report_json(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 

@@ -141,8 +141,8 @@ static void known_profile(void)
 	finish();
 }
 
-/* One export into a malloc'd buffer (*len bytes, NUL-terminated for text). */
-static char *export_opts(uint32_t format, bool lines, size_t *len)
+/* One export with opts into a malloc'd buffer (*len bytes, NUL-terminated for text). */
+static char *export_with(struct sp_report_opts opts, size_t *len)
 {
 	char *data = NULL;
 	size_t n = 0;
@@ -150,14 +150,18 @@ static char *export_opts(uint32_t format, bool lines, size_t *len)
 	cr_assert_not_null(out);
 	struct sp_symbolizer *sym;
 	cr_assert_eq(sp_symbolizer_new(spool, NULL, &sym), 0);
-	struct sp_report_opts opts = {.format = format, .lines = lines,
-				      .spool_path = "/x/known.spool"};
+	opts.spool_path = "/x/known.spool";
 	cr_assert_eq(sp_report_write(spool, sym, &opts, out), 0);
 	fclose(out);
 	sp_symbolizer_free(sym);
 	if (len)
 		*len = n;
 	return data;
+}
+
+static char *export_opts(uint32_t format, bool lines, size_t *len)
+{
+	return export_with((struct sp_report_opts){.format = format, .lines = lines}, len);
 }
 
 static char *export(uint32_t format, size_t *len)
@@ -188,7 +192,10 @@ static const char *speedscope_file(uint64_t addr)
 Test(export, period_from_the_header)
 {
 	finish();
-	cr_expect_eq(sp_export_period_ns(spool), PERIOD);
+	struct sp_sample_unit u;
+	sp_sample_unit_of(spool, &u);
+	cr_expect_eq(u.period, PERIOD);
+	cr_expect(u.time);
 	struct sp_spool_meta m = *sp_spool_meta(spool);
 	struct sp_spool *s2;
 	struct sp_spool_writer *w;
@@ -197,8 +204,98 @@ Test(export, period_from_the_header)
 	cr_assert_eq(sp_spool_writer_open(spool_path, &m, &w), 0);
 	sp_spool_writer_free(w);
 	cr_assert_eq(sp_spool_open(spool_path, &s2), 0);
-	cr_expect_eq(sp_export_period_ns(s2), 250000);
+	sp_sample_unit_of(s2, &u);
+	cr_expect_eq(u.period, 250000);
 	sp_spool_free(s2);
+}
+
+/* ---- the event's unit ----------------------------------------------------------- */
+
+/* Arrays, not pointers: Criterion copies parameters into the test's own process. */
+struct unit_case {
+	uint32_t event, frequency_hz, flags;
+	uint64_t sample_period;
+	char event_line[64];  /* the text header's, after "Event:      " */
+	char name[24];        /* the event's name everywhere else */
+	bool time;            /* pprof cpu/nanoseconds, speedscope nanoseconds */
+	uint64_t per;         /* what one sample weighs */
+};
+
+static const struct unit_case unit_cases[] = {
+	{SP_EVENT_CYCLES, 999, 0, 0, "cycles at 999 Hz", "cycles", true, PERIOD},
+	{SP_EVENT_CPU_CLOCK, 999, 0, 0, "cpu-clock at 999 Hz", "cpu-clock", true, PERIOD},
+	{SP_EVENT_CPU_CLOCK, 0, 0, 250000, "cpu-clock every 250000 ns", "cpu-clock", true, 250000},
+	{SP_EVENT_TASK_CLOCK, 99, 0, 0, "task-clock at 99 Hz", "task-clock", true, 10101010},
+	{SP_EVENT_PAGE_FAULTS, 0, 0, 1000, "page-faults every 1000 events", "page-faults", false,
+	 1000},
+	{SP_EVENT_INSTRUCTIONS, 999, 0, 0, "instructions at 999 Hz", "instructions", false, 1},
+	{SP_EVENT_CYCLES, 0, 0, 100000, "cycles every 100000 events", "cycles", false, 100000},
+	{SP_EVENT_CONTEXT_SWITCHES, 0, SP_META_SYSTEM_WIDE, 1,
+	 "context-switches on every event, system-wide", "context-switches", false, 1},
+	{SP_EVENT_CPU_CLOCK, 999, SP_META_SYSTEM_WIDE, 0, "cpu-clock at 999 Hz, system-wide",
+	 "cpu-clock", true, PERIOD},
+	/* a later build's event: named by number, counted, never taken for time */
+	{99, 999, 0, 0, "event-99 at 999 Hz", "event-99", false, 1},
+};
+
+ParameterizedTestParameters(export, every_output_names_the_event)
+{
+	return cr_make_param_array(struct unit_case, unit_cases, SP_ARRAY_SIZE(unit_cases));
+}
+
+static void expect_pprof_unit(const struct unit_case *c);
+
+/* The known profile recorded with c's event, period or frequency, and flags. */
+ParameterizedTest(const struct unit_case *c, export, every_output_names_the_event)
+{
+	sp_spool_writer_free(writer);
+	struct sp_spool_meta meta = {.frequency_hz = c->frequency_hz, .event_source = c->event,
+				     .sample_period = c->sample_period, .flags = c->flags,
+				     .start_monotonic_ns = T0 - 500000,
+				     .start_timestamp_us = START_US, .command = "./prog \"x\""};
+	cr_assert_eq(sp_spool_writer_open(spool_path, &meta, &writer), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 10, &t0), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(writer, t0, "prog"), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 10, 11, &t1), 0);
+	known_profile();
+	char want[256];
+
+	char *text = export(SP_REPORT_TEXT, NULL);
+	snprintf(want, sizeof(want), "\nEvent:      %s\n", c->event_line);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(text);
+
+	text = export(SP_REPORT_PERF_SCRIPT, NULL);
+	snprintf(want, sizeof(want), "prog    10/10        2.000500: %10" PRIu64 " %s:\n", c->per,
+		 c->name);
+	cr_expect_eq(strncmp(text, want, strlen(want)), 0, "want '%s' in\n%s", want, text);
+	free(text);
+
+	text = export(SP_REPORT_JSON, NULL);
+	snprintf(want, sizeof(want), "\"event\":\"%s\",\"frequency_hz\":%" PRIu32
+		 ",\"sample_period\":%" PRIu64 ",\"system_wide\":%s,", c->name, c->frequency_hz,
+		 c->sample_period, c->flags ? "true" : "false");
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(text);
+
+	/* speedscope: thread 10/10's four samples, in ns from its first or as counts from 0 */
+	text = export(SP_REPORT_SPEEDSCOPE, NULL);
+	snprintf(want, sizeof(want), "\"unit\":\"%s\",\"startValue\":0,\"endValue\":%" PRIu64
+		 ",\n", c->time ? "nanoseconds" : "none", 4 * c->per);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "\"weights\":[%" PRIu64 ",%" PRIu64 "]}", c->per, c->per);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(text);
+
+	text = export(SP_REPORT_FLAMEGRAPH, NULL);
+	snprintf(want, sizeof(want), "Flame graph%s%s</text>", c->time ? "" : ": ",
+		 c->time ? "" : c->name);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	snprintf(want, sizeof(want), "   Event: %s</text>", c->event_line);
+	cr_expect_not_null(strstr(text, want), "no '%s' in\n%s", want, text);
+	free(text);
+
+	expect_pprof_unit(c);
 }
 
 /* Arrays, not pointers: Criterion copies parameters into the test's own process. */
@@ -892,6 +989,35 @@ Test(export, pprof_decodes_to_the_profile)
 	free(p.raw);
 }
 
+/* pprof: samples/count, then CPU time or the event's count, the latter the default. */
+static void expect_pprof_unit(const struct unit_case *c)
+{
+	static struct profile p;
+	decode_export(&p);
+	const char *type = c->time ? "cpu" : c->name, *unit = c->time ? "nanoseconds" : "count";
+	cr_assert_eq(p.nsample_type, 2);
+	cr_expect_str_eq(str(&p, p.sample_type[0][0]), "samples");
+	cr_expect_str_eq(str(&p, p.sample_type[0][1]), "count");
+	cr_expect_str_eq(str(&p, p.sample_type[1][0]), type);
+	cr_expect_str_eq(str(&p, p.sample_type[1][1]), unit);
+	cr_expect_str_eq(str(&p, p.period_type[0]), type);
+	cr_expect_str_eq(str(&p, p.period_type[1]), unit);
+	cr_expect_str_eq(str(&p, p.default_type), type);
+	cr_expect_eq(p.period, c->per);
+	bool found = false;
+	for (size_t i = 0; i < p.nsample; i++) {
+		char st[1024], lb[512];
+		sample_text(&p, &p.sample[i], st, lb);
+		if (strcmp(st, "exp_alpha;exp_beta;exp_root"))
+			continue;
+		found = true;
+		cr_expect_eq(p.sample[i].value[0], 2);
+		cr_expect_eq(p.sample[i].value[1], 2 * c->per);
+	}
+	cr_expect(found);
+	free(p.raw);
+}
+
 Test(export, pprof_of_an_empty_spool)
 {
 	finish();
@@ -1050,6 +1176,23 @@ static void expect_frame(const char *svg, const char *kind, unsigned s, unsigned
 	cr_expect_not_null(strstr(svg, want), "no frame '%s' in\n%s", want, svg);
 }
 
+struct fg_frame {
+	const char *kind;
+	unsigned s, c, d;
+	const char *name;
+};
+
+/* Exactly these frames (expect_frame), in any order. */
+static void expect_frames(const char *svg, const struct fg_frame *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		expect_frame(svg, v[i].kind, v[i].s, v[i].c, v[i].d, v[i].name);
+	size_t frames = 0;
+	for (const char *p = svg; (p = strstr(p, "<g class=\"f ")); p++)
+		frames++;
+	cr_expect_eq(frames, n);
+}
+
 /*
  * The known profile merged: all(6) over [empty](1), [truncated](1) over
  * exp_alpha(1), and exp_root(4) over exp_beta(4) over exp_alpha(2); siblings
@@ -1061,17 +1204,16 @@ Test(export, flamegraph_frames)
 	char *svg = export(SP_REPORT_FLAMEGRAPH, NULL);
 	cr_assert_not_null(svg);
 	cr_expect_eq(strncmp(svg, "<?xml version=\"1.0\" encoding=\"UTF-8\"", 36), 0);
-	expect_frame(svg, "root", 0, 6, 0, "all");
-	expect_frame(svg, "empty", 0, 1, 1, "[empty]");
-	expect_frame(svg, "truncated", 1, 1, 1, "[truncated]");
-	expect_frame(svg, "native", 1, 1, 2, "exp_alpha");
-	expect_frame(svg, "native", 2, 4, 1, "exp_root");
-	expect_frame(svg, "native", 2, 4, 2, "exp_beta");
-	expect_frame(svg, "native", 2, 2, 3, "exp_alpha");
-	unsigned frames = 0;
-	for (const char *p = svg; (p = strstr(p, "<g class=\"f ")); p++)
-		frames++;
-	cr_expect_eq(frames, 7);
+	static const struct fg_frame want[] = {
+		{"root", 0, 6, 0, "all"},
+		{"empty", 0, 1, 1, "[empty]"},
+		{"truncated", 1, 1, 1, "[truncated]"},
+		{"native", 1, 1, 2, "exp_alpha"},
+		{"native", 2, 4, 1, "exp_root"},
+		{"native", 2, 4, 2, "exp_beta"},
+		{"native", 2, 2, 3, "exp_alpha"},
+	};
+	expect_frames(svg, want, SP_ARRAY_SIZE(want));
 	/* Depth first: a frame's children follow it, left to right. */
 	const char *root = strstr(svg, "data-n=\"exp_root\""), *beta = strstr(svg, "data-n=\"exp_beta\"");
 	const char *empty = strstr(svg, "data-n=\"[empty]\""), *trunc = strstr(svg, "data-n=\"[truncated]\"");
@@ -1091,6 +1233,47 @@ Test(export, flamegraph_frames)
 	const char *cdata = strstr(svg, "<script type=\"text/ecmascript\"><![CDATA[");
 	cr_assert_not_null(cdata);
 	cr_expect_str_eq(strstr(cdata, "]]>"), "]]></script>\n</svg>\n");
+	free(svg);
+}
+
+/*
+ * --group-by=thread: a frame per thread on the root, each thread's stacks
+ * merged on it: prog (4) over [truncated] and exp_root, the worker (2) over
+ * [empty] and exp_root; the legend names the group kind.
+ */
+Test(export, flamegraph_groups_by_thread_and_process)
+{
+	known_profile();
+	struct sp_report_opts opts = {.format = SP_REPORT_FLAMEGRAPH, .group_by = SP_GROUP_THREAD};
+	char *svg = export_with(opts, NULL);
+	static const struct fg_frame want[] = {
+		{"root", 0, 6, 0, "all"},
+		{"group", 0, 4, 1, "prog (pid 10, tid 10)"},
+		{"truncated", 0, 1, 2, "[truncated]"},
+		{"native", 0, 1, 3, "exp_alpha"},
+		{"native", 1, 3, 2, "exp_root"},
+		{"native", 1, 3, 3, "exp_beta"},
+		{"native", 1, 2, 4, "exp_alpha"},
+		{"group", 4, 2, 1, "wor&quot;ker\\x0a\\xff (pid 10, tid 11)"},
+		{"empty", 4, 1, 2, "[empty]"},
+		{"native", 5, 1, 2, "exp_root"},
+		{"native", 5, 1, 3, "exp_beta"},
+	};
+	expect_frames(svg, want, SP_ARRAY_SIZE(want));
+	cr_expect_not_null(strstr(svg, ">thread</text>"), "%s", svg);
+	free(svg);
+
+	opts.group_by = SP_GROUP_PROCESS;
+	svg = export_with(opts, NULL);
+	expect_frame(svg, "group", 0, 6, 1, "prog (pid 10)");
+	expect_frame(svg, "native", 2, 4, 2, "exp_root");
+	cr_expect_not_null(strstr(svg, ">process</text>"), "%s", svg);
+	free(svg);
+
+	/* Without groups, the legend has no such kind. */
+	svg = export(SP_REPORT_FLAMEGRAPH, NULL);
+	cr_expect_null(strstr(svg, ">process</text>"), "%s", svg);
+	cr_expect_null(strstr(svg, "class=\"f group\""), "%s", svg);
 	free(svg);
 }
 

@@ -921,6 +921,122 @@ Test(report, group_by_thread_and_process)
 	free(text);
 }
 
+/* Folded stacks under a root frame per process or thread, in the order of their text. */
+Test(report, group_by_roots_folded_stacks)
+{
+	threads_profile();
+	struct sp_report_opts ro = {.format = SP_REPORT_FOLDED, .group_by = SP_GROUP_PROCESS};
+	char *text = report_with(&ro, NULL);
+	cr_expect_str_eq(text, "main (pid 10);" BR " 2\n"
+			       "main (pid 10);" ABR " 4\n"
+			       "other (pid 20);" AR " 3\n");
+	free(text);
+
+	ro.group_by = SP_GROUP_THREAD;
+	text = report_with(&ro, NULL);
+	cr_expect_str_eq(text, "main (pid 10, tid 10);" ABR " 4\n"
+			       "other (pid 20, tid 20);" AR " 3\n"
+			       "worker (pid 10, tid 11);" BR " 2\n");
+	free(text);
+
+	/* Filters first: only the groups with samples they kept. */
+	static const int32_t tid11_20[] = {11, 20};
+	ro.group_by = SP_GROUP_PROCESS;
+	ro.filter = (struct sp_report_filter){.tids = tid11_20, .ntids = 2};
+	text = report_with(&ro, NULL);
+	cr_expect_str_eq(text, "main (pid 10);" BR " 2\n"
+			       "other (pid 20);" AR " 3\n");
+	free(text);
+}
+
+/*
+ * A process's name is its main thread's, whichever thread the recording met
+ * first; a name with ';' or control characters stays one frame; samples
+ * without a stack are [empty] on their process; truncated stacks
+ * [truncated] on it; a process never named is [unknown].
+ */
+Test(report, group_by_names_processes_safely)
+{
+	struct sp_module m;
+	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
+	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	uint32_t r = frame(mid, &m, fn(sp_test_root) + 4);
+	uint32_t t = marker();
+	thread = thread_of(30, 31, "helper");
+	samples((uint32_t[]){a, r}, 2, 1);
+	thread = thread_of(30, 30, "a;b\n");
+	samples(NULL, 0, 2);
+	samples((uint32_t[]){a, t}, 2, 1);
+	cr_assert_eq(sp_spool_writer_intern_thread(writer, 40, 40, &thread), 0);
+	samples((uint32_t[]){a, r}, 2, 1);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 5}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	struct sp_report_opts ro = {.format = SP_REPORT_FOLDED, .group_by = SP_GROUP_PROCESS};
+	char *text = report_with(&ro, NULL);
+	cr_expect_str_eq(text, "[unknown] (pid 40);" AR " 1\n"
+			       "a_b\\x0a (pid 30);[empty] 2\n"
+			       "a_b\\x0a (pid 30);[truncated];sp_test_known_alpha 1\n"
+			       "a_b\\x0a (pid 30);" AR " 1\n");
+	free(text);
+	/* The same samples as without groups, where the process's stacks merge. */
+	ro.group_by = SP_GROUP_NONE;
+	text = report_with(&ro, NULL);
+	cr_expect_str_eq(text, "[empty] 2\n[truncated];sp_test_known_alpha 1\n" AR " 2\n");
+	free(text);
+}
+
+/* The header names the busiest processes when there is more than one. */
+Test(report, header_lists_the_busiest_processes)
+{
+	threads_profile();
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT};
+	char *text = report_with(&ro, NULL);
+	cr_expect(has_line(text, "Processes:  2 (main[10] 66.7%, other[20] 33.3%)"), "%s", text);
+	free(text);
+	static const int32_t pid20[] = {20};
+	ro.filter = (struct sp_report_filter){.pids = pid20, .npids = 1};
+	text = report_with(&ro, NULL);
+	cr_expect_null(strstr(text, "Processes:"), "one process kept:\n%s", text);
+	free(text);
+}
+
+/* Past the width, the header keeps the busiest that fit and says so. */
+Test(report, header_cuts_the_process_list_to_the_width)
+{
+	struct sp_module m;
+	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
+	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	for (int i = 0; i < 7; i++) {
+		char name[32];
+		snprintf(name, sizeof(name), "process-number-%d", i);
+		thread = thread_of(100 + i, 100 + i, name);
+		samples(&a, 1, 7 - (unsigned)i);
+	}
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 28}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT};
+	char *text = report_with(&ro, NULL);
+	cr_expect(has_line(text, "Processes:  7 (busiest: process-number-0[100] 25.0%)"), "%s",
+		  text);
+	free(text);
+	ro.width = 100;
+	text = report_with(&ro, NULL);
+	cr_expect(has_line(text, "Processes:  7 (busiest: process-number-0[100] 25.0%, "
+				 "process-number-1[101] 21.4%)"), "%s", text);
+	free(text);
+	ro.width = 200;
+	text = report_with(&ro, NULL);
+	cr_expect(has_line(text, "Processes:  7 (busiest: process-number-0[100] 25.0%, "
+				 "process-number-1[101] 21.4%, process-number-2[102] 17.9%, "
+				 "process-number-3[103] 14.3%, process-number-4[104] 10.7%)"),
+		  "%s", text);
+	free(text);
+}
+
 Test(report, json_summary)
 {
 	threads_profile();

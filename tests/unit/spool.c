@@ -133,7 +133,7 @@ Test(spool_roundtrip, meta_period_and_flags)
 	cr_assert_str_eq(r->kernel_release, small_meta.kernel_release);
 	sp_spool_free(s);
 	/* A spool from before them reads 0 for both. */
-	s = open_ok(fixture_path("small.spool"));
+	s = open_ok(fixture_path("small-before-fp-frames.spool"));
 	cr_assert_eq(sp_spool_meta(s)->sample_period, 0);
 	cr_assert_eq(sp_spool_meta(s)->flags, 0);
 	sp_spool_free(s);

@@ -1007,6 +1007,128 @@ int sp_symbolizer_new_recorded_python(const struct sp_spool *s,
 				      struct sp_symbolizer **out);
 
 /* ---------------------------------------------------------------------- */
+/* Following a spool while it is written (the seeds' Tail)                */
+
+struct sp_tail;
+struct sp_recorder;
+
+/*
+ * What one sp_tail_poll added to the tail's spool: half-open ranges of
+ * indexes (sp_spool_sample, sp_spool_module, sp_spool_frame, stack ids,
+ * sp_spool_thread).  Only whole records are ever read: a record the writer
+ * has not finished is left for a later poll.
+ */
+struct sp_tail_batch {
+	size_t first_sample, end_sample;
+	size_t first_module, end_module;
+	size_t first_frame, end_frame;
+	size_t first_stack, end_stack;
+	size_t first_thread, end_thread;
+	size_t first_exec, end_exec; /* exec markers (a process started a new image) */
+	bool has_more;  /* complete records were left for the next poll (SP_TAIL_BATCH_BYTES) */
+	bool finished;  /* the summary trailer was read: nothing more will come */
+};
+
+/* Bytes of records one poll reads at most: the rest waits for the next (has_more). */
+#define SP_TAIL_BATCH_BYTES (4u << 20)
+
+/*
+ * Follow the spool at path as another process writes it.  The header and
+ * the records already complete are read by the first sp_tail_poll, not
+ * here.  The same checks as sp_spool_open (a regular file; a symlink is
+ * followed).  Only the module paths recorded in the spool are there to be
+ * symbolized: a deleted or replaced file's frames stay addresses.  Errors:
+ * -errno, -SP_E_NOT_REGULAR.
+ */
+int sp_tail_open(const char *path, struct sp_tail **out);
+
+/*
+ * Follow r's spool (the seeds' Recorder::tail), once per recorder.  Besides
+ * what sp_tail_open gives, each poll takes from r a copy of the open file
+ * of every new module whose file was deleted or replaced, so its frames are
+ * named from the image that was sampled.  r's spool must be flushed
+ * (sp_recorder_flush) for a poll to see its latest samples; r must outlive
+ * the polls or be freed first (the tail then reads on, without images).
+ * Errors: -SP_E_BAD_ARG (a second tail), as sp_tail_open.
+ */
+int sp_recorder_tail(struct sp_recorder *r, struct sp_tail **out);
+
+/*
+ * Read the records completed since the last poll into the tail's spool and
+ * describe them in *out (all ranges empty when nothing new came).  The work
+ * is proportional to the new bytes.  Errors: the reader's (a corrupt
+ * complete record: -SP_E_SPOOL_CORRUPT, ...; the spool keeps what came
+ * before it), -SP_E_SPOOL_TRUNCATED while even the header is incomplete
+ * (poll again), -errno.
+ */
+int sp_tail_poll(struct sp_tail *t, struct sp_tail_batch *out);
+
+/*
+ * The spool read so far, growing with each poll (its arrays may move:
+ * pointers from sp_spool_sample and the like hold until the next poll).
+ * NULL before the header has been read.  Owned by the tail.
+ */
+const struct sp_spool *sp_tail_spool(const struct sp_tail *t);
+
+/*
+ * The open image of module_id handed over by the recorder (sp_recorder_tail),
+ * or -1.  Owned by the tail.
+ */
+int sp_tail_image_fd(const struct sp_tail *t, uint32_t module_id);
+
+/* Close and free (the spool and the symbolizers built on it must be freed first).  NULL ok. */
+void sp_tail_free(struct sp_tail *t);
+
+/*
+ * True when a process is still writing the spool at path: the recorder
+ * holds an advisory lock on it (flock(2), LOCK_EX) from its creation to its
+ * summary trailer.  False when it is finished, abandoned or unreadable.
+ */
+bool sp_spool_is_growing(const char *path);
+
+/*
+ * What a caller keeping its own resolved stacks must forget after an update
+ * (the seeds' Invalidation, for StackCache::External): every stack of the
+ * processes in pids (a new image: an exec, or a module mapped over an
+ * earlier one), and every stack holding a frame in frames (resolved before,
+ * now named differently: a perf map or jitdump that named nothing there
+ * then).  Arrays owned by the struct (sp_invalidation_release).
+ */
+struct sp_invalidation {
+	int32_t *pids;
+	size_t npids;
+	uint32_t *frames;
+	size_t nframes;
+};
+
+void sp_invalidation_release(struct sp_invalidation *inv);
+
+/*
+ * A symbolizer over the tail's spool (sp_symbolizer_new's opts), to be
+ * brought up to date with sp_symbolizer_update after each poll.  It uses the
+ * images the recorder handed over (sp_tail_image_fd).  Errors as
+ * sp_symbolizer_new; -SP_E_BAD_ARG before the first poll read the header.
+ */
+int sp_tail_symbolizer(struct sp_tail *t, const struct sp_symbolizer_opts *opts,
+		       struct sp_symbolizer **out);
+
+/*
+ * Take in what the last poll added to sym's spool (b: that poll's batch):
+ * new modules and frames become resolvable, perf maps that grew are read
+ * again for the frames they did not name, and *inv (may be NULL) gets what
+ * a caller's own stack cache must drop (the symbolizer's own stack cache
+ * drops it already).  Names of frames resolved before change only for
+ * frames listed in inv.  A symbolizer updated batch by batch resolves every
+ * frame as one built on the finished spool does.  0, -ENOMEM, or
+ * -SP_E_BAD_ARG when sym was not built on a tail.
+ */
+int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_tail_batch *b,
+			 struct sp_invalidation *inv);
+
+/* Write the recorder's buffered records to its spool now, so a tail sees them.  0 or -errno. */
+int sp_recorder_flush(struct sp_recorder *r);
+
+/* ---------------------------------------------------------------------- */
 /* Storing symbols in a spool (stackpulse symbolize)                      */
 
 /* Frames of one module file (or of the kernel, or of anonymous code) left address-only. */

@@ -93,6 +93,8 @@ struct sp_recorder {
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	uint64_t last_evict_ns; /* of the last evict_gone pass */
 	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
+	char *spool_path;       /* for sp_recorder_tail */
+	struct sp_tail *tail;   /* the tail following the spool, given images as it polls */
 	bool finished;
 	/* Samples that may have been taken inside an exec, held until it is known (on_sample). */
 	struct held_sample held[HELD_MAX];
@@ -1236,6 +1238,9 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 		.hostname = host,
 		.kernel_release = have_uts ? uts.release : "",
 	};
+	r->spool_path = strdup(path);
+	if (!r->spool_path)
+		return -ENOMEM;
 	return sp_spool_writer_open(path, &meta, &r->spool);
 }
 
@@ -1587,6 +1592,56 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 	return 0;
 }
 
+int sp_recorder_flush(struct sp_recorder *r)
+{
+	if (!r || r->finished)
+		return r ? 0 : -SP_E_BAD_ARG;
+	r->last_flush_ns = monotonic_ns();
+	note_write(r, sp_spool_writer_flush(r->spool));
+	return r->write_error;
+}
+
+/*
+ * A tail's poll read modules [first, end): each one whose file was deleted
+ * or replaced gets a copy of the recorder's open image, named from it as
+ * the end of the recording would (store_replaced_images).
+ */
+static void tail_images(void *ctx, struct sp_tail *t, size_t first, size_t end)
+{
+	struct sp_recorder *r = ctx;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct sp_process *p = r->procs[i];
+		for (size_t j = 0; j < p->nmods; j++) {
+			const struct sp_proc_module *pm = &p->mods[j];
+			if (pm->module_id < first || pm->module_id >= end || !pm->file ||
+			    sp_tail_image_fd(t, pm->module_id) >= 0 || !sp_modfile_replaced(pm->file))
+				continue;
+			int fd = fcntl(pm->file->fd, F_DUPFD_CLOEXEC, 0);
+			if (fd >= 0)
+				sp_tail_put_image(t, pm->module_id, fd);
+		}
+	}
+}
+
+static void tail_gone(void *ctx)
+{
+	((struct sp_recorder *)ctx)->tail = NULL;
+}
+
+int sp_recorder_tail(struct sp_recorder *r, struct sp_tail **out)
+{
+	if (!r || !out || r->tail || !r->spool_path)
+		return -SP_E_BAD_ARG;
+	int err = sp_recorder_flush(r);
+	if (!err)
+		err = sp_tail_open(r->spool_path, out);
+	if (err)
+		return err;
+	r->tail = *out;
+	sp_tail_set_images(r->tail, tail_images, tail_gone, r);
+	return 0;
+}
+
 void sp_recorder_disable(struct sp_recorder *r)
 {
 	sp_events_disable(&r->events);
@@ -1728,6 +1783,10 @@ void sp_recorder_free(struct sp_recorder *r)
 {
 	if (!r)
 		return;
+	/* a tail reads on without images */
+	if (r->tail)
+		sp_tail_set_images(r->tail, NULL, NULL, NULL);
+	free(r->spool_path);
 	sp_events_release(&r->events);
 	sp_spool_writer_free(r->spool);
 	for (size_t i = 0; i < r->nprocs; i++) {

@@ -207,6 +207,32 @@ struct sp_spool {
 	size_t nlog, log_cap;
 };
 
+/* ---- reading a spool as it grows (spool_reader.c, spool_tail.c) ------- */
+
+/* An empty spool (stack 0 only) for sp_spool_feed.  0 or -ENOMEM. */
+int sp_spool_new_empty(struct sp_spool **out);
+/*
+ * Parse data[0, len), the bytes that follow what s has read: the header
+ * first (until s->version is set), then every record that lies whole in
+ * them; *used gets the bytes consumed.  A record cut short is left for the
+ * next call.  0, or the reader's errors (a corrupt whole record:
+ * -SP_E_SPOOL_CORRUPT; s keeps the records before it).
+ */
+int sp_spool_feed(struct sp_spool *s, const uint8_t *data, size_t len, size_t *used);
+
+/*
+ * The recorder's hand-over of module images to its tail: called by each
+ * poll with the range of modules it read, it gives each one deleted or
+ * replaced an fd of its own (sp_tail_put_image).
+ */
+typedef void (*sp_tail_images_fn)(void *ctx, struct sp_tail *t, size_t first_module,
+				  size_t end_module);
+/* on_free(ctx) is called when the tail is freed first, so its source forgets it. */
+void sp_tail_set_images(struct sp_tail *t, sp_tail_images_fn fn, void (*on_free)(void *ctx),
+			void *ctx);
+/* Module id's image (the tail takes fd, closing any earlier one).  0 or -ENOMEM (fd closed). */
+int sp_tail_put_image(struct sp_tail *t, uint32_t module_id, int fd);
+
 /* ---- writer extras for symbol records (spool_writer.c) ----------------- */
 
 /* Append whole, already encoded records (lib/symbols/symstore.c's output).  0 or -errno. */

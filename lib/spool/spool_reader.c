@@ -596,7 +596,31 @@ static void presize(struct sp_spool *s, size_t len)
 	}
 }
 
-static int parse(struct sp_spool *s, const uint8_t *data, size_t len)
+/*
+ * The record at *p: its type, payload and payload length, *p moved past
+ * it.  False when it does not lie whole before end (a length running past
+ * the end, or the zeros of space not yet written): what a cut or unfinished
+ * write leaves.
+ */
+static bool next_record(const uint8_t **p, const uint8_t *end, uint8_t *type,
+			const uint8_t **payload, size_t *len)
+{
+	const uint8_t *q = *p;
+	uint64_t plen;
+	if (q >= end)
+		return false;
+	*type = *q++;
+	if (sp_get_uvarint(&q, end, &plen) || plen > (uint64_t)(end - q) ||
+	    (*type == SP_REC_INVALID && all_zero(*p, end)))
+		return false;
+	*payload = q;
+	*len = (size_t)plen;
+	*p = q + plen;
+	return true;
+}
+
+/* The header's magic and version.  0, -SP_E_SPOOL_MAGIC, -SP_E_SPOOL_TRUNCATED, -SP_E_SPOOL_VERSION. */
+static int parse_header(struct sp_spool *s, const uint8_t *data, size_t len)
 {
 	size_t n = len < SP_SPOOL_MAGIC_LEN ? len : SP_SPOOL_MAGIC_LEN;
 	if (memcmp(data, SP_SPOOL_MAGIC, n))
@@ -604,23 +628,49 @@ static int parse(struct sp_spool *s, const uint8_t *data, size_t len)
 	if (len < SP_SPOOL_HEADER_LEN)
 		return -SP_E_SPOOL_TRUNCATED;
 	s->version = (uint16_t)(data[SP_SPOOL_MAGIC_LEN] | data[SP_SPOOL_MAGIC_LEN + 1] << 8);
-	if (s->version != SP_SPOOL_VERSION)
-		return -SP_E_SPOOL_VERSION;
+	return s->version == SP_SPOOL_VERSION ? 0 : -SP_E_SPOOL_VERSION;
+}
 
+int sp_spool_feed(struct sp_spool *s, const uint8_t *data, size_t len, size_t *used)
+{
+	const uint8_t *p = data, *end = data + len;
+	*used = 0;
+	if (!s->version) {
+		int err = parse_header(s, data, len);
+		if (err)
+			return err;
+		p += SP_SPOOL_HEADER_LEN;
+		*used = SP_SPOOL_HEADER_LEN;
+	}
+	uint8_t type;
+	const uint8_t *payload;
+	size_t plen;
+	while (next_record(&p, end, &type, &payload, &plen)) {
+		int err = parse_record(s, type, payload, plen);
+		if (err)
+			return err;
+		*used = (size_t)(p - data);
+	}
+	return 0;
+}
+
+static int parse(struct sp_spool *s, const uint8_t *data, size_t len)
+{
+	int err = parse_header(s, data, len);
+	if (err)
+		return err;
 	const uint8_t *p = data + SP_SPOOL_HEADER_LEN, *end = data + len;
 	presize(s, (size_t)(end - p));
 	while (p < end) {
-		const uint8_t *rec = p;
-		uint8_t type = *p++;
-		uint64_t plen;
+		uint8_t type;
+		const uint8_t *payload;
+		size_t plen;
 		/* A length running past the end is what a cut write leaves: keep the prefix. */
-		if (sp_get_uvarint(&p, end, &plen) || plen > (uint64_t)(end - p) ||
-		    (type == SP_REC_INVALID && all_zero(rec, end))) {
+		if (!next_record(&p, end, &type, &payload, &plen)) {
 			s->truncated = true;
 			break;
 		}
-		int err = parse_record(s, type, p, (size_t)plen);
-		p += plen;
+		err = parse_record(s, type, payload, plen);
 		if (err == CORRUPT && p == end) {
 			/* Damage confined to the last record looks like a torn write. */
 			s->truncated = true;
@@ -635,7 +685,7 @@ static int parse(struct sp_spool *s, const uint8_t *data, size_t len)
 	return 0;
 }
 
-static int spool_new(struct sp_spool **out)
+int sp_spool_new_empty(struct sp_spool **out)
 {
 	struct sp_spool *s = calloc(1, sizeof(*s));
 	if (!s)
@@ -662,7 +712,7 @@ int sp_spool_open_buffer(const void *data, size_t len, struct sp_spool **out)
 	if (!data && len)
 		return -SP_E_BAD_ARG;
 	struct sp_spool *s;
-	int err = spool_new(&s);
+	int err = sp_spool_new_empty(&s);
 	if (err)
 		return err;
 	/* Every string is copied out, so parsing in place is as good as a copy. */

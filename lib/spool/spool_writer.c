@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /*
@@ -176,6 +177,8 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	int err = w->fd < 0 ? w->fd : 0;
 	if (err)
 		goto fail;
+	/* Held until the file is closed: readers tell a spool still growing (sp_spool_is_growing). */
+	(void)flock(w->fd, LOCK_EX | LOCK_NB);
 	uint8_t header[SP_SPOOL_HEADER_LEN];
 	memcpy(header, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN);
 	header[SP_SPOOL_MAGIC_LEN] = SP_SPOOL_VERSION & 0xff;

@@ -1089,10 +1089,13 @@ bool sp_spool_is_growing(const char *path);
 /*
  * What a caller keeping its own resolved stacks must forget after an update
  * (the seeds' Invalidation, for StackCache::External): every stack of the
- * processes in pids (a new image: an exec, or a module mapped over an
- * earlier one), and every stack holding a frame in frames (resolved before,
- * now named differently: a perf map or jitdump that named nothing there
- * then).  Arrays owned by the struct (sp_invalidation_release).
+ * processes in pids (a new image: an exec marker, or a module mapped over
+ * an earlier module of the process), and every stack holding a frame in
+ * frames (resolved before, now named differently: a perf map or jitdump
+ * that grew or appeared, names the recorder stored at its end, a frame
+ * outside every module that a second process's samples now hold).  Both
+ * sorted, without repeats.  Arrays owned by the struct
+ * (sp_invalidation_release, which leaves it empty; NULL ok).
  */
 struct sp_invalidation {
 	int32_t *pids;
@@ -1105,21 +1108,39 @@ void sp_invalidation_release(struct sp_invalidation *inv);
 
 /*
  * A symbolizer over the tail's spool (sp_symbolizer_new's opts), to be
- * brought up to date with sp_symbolizer_update after each poll.  It uses the
- * images the recorder handed over (sp_tail_image_fd).  Errors as
+ * brought up to date with sp_symbolizer_update after each poll; it takes in
+ * what the spool holds when it is built.  It uses copies of the images the
+ * recorder handed over (sp_tail_image_fd).  Free it before t.  Errors as
  * sp_symbolizer_new; -SP_E_BAD_ARG before the first poll read the header.
  */
 int sp_tail_symbolizer(struct sp_tail *t, const struct sp_symbolizer_opts *opts,
 		       struct sp_symbolizer **out);
 
 /*
- * Take in what the last poll added to sym's spool (b: that poll's batch):
- * new modules and frames become resolvable, perf maps that grew are read
- * again for the frames they did not name, and *inv (may be NULL) gets what
- * a caller's own stack cache must drop (the symbolizer's own stack cache
- * drops it already).  Names of frames resolved before change only for
- * frames listed in inv.  A symbolizer updated batch by batch resolves every
- * frame as one built on the finished spool does.  0, -ENOMEM, or
+ * Take in what the polls since the last update added to sym's spool (b: the
+ * last poll's batch; everything the spool holds is taken in, so a batch
+ * skipped is too): new modules and frames become resolvable (images the
+ * recorder handed over used), and *inv (may be NULL) gets what a caller's
+ * own stack cache must drop.  Frames whose sources changed are resolved
+ * again at once: those of the processes with new samples whose perf map or
+ * jitdump file changed (size, mtime or inode; every process's once b says
+ * the spool is finished), or whose exec markers, owner records, jitdump
+ * mappings or stored perf map lines came; those that stored names came for;
+ * those outside every module that a second process's samples now hold.
+ * Names of frames resolved before change only for frames listed in inv, in
+ * place: what
+ * sp_symbolizer_resolve handed out stays valid (strings and chains live as
+ * long as the symbolizer; a frame's chain after the change is another
+ * array).  The symbolizer's own stack cache keeps frame ids, not names, so
+ * it streams the new names with nothing to drop.  The work is proportional
+ * to the new records and to the frames resolved again, besides one read of
+ * a perf map that changed, and one read of kallsyms when new kernel frames
+ * no symbol kept holds are first resolved.  A symbolizer updated batch by
+ * batch resolves every frame as one built on the finished spool does, but
+ * for a native plug-in (opts.native): an instance that has its modules
+ * takes no more, so a process's later modules go to a new one, and the
+ * module pointers it is given live until the next poll.  0, -ENOMEM (what
+ * was taken in stays, inv is empty: drop every cached stack), or
  * -SP_E_BAD_ARG when sym was not built on a tail.
  */
 int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_tail_batch *b,

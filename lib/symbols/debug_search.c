@@ -236,8 +236,8 @@ int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
 	/* The debug file candidates: by the build-id recorded, and by the debug link when read. */
 	struct sp_debug_query q = {
 		.path = f->open_path,
-		.build_id = f->rep->build_id,
-		.build_id_len = f->rep->build_id_len,
+		.build_id = sp_sym_file_rep(sym, f)->build_id,
+		.build_id_len = sp_sym_file_rep(sym, f)->build_id_len,
 		.debuglink = f->debuglink,
 		.debuglink_crc = f->debuglink_crc,
 		.dirs = sym->debug_dirs,

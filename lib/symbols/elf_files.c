@@ -56,7 +56,7 @@ static bool has_debug_info(Elf *elf)
  */
 static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int fd)
 {
-	const struct sp_module *m = f->rep;
+	const struct sp_module *m = sp_sym_file_rep(sym, f);
 	sp_elf_info_release(&f->info);
 	struct stat st;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
@@ -156,7 +156,7 @@ static int open_module_path(const char *path)
 
 void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f)
 {
-	const struct sp_module *m = f->rep;
+	const struct sp_module *m = sp_sym_file_rep(sym, f);
 	bool vdso = sp_sym_is_vdso(f->open_path);
 	int fd = f->given_fd ? fcntl(f->given_fd - 1, F_DUPFD_CLOEXEC, 0)
 		 : vdso	     ? sp_own_vdso_fd()
@@ -176,6 +176,16 @@ void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f)
 		sym->stats.files_unproven++;
 	else
 		sym->stats.files_unreadable++;
+}
+
+void sp_sym_files_moved(struct sp_symbolizer *sym)
+{
+	for (size_t i = 0; i < sym->nfiles; i++) {
+		void **userdata;
+		if (sym->files[i].mod &&
+		    dwfl_module_info(sym->files[i].mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
+			*userdata = &sym->files[i];
+	}
 }
 
 /* Static address of a frame in its module's file, or false when it has none. */

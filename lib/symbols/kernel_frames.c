@@ -23,15 +23,61 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* The symbol holding addr in any of the sets read, or NULL. */
+static const struct sp_ksym *find_ksym(const struct sp_symbolizer *sym, uint64_t addr)
+{
+	const struct sp_ksym *ks = sym->ksyms ? sp_kallsyms_find(sym->ksyms, addr) : NULL;
+	for (size_t i = 0; !ks && i < sym->nksyms_more; i++)
+		ks = sp_kallsyms_find(sym->ksyms_more[i], addr);
+	return ks;
+}
+
+/*
+ * The addresses, sorted and distinct, of the kernel frames from
+ * sym->ksyms_upto on that no set read holds yet.  NULL and 0 when none; -ENOMEM.
+ */
+static int needed_addrs(struct sp_symbolizer *sym, uint64_t **out, size_t *nout)
+{
+	*out = NULL;
+	*nout = 0;
+	size_t first = sym->ksyms_upto, n = 0;
+	if (first >= sym->nframes)
+		return 0;
+	uint64_t *addrs = malloc((sym->nframes - first) * sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	for (size_t i = first; i < sym->nframes; i++) {
+		const struct sp_frame *fr = sp_spool_frame(sym->spool, (uint32_t)i);
+		if (fr && is_kernel_frame(sym->spool, fr) && !find_ksym(sym, fr->abs_ip))
+			addrs[n++] = fr->abs_ip;
+	}
+	qsort(addrs, n, sizeof(*addrs), cmp_u64);
+	size_t u = 0;
+	for (size_t i = 0; i < n; i++)
+		if (u == 0 || addrs[i] != addrs[u - 1])
+			addrs[u++] = addrs[i];
+	if (!u) {
+		free(addrs);
+		addrs = NULL;
+	}
+	*out = addrs;
+	*nout = u;
+	return 0;
+}
+
 /*
  * Read kallsyms once, for every kernel address of the spool at once: the
  * file is streamed a single time and only the symbols those addresses need
- * are kept (DESIGN decision 9).  Trouble leaves ksyms_state UNUSABLE and is
- * counted; only -ENOMEM is an error.
+ * are kept (DESIGN decision 9).  A followed spool's later kernel frames
+ * that no symbol kept holds are read for the same way, all those known at
+ * their first use at once, into one more set.  Trouble leaves ksyms_state
+ * UNUSABLE (at the first read) and is counted; only -ENOMEM is an error.
  */
 static int load_kallsyms(struct sp_symbolizer *sym)
 {
-	sym->ksyms_state = SOURCE_UNUSABLE;
+	bool first = sym->ksyms_state == SOURCE_UNLOADED;
+	if (first)
+		sym->ksyms_state = SOURCE_UNUSABLE;
 	if (sym->opts.no_kernel_symbols)
 		return 0;
 	const char *path = sym->opts.kallsyms_path;
@@ -46,21 +92,24 @@ static int load_kallsyms(struct sp_symbolizer *sym)
 		}
 		path = DEFAULT_KALLSYMS;
 	}
-	size_t n = 0;
-	uint64_t *addrs = malloc((sym->nframes ? sym->nframes : 1) * sizeof(*addrs));
-	if (!addrs)
+	uint64_t *addrs;
+	size_t n;
+	int err = needed_addrs(sym, &addrs, &n);
+	if (err)
+		return err;
+	sym->ksyms_upto = sym->nframes;
+	if (!first && !n)
+		return 0;
+	struct sp_kallsyms **more = NULL;
+	if (!first && !(more = realloc(sym->ksyms_more,
+				       (sym->nksyms_more + 1) * sizeof(*sym->ksyms_more)))) {
+		free(addrs);
 		return -ENOMEM;
-	for (size_t i = 0; i < sym->nframes; i++) {
-		const struct sp_frame *fr = sp_spool_frame(sym->spool, (uint32_t)i);
-		if (fr && is_kernel_frame(sym->spool, fr))
-			addrs[n++] = fr->abs_ip;
 	}
-	qsort(addrs, n, sizeof(*addrs), cmp_u64);
-	size_t u = 0;
-	for (size_t i = 0; i < n; i++)
-		if (u == 0 || addrs[i] != addrs[u - 1])
-			addrs[u++] = addrs[i];
-	int err = sp_kallsyms_load(path, addrs, u, &sym->ksyms);
+	if (more)
+		sym->ksyms_more = more;
+	struct sp_kallsyms *k;
+	err = sp_kallsyms_load(path, addrs, n, &k);
 	free(addrs);
 	if (err == -ENOMEM)
 		return err;
@@ -68,29 +117,38 @@ static int load_kallsyms(struct sp_symbolizer *sym)
 		sym->stats.kallsyms_error = err;
 		return 0;
 	}
-	const struct sp_kallsyms_stats *ks = sp_kallsyms_stats(sym->ksyms);
+	if (first)
+		sym->ksyms = k;
+	else
+		sym->ksyms_more[sym->nksyms_more++] = k;
+	const struct sp_kallsyms_stats *ks = sp_kallsyms_stats(k);
 	sym->stats.kallsyms_read = true;
-	sym->stats.kallsyms_lines = ks->lines;
-	sym->stats.kallsyms_kept = ks->kept;
-	sym->stats.kallsyms_malformed = ks->malformed;
-	sym->stats.kallsyms_restricted = ks->restricted;
-	if (!ks->restricted)
-		sym->ksyms_state = SOURCE_LOADED;
+	sym->stats.kallsyms_lines += ks->lines;
+	sym->stats.kallsyms_kept += ks->kept;
+	sym->stats.kallsyms_malformed += ks->malformed;
+	if (first) {
+		sym->stats.kallsyms_restricted = ks->restricted;
+		if (!ks->restricted)
+			sym->ksyms_state = SOURCE_LOADED;
+	}
 	return 0;
 }
 
-int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
+int sp_sym_resolve_kernel(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
 			  struct sp_resolved_frame *rf)
 {
 	rf->kind = SP_KIND_KERNEL;
 	rf->module = "[kernel]";
-	if (sym->ksyms_state == SOURCE_UNLOADED) {
+	/* A frame past those asked for at the last read: all such frames, once. */
+	if (sym->ksyms_state == SOURCE_UNLOADED ||
+	    (sym->ksyms_state == SOURCE_LOADED && frame_id >= sym->ksyms_upto &&
+	     !find_ksym(sym, fr->abs_ip))) {
 		int err = load_kallsyms(sym);
 		if (err)
 			return err;
 	}
 	const struct sp_ksym *ks =
-		sym->ksyms_state == SOURCE_LOADED ? sp_kallsyms_find(sym->ksyms, fr->abs_ip) : NULL;
+		sym->ksyms_state == SOURCE_LOADED ? find_ksym(sym, fr->abs_ip) : NULL;
 	if (ks) {
 		rf->name = ks->name;
 		rf->module = ks->module ? sp_arena_printf(&sym->strings, "[%s]", ks->module)
@@ -109,9 +167,7 @@ int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
 int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
 			       struct sp_frame_source *out)
 {
-	if (!sym->ksyms)
-		return 0;
-	const struct sp_ksym *ks = sp_kallsyms_find(sym->ksyms, fr->abs_ip);
+	const struct sp_ksym *ks = find_ksym(sym, fr->abs_ip);
 	if (!ks)
 		return 0;
 	*out = (struct sp_frame_source){

@@ -29,6 +29,7 @@ struct sp_native_groups {
 	struct sp_native_backend be;
 	uint32_t *module_group; /* by module id: group index or NO_GROUP */
 	size_t nmodules;
+	struct sp_map current;  /* pid -> its latest group */
 	struct group *groups;
 	size_t ngroups, cap;
 	struct sp_native_symbol out[MAX_FUNCS];
@@ -60,33 +61,41 @@ static int new_group(struct sp_native_groups *ng, int32_t pid, uint32_t *idx)
 }
 
 /*
- * Group the eligible modules of each process in recorded order: a module
- * joins its process's current group unless it overlaps a member (the
- * process mapped something new over old code, or exec'd), which starts a
- * new group.  Frames name their module, so each frame finds its group.
+ * Group the eligible modules [ng->nmodules, n) of each process in recorded
+ * order: a module joins its process's current group unless it overlaps a
+ * member (the process mapped something new over old code, or exec'd), which
+ * starts a new group, or the group's instance has its modules already (a
+ * followed spool's later module).  Frames name their module, so each frame
+ * finds its group.
  */
-static int build_groups(struct sp_native_groups *ng, const bool *eligible)
+static int add_modules(struct sp_native_groups *ng, size_t n, const bool *eligible)
 {
-	struct sp_map current; /* pid -> its latest group */
-	sp_map_init(&current);
+	if (n > ng->nmodules) {
+		uint32_t *mg = realloc(ng->module_group, n * sizeof(*mg));
+		if (!mg)
+			return -ENOMEM;
+		ng->module_group = mg;
+	}
 	int err = 0;
-	for (uint32_t i = 0; i < ng->nmodules && !err; i++) {
+	size_t first = ng->nmodules;
+	for (size_t i = first; i < n && !err; i++) {
 		ng->module_group[i] = NO_GROUP;
-		const struct sp_module *m = sp_spool_module(ng->spool, i);
-		if (!eligible[i] || !m)
+		ng->nmodules = i + 1;
+		const struct sp_module *m = sp_spool_module(ng->spool, (uint32_t)i);
+		if (!eligible[i - first] || !m)
 			continue;
 		uint64_t key = (uint64_t)(uint32_t)m->pid;
 		uint32_t g;
-		bool fits = sp_map_get(&current, key, &g);
+		bool fits = sp_map_get(&ng->current, key, &g) && ng->groups[g].state == GROUP_NEW;
 		for (size_t j = 0; fits && j < ng->groups[g].nmods; j++)
 			fits = !overlaps(m, sp_spool_module(ng->spool, ng->groups[g].mods[j]));
 		if (!fits && !(err = new_group(ng, m->pid, &g)))
-			err = sp_map_put(&current, key, g);
+			err = sp_map_put(&ng->current, key, g);
 		if (!err)
-			err = add_member(&ng->groups[g], i);
-		ng->module_group[i] = g;
+			err = add_member(&ng->groups[g], (uint32_t)i);
+		if (!err)
+			ng->module_group[i] = g;
 	}
-	sp_map_release(&current);
 	return err;
 }
 
@@ -100,15 +109,19 @@ int sp_native_groups_new(const struct sp_spool *s, const struct sp_native_backen
 		return -ENOMEM;
 	ng->spool = s;
 	ng->be = *be;
-	ng->nmodules = sp_spool_module_count(s);
-	ng->module_group = malloc((ng->nmodules ? ng->nmodules : 1) * sizeof(*ng->module_group));
-	int err = ng->module_group ? build_groups(ng, eligible) : -ENOMEM;
+	sp_map_init(&ng->current);
+	int err = add_modules(ng, sp_spool_module_count(s), eligible);
 	if (err) {
 		sp_native_groups_free(ng);
 		return err;
 	}
 	*out = ng;
 	return 0;
+}
+
+int sp_native_groups_add(struct sp_native_groups *ng, size_t n, const bool *eligible)
+{
+	return add_modules(ng, n, eligible);
 }
 
 void sp_native_groups_free(struct sp_native_groups *ng)
@@ -122,6 +135,7 @@ void sp_native_groups_free(struct sp_native_groups *ng)
 	}
 	free(ng->groups);
 	free(ng->module_group);
+	sp_map_release(&ng->current);
 	free(ng);
 }
 

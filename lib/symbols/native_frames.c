@@ -6,22 +6,42 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Which of modules [first, sym->nmodules) the plug-in names: the file-backed ones.  NULL: no memory. */
+static bool *eligible_modules(const struct sp_symbolizer *sym, size_t first)
+{
+	size_t n = sym->nmodules - first;
+	bool *eligible = calloc(n ? n : 1, sizeof(*eligible));
+	for (size_t i = 0; eligible && i < n; i++) {
+		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)(first + i));
+		eligible[i] = m && sp_sym_has_file(m);
+	}
+	return eligible;
+}
+
 /* Groups for the plug-in (the seeds' NativeSymbolizer) of opts.native, which they copy. */
 int sp_sym_setup_native(struct sp_symbolizer *sym)
 {
 	struct sp_symbolizer_opts *o = &sym->opts;
 	if (!o->native)
 		return 0;
-	bool *eligible = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*eligible));
+	bool *eligible = eligible_modules(sym, 0);
 	if (!eligible)
 		return -ENOMEM;
-	for (size_t i = 0; i < sym->nmodules; i++) {
-		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)i);
-		eligible[i] = m && sp_sym_has_file(m);
-	}
 	int err = sp_native_groups_new(sym->spool, o->native, eligible, &sym->native);
 	free(eligible);
 	o->native = NULL; /* the groups keep their own copy */
+	return err;
+}
+
+int sp_sym_native_take_modules(struct sp_symbolizer *sym, size_t first)
+{
+	if (!sym->native || first >= sym->nmodules)
+		return 0;
+	bool *eligible = eligible_modules(sym, first);
+	if (!eligible)
+		return -ENOMEM;
+	int err = sp_native_groups_add(sym->native, sym->nmodules, eligible);
+	free(eligible);
 	return err;
 }
 

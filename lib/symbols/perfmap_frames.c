@@ -3,51 +3,112 @@
 #include "symbols/symbolizer.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* Fold mark into *p: the one process, or PID_MANY when two differ. */
+static bool fold_pid(int32_t *p, int32_t mark)
+{
+	int32_t v = *p == PID_NONE || *p == mark ? mark : PID_MANY;
+	bool changed = v != *p;
+	*p = v;
+	return changed;
+}
+
+/*
+ * Mark the stack nodes of samples [first, end) with their pid, or PID_MANY
+ * when processes share a node, walking up only until a node already carries
+ * the same mark (a node changes at most twice), and fold each node changed
+ * into its frame's pid.  Frames whose pid changed are appended to *changed
+ * when changed is not NULL.
+ */
+static int mark_samples(struct sp_symbolizer *sym, size_t first, size_t end, uint32_t **changed,
+			size_t *n, size_t *cap)
+{
+	const struct sp_spool *s = sym->spool;
+	for (size_t i = first; i < end; i++) {
+		const struct sp_sample *x = sp_spool_sample(s, i);
+		const struct sp_thread *t = x ? sp_spool_thread(s, x->thread) : NULL;
+		if (!t)
+			continue;
+		int32_t pid = t->pid;
+		for (uint32_t id = x->stack_id; id && id < sym->nstacks;
+		     id = sp_spool_stack_parent(s, id)) {
+			int32_t *node = &sym->stack_pid[id];
+			if (*node == pid || *node == PID_MANY)
+				break;
+			*node = *node == PID_NONE ? pid : PID_MANY;
+			uint32_t f = sp_spool_stack_frame(s, id);
+			if (f >= sym->nframes || !fold_pid(&sym->frame_pid[f], *node) || !changed)
+				continue;
+			if (sp_array_reserve((void **)changed, cap, *n + 1, sizeof(**changed)))
+				return -ENOMEM;
+			(*changed)[(*n)++] = f;
+		}
+	}
+	return 0;
+}
+
+/* Room in sym->stack_pid for every stack node taken in, new ones unmarked. */
+static int grow_stack_pid(struct sp_symbolizer *sym)
+{
+	size_t old = sym->stack_pid_cap;
+	if (sym->stack_pid && sym->nstacks <= old)
+		return 0;
+	if (sp_array_reserve((void **)&sym->stack_pid, &sym->stack_pid_cap,
+			     sym->nstacks ? sym->nstacks : 1, sizeof(*sym->stack_pid)))
+		return -ENOMEM;
+	for (size_t i = old; i < sym->stack_pid_cap; i++)
+		sym->stack_pid[i] = PID_NONE;
+	return 0;
+}
 
 /*
  * The process a frame outside every module belongs to: frames are interned
  * without one, so it comes from the samples whose stacks hold the frame.
- * Computed once for all frames: each stack node is marked with its samples'
- * pid, or PID_MANY when processes share it, walking up only until a node
- * already carries the same mark.
+ * Computed for all frames at their first need; a followed spool's later
+ * samples are folded in by sp_sym_frame_pids_add.
  */
 int sp_sym_compute_frame_pids(struct sp_symbolizer *sym)
 {
-	const struct sp_spool *s = sym->spool;
-	size_t nstacks = sp_spool_stack_count(s);
-	int32_t *node = malloc((nstacks ? nstacks : 1) * sizeof(*node));
-	sym->frame_pid = malloc((sym->nframes ? sym->nframes : 1) * sizeof(*sym->frame_pid));
-	if (!node || !sym->frame_pid) {
-		free(node);
+	sym->frame_pid = malloc(sym->frames_cap * sizeof(*sym->frame_pid));
+	if (!sym->frame_pid || grow_stack_pid(sym))
 		return -ENOMEM;
-	}
-	for (size_t i = 0; i < nstacks; i++)
-		node[i] = PID_NONE;
-	for (size_t i = 0; i < sym->nframes; i++)
+	for (size_t i = 0; i < sym->frames_cap; i++)
 		sym->frame_pid[i] = PID_NONE;
-	for (size_t i = 0; i < sp_spool_sample_count(s); i++) {
-		const struct sp_sample *x = sp_spool_sample(s, i);
-		const struct sp_thread *t = sp_spool_thread(s, x->thread);
-		if (!t)
-			continue;
-		int32_t pid = t->pid;
-		for (uint32_t id = x->stack_id; id && id < nstacks; id = sp_spool_stack_parent(s, id)) {
-			if (node[id] == pid || node[id] == PID_MANY)
-				break;
-			node[id] = node[id] == PID_NONE ? pid : PID_MANY;
-		}
+	int err = mark_samples(sym, 0, sym->nsamples, NULL, NULL, NULL);
+	if (!sym->tail) {
+		/* Only a followed spool brings samples to fold in later. */
+		free(sym->stack_pid);
+		sym->stack_pid = NULL;
+		sym->stack_pid_cap = 0;
 	}
-	for (size_t id = 1; id < nstacks; id++) {
-		uint32_t f = sp_spool_stack_frame(s, (uint32_t)id);
-		if (node[id] == PID_NONE || f >= sym->nframes)
-			continue;
-		int32_t *fp = &sym->frame_pid[f];
-		*fp = *fp == PID_NONE || *fp == node[id] ? node[id] : PID_MANY;
+	return err;
+}
+
+int sp_sym_frame_pids_add(struct sp_symbolizer *sym, size_t first, size_t end,
+			  uint32_t **changed, size_t *n, size_t *cap)
+{
+	/* Not computed yet: its first need takes every sample in. */
+	if (!sym->frame_pid)
+		return 0;
+	if (grow_stack_pid(sym))
+		return -ENOMEM;
+	size_t from = *n;
+	int err = mark_samples(sym, first, end, changed, n, cap);
+	/* Only resolved frames outside every module asked a perf map by their process. */
+	size_t kept = from;
+	for (size_t i = from; i < *n; i++) {
+		uint32_t f = (*changed)[i];
+		const struct sp_frame *fr = sp_spool_frame(sym->spool, f);
+		if (sym->resolved[f] && fr && fr->mode == SP_FRAME_USER &&
+		    (fr->module_id == SP_NO_MODULE || fr->module_id >= sym->nmodules))
+			(*changed)[kept++] = f;
 	}
-	free(node);
-	return 0;
+	*n = kept;
+	return err;
 }
 
 /*
@@ -105,19 +166,46 @@ static bool perf_map_allowed(const struct sp_symbolizer *sym, int32_t pid)
 
 static const char *base_name(const char *p);
 
+/* The file at path as it is now (a symlink is not followed): all zero when there is none. */
+static struct file_stamp stamp_of(const char *path)
+{
+	struct stat st;
+	if (!path || lstat(path, &st))
+		return (struct file_stamp){0};
+	return (struct file_stamp){
+		.ino = st.st_ino,
+		.size = (uint64_t)st.st_size,
+		.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec,
+		.exists = true,
+	};
+}
+
+static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
+{
+	return a->exists == b->exists && a->ino == b->ino && a->size == b->size &&
+	       a->mtime_ns == b->mtime_ns;
+}
+
+/* Where pid's perf map is looked for (sp_perf_map_load's path); false when too long. */
+static bool map_path(const struct sp_symbolizer *sym, int32_t pid, char *buf, size_t size)
+{
+	return snprintf(buf, size, "%s/perf-%d.map", sym->opts.perf_map_dir, (int)pid) < (int)size;
+}
+
 /*
  * Without a perf map, the jitdump pid mapped (node --perf-prof, CPython
  * 3.13 -X perf_jit) names its code: at the path the recording saw, else
  * under its name in the perf-map directory (a kept copy).  *used: the path
- * read, when *verdict is SP_PERF_MAP_USED.
+ * the recording saw, when *verdict is SP_PERF_MAP_USED.  A follower keeps
+ * the path read and its stamp, to see it grow.
  */
-static int load_jitdump(struct sp_symbolizer *sym, int32_t pid, int64_t owner, uint64_t since,
-			struct sp_perf_map *map, unsigned *verdict, const char **used)
+static int load_jitdump(struct sp_symbolizer *sym, struct proc_map *pm, int64_t owner,
+			uint64_t since, unsigned *verdict, const char **used)
 {
 	const struct sp_spool *s = sym->spool;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct sp_module *m = sp_spool_module(s, (uint32_t)i);
-		if (m->pid != pid || (m->flags & SP_MODULE_ANON) || !sp_jitdump_is_path(m->path))
+		if (m->pid != pm->pid || (m->flags & SP_MODULE_ANON) || !sp_jitdump_is_path(m->path))
 			continue;
 		char kept[4096];
 		const char *paths[2] = {m->path, kept};
@@ -125,9 +213,15 @@ static int load_jitdump(struct sp_symbolizer *sym, int32_t pid, int64_t owner, u
 					 base_name(m->path)) < (int)sizeof(kept) &&
 				strcmp(kept, m->path);
 		for (int k = 0; k < 1 + has_kept; k++) {
-			int err = sp_jitdump_load(map, paths[k], owner, since, verdict);
+			struct file_stamp st = sym->tail ? stamp_of(paths[k]) : (struct file_stamp){0};
+			int err = sp_jitdump_load(&pm->map, paths[k], owner, since, verdict);
 			if (err || *verdict != SP_PERF_MAP_MISSING) {
 				*used = m->path;
+				pm->jit_stamp = st;
+				if (sym->tail && !err &&
+				    !(pm->jit_path = sp_arena_strndup(&sym->strings, paths[k],
+								      strlen(paths[k]))))
+					err = -ENOMEM;
 				return err;
 			}
 		}
@@ -175,11 +269,10 @@ static int load_stored_lines(struct sp_symbolizer *sym, int32_t pid, struct sp_p
 	return err;
 }
 
-/* pid's entry in sym->maps, made (SOURCE_UNUSABLE) when it has none; *fresh when made now. */
-static int map_entry(struct sp_symbolizer *sym, int32_t pid, struct proc_map **out, bool *fresh)
+/* pid's entry in sym->maps, made (SOURCE_UNLOADED) when it has none. */
+static int map_entry(struct sp_symbolizer *sym, int32_t pid, struct proc_map **out)
 {
 	uint32_t idx;
-	*fresh = false;
 	if (sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx)) {
 		*out = &sym->maps[idx];
 		return 0;
@@ -188,26 +281,25 @@ static int map_entry(struct sp_symbolizer *sym, int32_t pid, struct proc_map **o
 			     sizeof(*sym->maps)))
 		return -ENOMEM;
 	struct proc_map *pm = &sym->maps[sym->nmaps];
-	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNUSABLE};
+	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNLOADED};
 	sp_perf_map_init(&pm->map);
 	int err = sp_map_put(&sym->map_index, (uint64_t)(uint32_t)pid, (uint32_t)sym->nmaps);
 	if (err)
 		return err;
 	sym->nmaps++;
 	*out = pm;
-	*fresh = true;
 	return 0;
 }
 
 int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd)
 {
 	struct proc_map *pm;
-	bool fresh;
-	int err = map_entry(sym, pid, &pm, &fresh);
+	int err = map_entry(sym, pid, &pm);
 	if (err)
 		return err;
-	if (!fresh)
+	if (pm->state != SOURCE_UNLOADED)
 		return -SP_E_BAD_ARG;
+	pm->state = SOURCE_UNUSABLE;
 	err = sp_perf_map_read_fd(&pm->map, fd, NULL);
 	if (!err)
 		pm->module = sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
@@ -220,7 +312,35 @@ int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd
 	}
 	sym->stats.perf_maps_read++;
 	pm->state = SOURCE_LOADED;
+	pm->source = MAP_GIVEN;
 	return 0;
+}
+
+/* Count pm's verdict in the stats (sign 1), or take it back (sign -1). */
+static void count_verdict(struct sp_symbolizer *sym, const struct proc_map *pm, int64_t sign)
+{
+	struct sp_symbolizer_stats *st = &sym->stats;
+	uint64_t d = (uint64_t)sign;
+	switch (pm->verdict) {
+	case SP_PERF_MAP_USED:
+		st->perf_maps_read += d;
+		st->perf_maps_limited += pm->map.stats.limited * d;
+		st->perf_map_lines_malformed += (pm->map.stats.malformed + pm->map.stats.overflow) * d;
+		st->jitdumps_read += (pm->source == MAP_JITDUMP) * d;
+		break;
+	case SP_PERF_MAP_INSECURE:
+		st->perf_maps_insecure += d;
+		break;
+	case SP_PERF_MAP_STALE:
+		st->perf_maps_stale += d;
+		break;
+	case SP_PERF_MAP_FOREIGN:
+		st->perf_maps_foreign += d;
+		break;
+	default:
+		st->perf_maps_missing += d;
+		break;
+	}
 }
 
 /* The perf map of pid, read on first use; NULL when none may or can be used. */
@@ -228,50 +348,46 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 {
 	*out = NULL;
 	struct proc_map *pm;
-	bool fresh;
-	int err = map_entry(sym, pid, &pm, &fresh);
-	if (err || !fresh) {
+	int err = map_entry(sym, pid, &pm);
+	if (err || pm->state != SOURCE_UNLOADED) {
 		if (!err && pm->state == SOURCE_LOADED)
 			*out = pm;
 		return err;
 	}
-	if (!perf_map_allowed(sym, pid))
+	pm->state = SOURCE_UNUSABLE;
+	pm->source = MAP_NONE;
+	if (!(pm->allowed = perf_map_allowed(sym, pid)))
 		return 0;
 	unsigned verdict;
 	uint32_t uid;
 	int64_t owner = sp_spool_process_uid(sym->spool, pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN
 								      : (int64_t)uid;
 	uint64_t since = process_start_us(sym->spool, pid);
+	char path[4096];
+	/* A follower looks again when the file changes: what it was before the read. */
+	pm->stamp = sym->tail && map_path(sym, pid, path, sizeof(path)) ? stamp_of(path)
+									  : (struct file_stamp){0};
 	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid, owner, since, NULL, &verdict);
+	pm->source = MAP_FILE;
 	const char *jitdump = NULL;
-	if (!err && verdict == SP_PERF_MAP_MISSING)
-		err = load_jitdump(sym, pid, owner, since, &pm->map, &verdict, &jitdump);
-	if (!err && verdict == SP_PERF_MAP_MISSING)
+	if (!err && verdict == SP_PERF_MAP_MISSING) {
+		pm->source = MAP_JITDUMP;
+		err = load_jitdump(sym, pm, owner, since, &verdict, &jitdump);
+	}
+	if (!err && verdict == SP_PERF_MAP_MISSING) {
+		pm->source = MAP_STORED;
 		err = load_stored_lines(sym, pid, &pm->map, &verdict);
+	}
 	if (err == -ENOMEM)
 		return err;
 	if (err)
 		verdict = SP_PERF_MAP_MISSING; /* a read error: as good as no file */
-	switch (verdict) {
-	case SP_PERF_MAP_USED:
-		break;
-	case SP_PERF_MAP_INSECURE:
-		sym->stats.perf_maps_insecure++;
+	pm->verdict = (uint8_t)verdict;
+	if (verdict != SP_PERF_MAP_USED)
+		pm->source = MAP_NONE;
+	count_verdict(sym, pm, 1);
+	if (verdict != SP_PERF_MAP_USED)
 		return 0;
-	case SP_PERF_MAP_STALE:
-		sym->stats.perf_maps_stale++;
-		return 0;
-	case SP_PERF_MAP_FOREIGN:
-		sym->stats.perf_maps_foreign++;
-		return 0;
-	default:
-		sym->stats.perf_maps_missing++;
-		return 0;
-	}
-	sym->stats.perf_maps_read++;
-	sym->stats.perf_maps_limited += pm->map.stats.limited;
-	sym->stats.perf_map_lines_malformed += pm->map.stats.malformed + pm->map.stats.overflow;
-	sym->stats.jitdumps_read += jitdump != NULL;
 	pm->module = jitdump ? sp_arena_strndup(&sym->strings, base_name(jitdump), strlen(base_name(jitdump)))
 			     : sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
 	if (!pm->module)
@@ -287,27 +403,46 @@ static const char *base_name(const char *p)
 	return s && s[1] ? s + 1 : p;
 }
 
+/* A follower notes that frame_id's name depends on pid's perf map.  0 or -ENOMEM. */
+static int note_map_dep(struct sp_symbolizer *sym, int32_t pid, uint32_t frame_id)
+{
+	return sym->tail ? sp_pid_ids_add(&sym->follow.map_deps, pid, frame_id) : 0;
+}
+
+/* Count a frame the policy or a missing map left unnamed (once per resolution of frame_id). */
+static void count_frame(struct sp_symbolizer *sym, uint32_t frame_id, uint64_t *stat, uint8_t bit)
+{
+	(*stat)++;
+	if (sym->follow.counted)
+		sym->follow.counted[frame_id] |= bit;
+}
+
 /*
  * Name a frame of anonymous code of pid from its perf map; rf untouched when
  * it cannot.  in_anon: the frame is in an anonymous mapping, where a runtime
  * would have written a map; only those count as missing one.  A frame outside
  * every mapping is more often a stale register (the first sample after an
- * exec carries the old image's pc) than JIT code.
+ * exec carries the old image's pc) than JIT code.  Names are copied: a
+ * follower reads a map that grew again, freeing the one before.
  */
-int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct sp_frame *fr,
-			    bool in_anon, struct sp_resolved_frame *rf)
+int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, uint32_t frame_id,
+			    const struct sp_frame *fr, bool in_anon, struct sp_resolved_frame *rf)
 {
 	if (sym->opts.perf_map_policy == SP_PERF_MAPS_NONE) {
-		sym->stats.perf_map_frames_denied++;
+		count_frame(sym, frame_id, &sym->stats.perf_map_frames_denied, COUNTED_MAP_DENIED);
 		return 0;
 	}
 	const struct proc_map *pm;
-	int err = process_map(sym, pid, &pm);
+	int err = note_map_dep(sym, pid, frame_id);
+	if (!err)
+		err = process_map(sym, pid, &pm);
 	if (err || !pm) {
 		if (!err && !perf_map_allowed(sym, pid))
-			sym->stats.perf_map_frames_denied++;
+			count_frame(sym, frame_id, &sym->stats.perf_map_frames_denied,
+				    COUNTED_MAP_DENIED);
 		else if (!err && in_anon)
-			sym->stats.perf_map_frames_unmapped++;
+			count_frame(sym, frame_id, &sym->stats.perf_map_frames_unmapped,
+				    COUNTED_MAP_UNMAPPED);
 		return err;
 	}
 	const struct sp_perf_map_range *r = sp_perf_map_find(&pm->map, fr->abs_ip);
@@ -320,12 +455,15 @@ int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct
 		const char *file = colon && colon[1] ? colon + 1 : NULL;
 		rf->name = sp_arena_strndup(&sym->strings, func,
 					    colon ? (size_t)(colon - func) : strlen(func));
-		rf->file = file;
-		rf->module = file ? base_name(file) : "[python]";
+		rf->file = file ? sp_arena_strndup(&sym->strings, file, strlen(file)) : NULL;
+		if (file && !rf->file)
+			return -ENOMEM;
+		rf->module = rf->file ? base_name(rf->file) : "[python]";
 		rf->kind = SP_KIND_PYTHON;
 	} else {
 		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
-		rf->name = dem ? sp_arena_strndup(&sym->strings, dem, strlen(dem)) : name;
+		rf->name = dem ? sp_arena_strndup(&sym->strings, dem, strlen(dem))
+			       : sp_arena_strndup(&sym->strings, name, strlen(name));
 		free(dem);
 		rf->module = pm->module;
 		rf->flags |= SP_RFRAME_JIT;
@@ -335,6 +473,52 @@ int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct
 	rf->origin = SP_ORIGIN_PERF_MAP;
 	rf->symbol_offset = fr->abs_ip - r->sym_start;
 	sym->stats.perf_map_frames_named++;
+	return 0;
+}
+
+bool sp_sym_perf_map_changed(struct sp_symbolizer *sym, int32_t pid)
+{
+	uint32_t idx;
+	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx))
+		return false;
+	const struct proc_map *pm = &sym->maps[idx];
+	/* The policy's verdict changes with exec markers, which the caller watches. */
+	if (pm->state == SOURCE_UNLOADED || !pm->allowed || pm->source == MAP_GIVEN)
+		return false;
+	char path[4096];
+	struct file_stamp now = map_path(sym, pid, path, sizeof(path)) ? stamp_of(path)
+								       : (struct file_stamp){0};
+	if (!same_stamp(&now, &pm->stamp))
+		return true;
+	if (pm->source != MAP_JITDUMP)
+		return false;
+	now = stamp_of(pm->jit_path);
+	return !same_stamp(&now, &pm->jit_stamp);
+}
+
+int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **frames, size_t *n)
+{
+	*frames = NULL;
+	*n = 0;
+	struct pid_ids *deps = sp_pid_ids_get(&sym->follow.map_deps, pid);
+	if (deps) {
+		*frames = deps->ids;
+		*n = deps->n;
+		deps->ids = NULL;
+		deps->n = deps->cap = 0;
+	}
+	uint32_t idx;
+	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx))
+		return 0;
+	struct proc_map *pm = &sym->maps[idx];
+	/* The caller's own file is all there is to read. */
+	if (pm->state == SOURCE_UNLOADED || pm->source == MAP_GIVEN)
+		return 0;
+	if (pm->allowed)
+		count_verdict(sym, pm, -1);
+	sp_perf_map_release(&pm->map);
+	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNLOADED};
+	sp_perf_map_init(&pm->map);
 	return 0;
 }
 
@@ -353,15 +537,18 @@ int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
 {
 	const struct sp_module *m =
 		fr->module_id < sym->nmodules ? sp_spool_module(sym->spool, fr->module_id) : NULL;
-	if (!m || !sp_sym_has_file(m) || !sp_is_python_module(m->path) ||
-	    !is_python_process(sym->spool, m->pid, true) || !perf_map_allowed(sym, m->pid))
+	if (!m || !sp_sym_has_file(m) || !sp_is_python_module(m->path))
 		return 0;
+	/* Its markers and its map decide: a follower sees both change. */
+	int err = note_map_dep(sym, m->pid, frame_id);
+	if (err || !is_python_process(sym->spool, m->pid, true) || !perf_map_allowed(sym, m->pid))
+		return err;
 	const struct proc_map *pm;
-	int err = process_map(sym, m->pid, &pm);
+	err = process_map(sym, m->pid, &pm);
 	if (err || !pm)
 		return err;
 	const uint32_t flags = SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT;
-	sym->frames[frame_id].flags |= flags;
+	sp_sym_frame(sym, frame_id)->flags |= flags;
 	for (uint32_t i = 0; sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
 		sym->chain[frame_id][i].flags |= flags;
 	sym->stats.python_runtime_frames++;

@@ -60,52 +60,136 @@ static const char *display_name(struct sp_arena *a, const struct sp_module *m)
 	return sp_arena_strndup(a, p, n);
 }
 
-/* Give every module its file entry, merging modules that share a key. */
-static int index_modules(struct sp_symbolizer *sym)
+/* Room for n entries of elem bytes in *p (cap old), the new ones zeroed.  0 or -ENOMEM. */
+static int grow_zeroed(void **p, size_t old, size_t n, size_t elem)
 {
-	struct sp_map by_key;
-	int err = 0;
-	sp_map_init(&by_key);
-	for (size_t i = 0; i < sym->nmodules; i++) {
+	void *q = realloc(*p, n * elem);
+	if (!q)
+		return -ENOMEM;
+	memset((char *)q + old * elem, 0, (n - old) * elem);
+	*p = q;
+	return 0;
+}
+
+/* The capacity to grow cap to for need entries (at least 1, doubling). */
+static size_t grown_cap(size_t cap, size_t need)
+{
+	if (!cap) /* exact at first: a spool read whole never grows */
+		return need ? need : 1;
+	size_t n = cap;
+	while (n < need)
+		n = n > SIZE_MAX / 4 ? need : n * 2;
+	return n;
+}
+
+/* Room in every by-module-id array for n modules, and files for as many. */
+static int grow_modules(struct sp_symbolizer *sym, size_t n)
+{
+	if (n <= sym->modules_cap && sym->module_file)
+		return 0;
+	size_t cap = grown_cap(sym->modules_cap, n);
+	struct file_entry *old_files = sym->files;
+	int err = grow_zeroed((void **)&sym->module_file, sym->modules_cap, cap,
+			      sizeof(*sym->module_file));
+	if (!err)
+		err = grow_zeroed((void **)&sym->module_name, sym->modules_cap, cap,
+				  sizeof(*sym->module_name));
+	/* At most one file per module. */
+	if (!err)
+		err = grow_zeroed((void **)&sym->files, sym->files_cap, cap, sizeof(*sym->files));
+	if (!err)
+		sym->files_cap = cap;
+	if (sym->files != old_files && old_files)
+		sp_sym_files_moved(sym);
+	if (!err)
+		sym->modules_cap = cap;
+	return err;
+}
+
+/* Give modules [sym->nmodules, n) their file entries, merging modules that share a key. */
+int sp_sym_take_modules(struct sp_symbolizer *sym, size_t n)
+{
+	int err = grow_modules(sym, n);
+	for (size_t i = sym->nmodules; !err && i < n; i++) {
 		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)i);
 		sym->module_file[i] = NO_FILE;
 		sym->module_name[i] = m ? display_name(&sym->strings, m) : "[unknown]";
-		if (!sym->module_name[i]) {
-			err = -ENOMEM;
-			goto out;
-		}
-		if (!m || !sp_sym_has_file(m))
-			continue;
-		/* Probe past hash collisions: the key hash is not the key. */
-		uint64_t h = file_key_hash(m);
-		uint32_t idx;
-		while (sp_map_get(&by_key, h, &idx) && !same_file_key(sym->files[idx].rep, m))
-			h = sp_hash64(h + 1);
-		if (!sp_map_get(&by_key, h, &idx)) {
-			idx = (uint32_t)sym->nfiles++;
-			sym->files[idx].rep = m;
-			/*
-			 * A deleted file is looked for at its old path: whatever
-			 * is there now is used only if the proof below holds.
-			 */
-			sym->files[idx].open_path = sp_arena_strndup(&sym->strings, m->path,
-								     sp_path_len_undeleted(m->path));
-			if (!sym->files[idx].open_path) {
-				err = -ENOMEM;
-				goto out;
+		if (!sym->module_name[i])
+			return -ENOMEM;
+		if (m && sp_sym_has_file(m)) {
+			/* Probe past hash collisions: the key hash is not the key. */
+			uint64_t h = file_key_hash(m);
+			uint32_t idx;
+			while (sp_map_get(&sym->file_keys, h, &idx) &&
+			       !same_file_key(sp_sym_file_rep(sym, &sym->files[idx]), m))
+				h = sp_hash64(h + 1);
+			if (!sp_map_get(&sym->file_keys, h, &idx)) {
+				idx = (uint32_t)sym->nfiles;
+				struct file_entry *f = &sym->files[idx];
+				f->rep = (uint32_t)i;
+				/*
+				 * A deleted file is looked for at its old path: whatever
+				 * is there now is used only if the proof holds.
+				 */
+				f->open_path = sp_arena_strndup(&sym->strings, m->path,
+								sp_path_len_undeleted(m->path));
+				if (!f->open_path)
+					return -ENOMEM;
+				sp_map_init(&f->cache);
+				sp_map_init(&f->cu_index);
+				f->owner = sym;
+				err = sp_map_put(&sym->file_keys, h, idx);
+				if (err)
+					return err;
+				sym->nfiles++;
 			}
-			sp_map_init(&sym->files[idx].cache);
-			sp_map_init(&sym->files[idx].cu_index);
-			sym->files[idx].owner = sym;
-			err = sp_map_put(&by_key, h, idx);
-			if (err)
-				goto out;
+			sym->module_file[i] = idx;
 		}
-		sym->module_file[i] = idx;
+		sym->nmodules = i + 1;
 	}
-out:
-	sp_map_release(&by_key);
 	return err;
+}
+
+int sp_sym_take_frames(struct sp_symbolizer *sym, size_t n)
+{
+	if (n > sym->frames_cap || !sym->resolved) {
+		size_t old = sym->frames_cap, cap = grown_cap(old, n);
+		int err = grow_zeroed((void **)&sym->resolved, old, cap, sizeof(*sym->resolved));
+		if (!err)
+			err = grow_zeroed((void **)&sym->chain, old, cap, sizeof(*sym->chain));
+		if (!err)
+			err = grow_zeroed((void **)&sym->chain_len, old, cap, sizeof(*sym->chain_len));
+		if (!err)
+			err = grow_zeroed((void **)&sym->frame_src, old, cap, sizeof(*sym->frame_src));
+		if (!err && sym->frame_pid &&
+		    !(err = grow_zeroed((void **)&sym->frame_pid, old, cap, sizeof(*sym->frame_pid))))
+			for (size_t i = old; i < cap; i++)
+				sym->frame_pid[i] = PID_NONE;
+		if (!err && sym->stored &&
+		    !(err = grow_zeroed((void **)&sym->stored, old, cap, sizeof(*sym->stored))))
+			for (size_t i = old; i < cap; i++)
+				sym->stored[i] = UINT32_MAX;
+		if (!err && sym->tail)
+			err = grow_zeroed((void **)&sym->follow.counted, old, cap,
+					  sizeof(*sym->follow.counted));
+		size_t nblocks = (cap + FRAME_BLOCK - 1) / FRAME_BLOCK;
+		if (!err && nblocks > sym->nframe_blocks)
+			err = grow_zeroed((void **)&sym->frame_blocks, sym->nframe_blocks, nblocks,
+					  sizeof(*sym->frame_blocks));
+		for (size_t i = sym->nframe_blocks; !err && i < nblocks; i++) {
+			if (!(sym->frame_blocks[i] = calloc(FRAME_BLOCK, sizeof(**sym->frame_blocks))))
+				err = -ENOMEM;
+			else
+				sym->nframe_blocks = i + 1;
+		}
+		/* Only what every array holds counts as room. */
+		if (err)
+			return err;
+		sym->frames_cap = cap;
+	}
+	if (n > sym->nframes)
+		sym->nframes = n;
+	return 0;
 }
 
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
@@ -123,6 +207,9 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
 	sp_map_init(&sym->map_index);
+	sp_map_init(&sym->file_keys);
+	sp_pid_ids_init(&sym->follow.modules);
+	sp_pid_ids_init(&sym->follow.map_deps);
 	/* The caller's strings need not outlive this call. */
 	if (sym->opts.kallsyms_path &&
 	    !(sym->opts.kallsyms_path = sp_arena_strndup(&sym->strings, sym->opts.kallsyms_path,
@@ -134,18 +221,9 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 							       sym->opts.perf_map_dir,
 							       strlen(sym->opts.perf_map_dir))))
 		goto fail;
-	sym->nmodules = sp_spool_module_count(s);
-	sym->nframes = sp_spool_frame_count(s);
-	sym->files = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->files));
-	sym->module_file = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->module_file));
-	sym->module_name = calloc(sym->nmodules ? sym->nmodules : 1, sizeof(*sym->module_name));
-	sym->frames = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->frames));
-	sym->resolved = calloc(sym->nframes ? sym->nframes : 1, 1);
-	sym->chain = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain));
-	sym->chain_len = calloc(sym->nframes ? sym->nframes : 1, sizeof(*sym->chain_len));
-	sym->frame_src = calloc(sym->nframes ? sym->nframes : 1, 1);
-	if (!sym->files || !sym->module_file || !sym->module_name || !sym->frames ||
-	    !sym->resolved || !sym->chain || !sym->chain_len || !sym->frame_src)
+	sym->nsamples = sp_spool_sample_count(s);
+	sym->nstacks = sp_spool_stack_count(s);
+	if (sp_sym_take_frames(sym, sp_spool_frame_count(s)))
 		goto fail;
 	/* Stored names are demangled: --no-demangle needs the files. */
 	if (sym->opts.stored_symbols != SP_STORED_NONE && !sym->opts.no_demangle &&
@@ -214,7 +292,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		.section_address = dwfl_offline_section_address,
 		.debuginfo_path = &sym->debuginfo_path,
 	};
-	err = index_modules(sym);
+	err = sp_sym_take_modules(sym, sp_spool_module_count(s));
 	if (!err)
 		err = sp_sym_setup_perf_map_pids(sym);
 	if (!err)
@@ -253,9 +331,12 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		free(sym->cus[i].r);
 	free(sym->cus);
 	free(sym->files);
+	sp_map_release(&sym->file_keys);
 	free(sym->module_file);
 	free(sym->module_name);
-	free(sym->frames);
+	for (size_t i = 0; i < sym->nframe_blocks; i++)
+		free(sym->frame_blocks[i]);
+	free(sym->frame_blocks);
 	free(sym->resolved);
 	free(sym->chain);
 	free(sym->chain_len);
@@ -266,11 +347,18 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->hits);
 	free(sym->src);
 	sp_kallsyms_free(sym->ksyms);
+	for (size_t i = 0; i < sym->nksyms_more; i++)
+		sp_kallsyms_free(sym->ksyms_more[i]);
+	free(sym->ksyms_more);
 	for (size_t i = 0; i < sym->nmaps; i++)
 		sp_perf_map_release(&sym->maps[i].map);
 	free(sym->maps);
 	sp_map_release(&sym->map_index);
 	free(sym->frame_pid);
+	free(sym->stack_pid);
+	sp_pid_ids_release(&sym->follow.modules);
+	sp_pid_ids_release(&sym->follow.map_deps);
+	free(sym->follow.counted);
 	free(sym->perf_map_pids);
 	sp_native_groups_free(sym->native);
 	sp_stack_cache_free(sym->stacks);
@@ -335,7 +423,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		}
 		int32_t pid = sym->frame_pid[frame_id];
 		if (pid != PID_NONE && pid != PID_MANY) {
-			int err = sp_sym_resolve_perf_map(sym, pid, fr, false, rf);
+			int err = sp_sym_resolve_perf_map(sym, pid, frame_id, fr, false, rf);
 			if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 				return err;
 		}
@@ -346,10 +434,10 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	}
 	const struct sp_module *m = sp_spool_module(sym->spool, fr->module_id);
 	if (m && (m->flags & SP_MODULE_KERNEL))
-		return sp_sym_resolve_kernel(sym, fr, rf);
+		return sp_sym_resolve_kernel(sym, frame_id, fr, rf);
 	rf->module = sym->module_name[fr->module_id];
 	if (m && (m->flags & SP_MODULE_ANON)) {
-		int err = sp_sym_resolve_perf_map(sym, m->pid, fr, true, rf);
+		int err = sp_sym_resolve_perf_map(sym, m->pid, frame_id, fr, true, rf);
 		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 			return err;
 	}
@@ -415,10 +503,10 @@ static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *
 	return 0;
 }
 
-/* Resolve frame_id into sym->frames (and sym->chain), once. */
+/* Resolve frame_id into its place (sp_sym_frame, and sym->chain), once. */
 static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 {
-	struct sp_resolved_frame *rf = &sym->frames[frame_id];
+	struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
 	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
 	if (!fr)
 		return -SP_E_BAD_ARG;
@@ -442,7 +530,7 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 		rf->kind = SP_KIND_TRUNCATED;
 		rf->flags = SP_RFRAME_TRUNCATED;
 	} else if (!stored) {
-		err = fr->mode == SP_FRAME_KERNEL ? sp_sym_resolve_kernel(sym, fr, rf)
+		err = fr->mode == SP_FRAME_KERNEL ? sp_sym_resolve_kernel(sym, frame_id, fr, rf)
 						  : resolve_user(sym, frame_id, fr, rf);
 	}
 	if (!err && rf->kind == SP_KIND_NATIVE)
@@ -476,9 +564,80 @@ int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
 		*frames = sym->chain[frame_id];
 		*n = sym->chain_len[frame_id];
 	} else {
-		*frames = &sym->frames[frame_id];
+		*frames = sp_sym_frame(sym, frame_id);
 		*n = 1;
 	}
+	return 0;
+}
+
+static bool same_text(const char *a, const char *b)
+{
+	return a == b || (a && b && !strcmp(a, b));
+}
+
+static bool same_frame(const struct sp_resolved_frame *a, const struct sp_resolved_frame *b)
+{
+	return same_text(a->name, b->name) && same_text(a->module, b->module) &&
+	       same_text(a->file, b->file) && a->line == b->line && a->kind == b->kind &&
+	       a->origin == b->origin && a->flags == b->flags && a->pc == b->pc &&
+	       a->symbol_offset == b->symbol_offset;
+}
+
+/* Take back what resolving frame_id (rf, its chain of n) added to the stats. */
+static void uncount_frame(struct sp_symbolizer *sym, uint32_t frame_id,
+			  const struct sp_resolved_frame *rf, size_t n)
+{
+	struct sp_symbolizer_stats *st = &sym->stats;
+	bool stored = sym->frame_src[frame_id] == SP_FRAME_SRC_STORED;
+	if (rf->kind != SP_KIND_TRUNCATED) {
+		if (rf->origin != SP_ORIGIN_ADDRESS_ONLY)
+			st->frames_named--;
+		else
+			st->frames_address_only--;
+	}
+	st->inline_frames -= n - 1;
+	st->frames_with_lines -= rf->file && rf->line;
+	st->frames_stored -= stored;
+	st->perf_map_frames_named -= rf->origin == SP_ORIGIN_PERF_MAP;
+	st->python_runtime_frames -= (rf->flags & SP_RFRAME_PYTHON_RUNTIME) != 0;
+	if (rf->kind == SP_KIND_KERNEL && rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
+		st->kernel_frames_named--;
+	else if (rf->kind == SP_KIND_KERNEL)
+		st->kernel_frames_unnamed--;
+	uint8_t *counted = sym->follow.counted ? &sym->follow.counted[frame_id] : NULL;
+	if (counted) {
+		st->perf_map_frames_denied -= (*counted & COUNTED_MAP_DENIED) != 0;
+		st->perf_map_frames_unmapped -= (*counted & COUNTED_MAP_UNMAPPED) != 0;
+		*counted = 0;
+	}
+}
+
+int sp_sym_resolve_again(struct sp_symbolizer *sym, uint32_t frame_id, bool *changed)
+{
+	*changed = false;
+	if (frame_id >= sym->nframes || !sym->resolved[frame_id])
+		return 0;
+	/* The old chain stays where it is (chains never move): compare with it. */
+	struct sp_resolved_frame before = *sp_sym_frame(sym, frame_id);
+	const struct sp_resolved_frame *old_chain = sym->chain[frame_id];
+	size_t old_n = old_chain ? sym->chain_len[frame_id] : 1;
+	uncount_frame(sym, frame_id, &before, old_n);
+	sym->resolved[frame_id] = 0;
+	sym->chain[frame_id] = NULL;
+	sym->chain_len[frame_id] = 0;
+	sym->frame_src[frame_id] = SP_FRAME_SRC_NONE;
+	int err = resolve_frame(sym, frame_id);
+	if (err)
+		return err;
+	const struct sp_resolved_frame *now;
+	size_t n;
+	sp_symbolizer_resolve_all(sym, frame_id, &now, &n);
+	if (n != old_n) {
+		*changed = true;
+		return 0;
+	}
+	for (size_t i = 0; i < n && !*changed; i++)
+		*changed = !same_frame(old_chain ? &old_chain[i] : &before, &now[i]);
 	return 0;
 }
 
@@ -506,7 +665,7 @@ int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_i
 	    sym->frame_src[frame_id] == SP_FRAME_SRC_STORED)
 		return 0;
 	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
-	const struct sp_resolved_frame *rf = &sym->frames[frame_id];
+	const struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
 	if (rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
 		return sp_sym_kernel_frame_source(sym, fr, out);
 	if (rf->origin == SP_ORIGIN_PERF_MAP)

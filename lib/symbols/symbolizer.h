@@ -6,7 +6,8 @@
  * per address and the symbol cache (symbol_hits.c), separate debug files
  * (debug_search.c), kallsyms (kernel_frames.c), perf maps
  * (perfmap_frames.c), the spool's stored names (stored_frames.c), a native
- * plug-in (native_frames.c), inline chain storage (chains.c).
+ * plug-in (native_frames.c), inline chain storage (chains.c), frame ids by
+ * process (pid_ids.c); following a growing spool (symbolizer_tail.c, on top).
  * symbolizer.c calls the sources; a source calls only downward (chains.c,
  * the parsers, and for symbol_hits.c the ELF, DWARF and debug-file sources it
  * combines), never symbolizer.c (scripts/check-layers finds no circle).
@@ -43,12 +44,37 @@ enum source_state {
 	SOURCE_UNUSABLE, /* disabled, denied, missing or rejected: the fallback form */
 };
 
-/* One process's perf map, looked for on its first frame in anonymous code. */
+/* Where a process's perf map came from (what to watch for a change). */
+enum map_source {
+	MAP_NONE = 0,  /* not read: denied, missing, stale, not to be trusted */
+	MAP_FILE,      /* its perf-PID.map file */
+	MAP_JITDUMP,   /* a jitdump the process mapped */
+	MAP_STORED,    /* the perf map lines the spool stores */
+	MAP_GIVEN,     /* a file the caller opened (sp_symbolizer_use_perf_map_fd) */
+};
+
+/* What identifies one state of a file: it changed when any of these did. */
+struct file_stamp {
+	uint64_t ino, size;
+	int64_t mtime_ns;
+	bool exists;
+};
+
+/*
+ * One process's perf map, looked for on its first frame in anonymous code
+ * (state SOURCE_UNLOADED until then, and again once a follower forgets it).
+ */
 struct proc_map {
 	int32_t pid;
 	uint8_t state;      /* enum source_state */
+	uint8_t source;     /* enum map_source */
+	uint8_t verdict;    /* enum sp_perf_map_verdict counted in the stats when looked for */
+	bool allowed;       /* the policy let it be looked for */
 	const char *module; /* "perf-PID.map", the module shown for its JIT frames */
 	struct sp_perf_map map;
+	/* Followed spools: the file looked at and the jitdump read, as they were then. */
+	struct file_stamp stamp, jit_stamp;
+	const char *jit_path;
 };
 
 /*
@@ -111,7 +137,7 @@ enum debug_state {
  * (so that a module is proven exactly when its file entry is).
  */
 struct file_entry {
-	const struct sp_module *rep; /* first module seen with this key: path and identity */
+	uint32_t rep;                /* first module seen with this key: path and identity (sp_sym_file_rep) */
 	const char *open_path;       /* rep->path without a " (deleted)" suffix */
 	uint8_t state;               /* enum file_state */
 	Dwfl *dwfl;                  /* one handle per file, base 0: addresses are svmas */
@@ -151,6 +177,51 @@ struct cu_range {
 	Dwarf_Addr bias;
 };
 
+/* Frame ids by process (pid_ids.c): a list per pid, in the order added. */
+struct pid_ids {
+	int32_t pid;
+	uint32_t *ids;
+	size_t n, cap;
+};
+
+struct pid_ids_set {
+	struct pid_ids *lists;
+	size_t n, cap;
+	struct sp_map index; /* pid -> index into lists */
+};
+
+void sp_pid_ids_init(struct pid_ids_set *set);
+void sp_pid_ids_release(struct pid_ids_set *set);
+/* Append id to pid's list.  0 or -ENOMEM. */
+int sp_pid_ids_add(struct pid_ids_set *set, int32_t pid, uint32_t id);
+/* pid's list, or NULL when it has none. */
+struct pid_ids *sp_pid_ids_get(struct pid_ids_set *set, int32_t pid);
+
+/*
+ * Resolved frames by frame id, in blocks of 1 << FRAME_BLOCK_SHIFT that never
+ * move, so what sp_symbolizer_resolve hands out stays put while a followed
+ * spool grows.
+ */
+#define FRAME_BLOCK_SHIFT 10
+#define FRAME_BLOCK (1u << FRAME_BLOCK_SHIFT)
+
+/* Per-frame bits of a followed spool's symbolizer: perf map counts to take back when resolved again. */
+enum frame_counted {
+	COUNTED_MAP_DENIED = 1u << 0,   /* stats.perf_map_frames_denied */
+	COUNTED_MAP_UNMAPPED = 1u << 1, /* stats.perf_map_frames_unmapped */
+};
+
+/*
+ * What a symbolizer built on a tail (sp_tail_symbolizer) has taken in, and
+ * what it keeps to take in the next batch in proportion to its size.
+ */
+struct sym_follow {
+	size_t nexecs, nowners, npmlines, nsymframes; /* records taken in */
+	struct pid_ids_set modules;  /* module ids by process: a new one over an earlier one */
+	struct pid_ids_set map_deps; /* frames whose names a process's perf map decides */
+	uint8_t *counted;            /* by frame id: enum frame_counted */
+};
+
 /* Resolved frames of inline chains, allocated in blocks that never move. */
 struct chain_block {
 	struct chain_block *next;
@@ -171,13 +242,16 @@ struct sp_symbolizer {
 	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
 	const char *printable_seen[61]; /* strings found printable, by address (printable_frame) */
 	struct file_entry *files;
-	size_t nfiles;
+	size_t nfiles, files_cap;
+	struct sp_map file_keys;     /* file key hash -> index into files (probing past collisions) */
 	uint32_t *module_file;       /* by module id: file index or NO_FILE */
 	const char **module_name;    /* by module id: display basename */
-	size_t nmodules;
-	struct sp_resolved_frame *frames; /* by frame id */
-	uint8_t *resolved;                /* by frame id: frames[i] is filled */
-	size_t nframes;
+	size_t nmodules, modules_cap;
+	struct sp_resolved_frame **frame_blocks; /* by frame id (sp_sym_frame) */
+	size_t nframe_blocks;
+	uint8_t *resolved;                /* by frame id: the frame is filled */
+	size_t nframes, frames_cap;       /* frames taken in; room in every by-frame-id array */
+	size_t nsamples, nstacks;         /* samples and stack nodes taken in */
 	/* By frame id: the inline chain (innermost first, frames[i]'s copy last), or NULL. */
 	struct sp_resolved_frame **chain;
 	uint32_t *chain_len;
@@ -190,17 +264,56 @@ struct sp_symbolizer {
 	size_t ncus, cus_cap;
 	struct sp_kallsyms *ksyms;   /* sparse: the symbols of this spool's kernel frames */
 	uint8_t ksyms_state;         /* enum source_state */
+	size_t ksyms_upto;           /* kernel frames below this id were asked of kallsyms */
+	struct sp_kallsyms **ksyms_more; /* read again for kernel frames a followed spool brought */
+	size_t nksyms_more;
 	struct proc_map *maps;
 	size_t nmaps, maps_cap;
 	struct sp_map map_index;     /* pid -> index into maps */
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
+	int32_t *stack_pid;          /* following: by stack node, its samples' process (or PID_MANY) */
+	size_t stack_pid_cap;
 	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/symbols/symstore.c) */
 	uint8_t *frame_src;          /* by frame id: enum sp_frame_src */
 	struct sp_symbolizer_stats stats;
 	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */
 	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
 	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbols/stack_cache.c) */
+	struct sp_tail *tail;            /* the tail followed (sp_tail_symbolizer), or NULL */
+	struct sym_follow follow;        /* with a tail */
 };
+
+/* The resolved frame of frame_id (below sym->nframes). */
+static inline struct sp_resolved_frame *sp_sym_frame(const struct sp_symbolizer *sym,
+						     uint32_t frame_id)
+{
+	return &sym->frame_blocks[frame_id >> FRAME_BLOCK_SHIFT][frame_id & (FRAME_BLOCK - 1)];
+}
+
+/* The module that gave f its path and identity. */
+static inline const struct sp_module *sp_sym_file_rep(const struct sp_symbolizer *sym,
+						      const struct file_entry *f)
+{
+	/* By id: a followed spool's module array moves as it grows. */
+	return sp_spool_module(sym->spool, f->rep);
+}
+
+/* ---- growing with a followed spool (symbolizer.c) ---------------------- */
+
+/*
+ * Take in modules up to n (indexed, files shared by key, display names) and
+ * frames up to n: room in every by-id array.  0 or -ENOMEM (what was taken
+ * in stays).
+ */
+int sp_sym_take_modules(struct sp_symbolizer *sym, size_t n);
+int sp_sym_take_frames(struct sp_symbolizer *sym, size_t n);
+/*
+ * Resolve frame_id again if it was resolved (its sources changed): *changed
+ * when its chain now differs in any field.  The frame's earlier counts are
+ * taken back from the stats first.  0 or -ENOMEM (the frame is then left
+ * unresolved, to be resolved on its next use).
+ */
+int sp_sym_resolve_again(struct sp_symbolizer *sym, uint32_t frame_id, bool *changed);
 
 /* Does m name a file to open?  Kernel, anonymous and pseudo-path modules do not. */
 static inline bool sp_sym_is_vdso(const char *path)
@@ -234,6 +347,8 @@ void sp_sym_chain_set(struct sp_symbolizer *sym, uint32_t frame_id, struct sp_re
  * (FILE_PROVEN: f->dwfl and f->mod are usable) and counted.
  */
 void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f);
+/* sym->files moved (grown): point libdwfl's userdata of each open file at its new place. */
+void sp_sym_files_moved(struct sp_symbolizer *sym);
 /* Static address of a frame in its module's file, or false when it has none. */
 bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
 		       const struct sp_frame *fr, uint64_t *svma);
@@ -286,8 +401,11 @@ void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f);
 
 /* ---- kernel frames (kernel_frames.c) ----------------------------------- */
 
-/* Name a kernel frame from kallsyms (read once), else [kernel]+0xADDR.  0 or -ENOMEM. */
-int sp_sym_resolve_kernel(struct sp_symbolizer *sym, const struct sp_frame *fr,
+/*
+ * Name kernel frame frame_id from kallsyms (read once, and again for frames a
+ * followed spool brought since), else [kernel]+0xADDR.  0 or -ENOMEM.
+ */
+int sp_sym_resolve_kernel(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
 			  struct sp_resolved_frame *rf);
 /* 1 and *out when frame fr (resolved, named from kallsyms) has its symbol in sym->ksyms. */
 int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
@@ -297,14 +415,33 @@ int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_
 
 /* sym->frame_pid: the one process whose samples hold each frame.  0 or -ENOMEM. */
 int sp_sym_compute_frame_pids(struct sp_symbolizer *sym);
-/* Name a frame of anonymous code of pid from its perf map; rf untouched when it cannot. */
-int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, const struct sp_frame *fr,
-			    bool in_anon, struct sp_resolved_frame *rf);
+/*
+ * Fold samples [first, end) into sym->frame_pid (when computed): the frames
+ * whose process changed, resolved ones outside every module, appended to
+ * *changed (*n entries, malloc'd).  0 or -ENOMEM.
+ */
+int sp_sym_frame_pids_add(struct sp_symbolizer *sym, size_t first, size_t end,
+			  uint32_t **changed, size_t *n, size_t *cap);
+/* Name frame_id, anonymous code of pid, from its perf map; rf untouched when it cannot. */
+int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, uint32_t frame_id,
+			    const struct sp_frame *fr, bool in_anon, struct sp_resolved_frame *rf);
 /* Flag a Python runtime frame that a perf map's py:: frames stand in for. */
 int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
 			       const struct sp_frame *fr);
 /* Copy opts.perf_map_pids (the caller's), sorted.  0 or -ENOMEM. */
 int sp_sym_setup_perf_map_pids(struct sp_symbolizer *sym);
+/*
+ * Followed spools: has the file pid's perf map was read from (or looked for
+ * and not used) changed since?  False when it was not looked for.
+ */
+bool sp_sym_perf_map_changed(struct sp_symbolizer *sym, int32_t pid);
+/*
+ * Forget pid's perf map, to be looked for again on the next need, with its
+ * counts in the stats; the frames whose names it decided move to *frames
+ * (*n, malloc'd, NULL when none), to be resolved again.  0 or -ENOMEM.
+ */
+int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **frames,
+			   size_t *n);
 /* 1 and *out when frame_id (resolved, named from a perf map) has its line in a loaded map. */
 int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
 				 const struct sp_frame *fr, struct sp_frame_source *out);
@@ -319,6 +456,8 @@ int sp_sym_resolve_stored(struct sp_symbolizer *sym, uint32_t frame_id,
 
 /* Set up opts.native's groups (the plug-in is copied).  0, -ENOMEM or its error. */
 int sp_sym_setup_native(struct sp_symbolizer *sym);
+/* Give modules [first, sym->nmodules) their groups (a followed spool's new ones).  0 or -ENOMEM. */
+int sp_sym_native_take_modules(struct sp_symbolizer *sym, size_t first);
 /* Name a file-backed module's frame through the plug-in; rf untouched when it knows nothing. */
 int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
 			  const struct sp_frame *fr, struct sp_resolved_frame *rf);

@@ -50,7 +50,7 @@ int sp_symbolizer_for_each_stack_frame(struct sp_symbolizer *sym, int32_t pid, u
 						    void *arg),
 				       void *arg)
 {
-	if (!sym || !visit || stack_id >= sp_spool_stack_count(sym->spool))
+	if (!sym || !visit || stack_id >= sym->nstacks)
 		return -SP_E_BAD_ARG;
 	if (!stack_id)
 		return 0;

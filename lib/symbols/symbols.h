@@ -13,7 +13,8 @@
  * in the spool (stored_frames.c, symstore.c), a native plug-in
  * (native_frames.c, native_backend.c), C++ demangling (demangle.c), inline
  * chain storage (chains.c); and on top of the symbolizer, streamed stacks
- * (symbolizer_api.c, stack_cache.c), `symbolize` and the naming of replaced
+ * (symbolizer_api.c, stack_cache.c), following a spool as it is written
+ * (symbolizer_tail.c, pid_ids.c), `symbolize` and the naming of replaced
  * images at record end (symbolize.c).
  * May call: spool (reader, writer, stack walks) and util.  Never record,
  * unwind or report.
@@ -623,6 +624,13 @@ struct sp_native_groups;
  */
 int sp_native_groups_new(const struct sp_spool *s, const struct sp_native_backend *be,
 			 const bool *eligible, struct sp_native_groups **out);
+/*
+ * Group the modules a followed spool brought, [what ng has, n), eligible
+ * indexed from the first of them, as sp_native_groups_new would; except that
+ * a group whose instance was made already (its modules handed over, once)
+ * takes no more: the module starts a new group.  0 or -ENOMEM.
+ */
+int sp_native_groups_add(struct sp_native_groups *ng, size_t n, const bool *eligible);
 void sp_native_groups_free(struct sp_native_groups *ng);
 /*
  * The plug-in's functions at addr in module module_id, innermost first, into

@@ -127,7 +127,10 @@ bench-tools: scripts/gen-spool scripts/rusage-run
 # The README's embedding example, built against this tree's library.
 examples/embed: examples/embed.c libstackpulse.a lib/stackpulse.h
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
-embed-example: examples/embed
+# The Tail example: a profile processed while it is recorded.
+examples/tail: examples/tail.c libstackpulse.a lib/stackpulse.h
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
+embed-example: examples/embed examples/tail
 
 # make check under ASan + UBSan in a copy of the tree (build-sanitize/), so that this tree's
 # objects stay a normal build whatever happens; a leak or any UB report fails the run.
@@ -190,7 +193,7 @@ clean-build-dirs:
 	rm -rf build-fuzz build-sanitize
 
 clean:
-	rm -f stackpulse libstackpulse.a lib/*/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed \
+	rm -f stackpulse libstackpulse.a lib/*/*.o cmd/*.o $(UNIT_BIN) $(WORKLOAD_BIN) examples/embed examples/tail \
 	  scripts/gen-spool scripts/rusage-run
 
 # dependency check, demo

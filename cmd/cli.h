@@ -23,6 +23,55 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
+int cmd_top(int argc, char **argv);
+
+/* What record and top record, and how (cmd/record.c). */
+struct sp_cli_record_args {
+	struct sp_record_opts opts;
+	const char *output;
+	double duration_s; /* 0 = until the target exits */
+	bool quiet;
+	int realtime;      /* SCHED_FIFO priority for the recorder, 0 = none */
+	pid_t *pids;       /* -p PID,... in order, npids of them */
+	size_t npids;
+	bool descendants;
+	bool stop_attach;  /* -p with SIGSTOP/SIGCONT around the attach (the old way) */
+	bool system_wide;  /* -a, or -C without a target */
+	int *cpus;         /* -C LIST, ncpus of them */
+	size_t ncpus;
+	const char *cpu_list;
+	bool freq_given;
+	char **command;    /* argv of the command to launch, or NULL */
+	char cmdline[1024];
+};
+
+/*
+ * The target and sampling options of record and top (-p, -a, -C, -F, -e,
+ * -c, -k, ... and the COMMAND), as an argp child whose input is a struct
+ * sp_cli_record_args.
+ */
+extern const struct argp sp_cli_record_argp;
+
+/* A live view riding on a recording (top): called from the drain loop. */
+struct sp_cli_live_hooks {
+	void *ctx;
+	/* Recording has started: 0, or an exit status to stop with. */
+	int (*begin)(void *ctx, struct sp_recorder *rec);
+	/* After each drain (about every 100 ms): non-zero ends the recording. */
+	int (*tick)(void *ctx, struct sp_recorder *rec, double now_s);
+	/* The recording is finished (its trailer written): the last refresh. */
+	void (*end)(void *ctx, struct sp_recorder *rec);
+};
+
+/*
+ * Record as args say (attach or launch, drain, finish, summary, the
+ * command's fate), with hooks (may be NULL) along.  Returns the exit status.
+ * Takes args' pids and cpus (freed).
+ */
+int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_hooks *hooks);
+
+/* A positive number of seconds ("2.5"), at most 1e7.  0, or -1 when invalid. */
+int sp_cli_parse_seconds(const char *arg, double *out);
 
 /*
  * Print "stackpulse SUBCOMMAND: MESSAGE" to stderr and return SP_EXIT_FAILURE,

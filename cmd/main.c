@@ -108,6 +108,7 @@ static const struct subcommand commands[] = {
 	{"record", cmd_record, "sample a command or running processes into a spool"},
 	{"report", cmd_report, "print where CPU time went, or export to other tools"},
 	{"symbolize", cmd_symbolize, "resolve a spool's frames now and store the names in it"},
+	{"top", cmd_top, "record and show the busiest functions live, refreshed every second"},
 	{"dump", cmd_dump, "print every record of a spool"},
 };
 

@@ -23,26 +23,7 @@ enum {
 	OPT_STOP_ATTACH,
 };
 
-struct record_args {
-	struct sp_record_opts opts;
-	const char *output;
-	double duration_s; /* 0 = until the target exits */
-	bool quiet;
-	int realtime;      /* SCHED_FIFO priority for the recorder, 0 = none */
-	pid_t *pids;       /* -p PID,... in order, npids of them */
-	size_t npids;
-	bool system_wide;  /* -a, or -C without a target */
-	int *cpus;         /* -C LIST, ncpus of them */
-	size_t ncpus;
-	const char *cpu_list;
-	bool freq_given;
-	bool descendants;
-	bool stop_attach;  /* -p with SIGSTOP/SIGCONT around the attach (the old way) */
-	char **command;    /* argv of the command to launch, or NULL */
-	char cmdline[1024];
-};
-
-static const struct argp_option options[] = {
+static const struct argp_option common_options[] = {
 	{NULL, 0, NULL, 0, "Target:", 1},
 	{"pid", 'p', "PID[,PID...]", 0, "record running processes and all their threads", 1},
 	{"all-cpus", 'a', NULL, 0, "record every process on every CPU (system-wide; needs root "
@@ -69,14 +50,18 @@ static const struct argp_option options[] = {
 	{"stack-size", OPT_STACK_SIZE, "BYTES", 0,
 	 "user stack bytes copied per sample, a multiple of 8 up to 65528 (default 32768); "
 	 "raise it when stacks come out truncated", 2},
-	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
-					"sent SIGTERM)", 2},
 	{"realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO (1-99; "
 					      "needs root or CAP_SYS_NICE): no samples lost to a "
 					      "recorder waiting for a CPU when the target keeps "
 					      "every CPU busy", 2},
 	{"kernel", 'k', NULL, 0, "add kernel frames from the kernel callchain (falls back to "
 				 "user-only, saying so, when kernel sampling is denied)", 2},
+	{NULL, 0, NULL, 0, NULL, 0},
+};
+
+static const struct argp_option record_options[] = {
+	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
+					"sent SIGTERM)", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},
@@ -94,7 +79,7 @@ static int parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	return 0;
 }
 
-static int add_pids(struct record_args *a, const char *list, struct argp_state *state)
+static int add_pids(struct sp_cli_record_args *a, const char *list, struct argp_state *state)
 {
 	const char *p = list;
 	do {
@@ -118,7 +103,7 @@ static int add_pids(struct record_args *a, const char *list, struct argp_state *
 }
 
 /* -C's "0,2-3": every CPU listed, in order; duplicates are harmless. */
-static int add_cpus(struct record_args *a, const char *list, struct argp_state *state)
+static int add_cpus(struct sp_cli_record_args *a, const char *list, struct argp_state *state)
 {
 	const char *p = list;
 	do {
@@ -149,9 +134,9 @@ static int add_cpus(struct record_args *a, const char *list, struct argp_state *
 	return 0;
 }
 
-static error_t parse_opt(int key, char *arg, struct argp_state *state)
+static error_t parse_common(int key, char *arg, struct argp_state *state)
 {
-	struct record_args *a = state->input;
+	struct sp_cli_record_args *a = state->input;
 	switch (key) {
 	case 'p':
 		return add_pids(a, arg, state);
@@ -209,19 +194,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->realtime = (int)prio;
 		return 0;
 	}
-	case 'd': {
-		char *end;
-		a->duration_s = strtod(arg, &end);
-		if (end == arg || *end || !(a->duration_s > 0) || a->duration_s > 1e7)
-			argp_error(state, "invalid duration '%s' (seconds, e.g. 2.5)", arg);
-		return 0;
-	}
-	case 'o':
-		a->output = arg;
-		return 0;
-	case 'q':
-		a->quiet = true;
-		return 0;
 	case ARGP_KEY_ARG:
 		/* The command and its arguments: stop option parsing here. */
 		a->command = &state->argv[state->next - 1];
@@ -253,8 +225,47 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 }
 
+int sp_cli_parse_seconds(const char *arg, double *out)
+{
+	char *end;
+	double v = strtod(arg, &end);
+	if (end == arg || *end || !(v > 0) || v > 1e7)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+const struct argp sp_cli_record_argp = {common_options, parse_common, NULL, NULL, NULL, NULL, NULL};
+
+static const struct argp_child record_children[] = {
+	{&sp_cli_record_argp, 0, NULL, 0},
+	{NULL, 0, NULL, 0},
+};
+
+static error_t parse_record(int key, char *arg, struct argp_state *state)
+{
+	struct sp_cli_record_args *a = state->input;
+	switch (key) {
+	case ARGP_KEY_INIT:
+		state->child_inputs[0] = a;
+		return 0;
+	case 'd':
+		if (sp_cli_parse_seconds(arg, &a->duration_s))
+			argp_error(state, "invalid duration '%s' (seconds, e.g. 2.5)", arg);
+		return 0;
+	case 'o':
+		a->output = arg;
+		return 0;
+	case 'q':
+		a->quiet = true;
+		return 0;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+}
+
 static const struct argp argp = {
-	options, parse_opt, "-- COMMAND [ARGS...]\n-p PID[,PID...]\n-a [-C CPU-LIST] [-d SECONDS] [-- COMMAND...]",
+	record_options, parse_record, "-- COMMAND [ARGS...]\n-p PID[,PID...]\n-a [-C CPU-LIST] [-d SECONDS] [-- COMMAND...]",
 	"Sample the CPU stacks of a command, of running processes, or of the whole machine "
 	"into a spool file."
 	"\vThe command is started suspended and sampling switches on when it calls execve, "
@@ -277,7 +288,7 @@ static const struct argp argp = {
 	"Exit status: with a COMMAND, the command's exit status (128+N when it was "
 	"killed by signal N; 127 when it cannot be found, 126 when it cannot be run); "
 	"with -p, 0 on success; 1 when recording fails, 2 on a usage error.",
-	NULL, NULL, NULL,
+	record_children, NULL, NULL,
 };
 
 /* How many SIGINT/SIGTERM arrived: the first finishes, the second hurries the command. */
@@ -317,7 +328,7 @@ static int spool_write_error(const char *path, int err, bool started)
 }
 
 /* An attach failure with what to do about it. */
-static int attach_error(int err, const struct record_args *a, pid_t pid)
+static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 {
 	uint32_t freq = a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY;
 	switch (-err) {
@@ -384,7 +395,7 @@ static int attach_error(int err, const struct record_args *a, pid_t pid)
 	}
 }
 
-static void print_summary(const struct record_args *a, const struct sp_summary *s,
+static void print_summary(const struct sp_cli_record_args *a, const struct sp_summary *s,
 			  enum sp_event_source source, bool counts_kernel_time, double elapsed)
 {
 	struct stat st;
@@ -401,10 +412,11 @@ static void print_summary(const struct record_args *a, const struct sp_summary *
 		snprintf(rate, sizeof(rate), "at %u Hz",
 			 a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY);
 	fprintf(stderr,
-		"stackpulse record: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
+		"stackpulse %s: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
 		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
 		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
-		a->output, kib, per_sample, elapsed, sp_event_name(source), rate, s->samples,
+		sp_cli_subcommand, a->output, kib, per_sample, elapsed, sp_event_name(source), rate,
+		s->samples,
 		s->sample_events, s->lost_events, s->empty_stack_samples,
 		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
 	/*
@@ -535,7 +547,7 @@ static size_t append_word(char *buf, size_t cap, size_t used, const char *w, boo
 }
 
 /* The recorded command line: the launched argv, or the -p target's /proc cmdline. */
-static void describe_target(struct record_args *a)
+static void describe_target(struct sp_cli_record_args *a)
 {
 	size_t used = 0;
 	a->cmdline[0] = '\0';
@@ -708,7 +720,7 @@ static void print_status(const struct sp_recorder *rec, double elapsed)
 }
 
 /* -p PID,... [--descendants]: the first attach creates the spool, the rest join it. */
-static int attach_processes(struct record_args *a, struct sp_recorder **rec)
+static int attach_processes(struct sp_cli_record_args *a, struct sp_recorder **rec)
 {
 	enum sp_attach_mode mode = a->stop_attach ? SP_ATTACH_STOP_ENABLE_RESUME
 						  : SP_ATTACH_ENABLE_THEN_SCAN;
@@ -745,13 +757,19 @@ static int attach_processes(struct record_args *a, struct sp_recorder **rec)
 
 int cmd_record(int argc, char **argv)
 {
-	struct record_args a = {.output = "profile.spool"};
+	struct sp_cli_record_args a = {.output = "profile.spool"};
+	argp_parse(&argp, argc, argv, 0, NULL, &a);
+	return sp_cli_record_run(&a, NULL);
+}
+
+int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_hooks *hooks)
+{
+	struct sp_cli_record_args a = *args;
 	struct sp_recorder *rec = NULL;
 	struct sp_launch *launch = NULL;
 	struct sp_summary summary;
 	int rc = SP_EXIT_FAILURE, err;
 
-	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	describe_target(&a);
 	a.opts.command = a.cmdline;
 
@@ -859,8 +877,15 @@ int cmd_record(int argc, char **argv)
 	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
 	int status = 0;
 	bool exited = false, write_failed = false;
-	/* One refreshed status line on a terminal; nothing in logs or with -q. */
-	bool status_line = !a.quiet && isatty(STDERR_FILENO);
+	/* One refreshed status line on a terminal; nothing in logs, with -q, or under a live view. */
+	bool status_line = !a.quiet && !hooks && isatty(STDERR_FILENO);
+	if (hooks && (err = hooks->begin(hooks->ctx, rec))) {
+		sp_recorder_finish(rec, NULL);
+		if (launch)
+			end_command(launch, pid, a.command[0], 1, &status);
+		rc = err;
+		goto out;
+	}
 	double next_status = start + 1.0;
 	while (!stop_requested) {
 		if (launch && sp_launch_try_wait(launch, &status) == 1) {
@@ -883,6 +908,9 @@ int cmd_record(int argc, char **argv)
 			print_status(rec, now_s() - start);
 			next_status = now_s() + 1.0;
 		}
+		/* the live view: keys and refreshes; it may end the recording (q) */
+		if (hooks && hooks->tick(hooks->ctx, rec, now_s()))
+			break;
 	}
 	if (status_line)
 		fputs("\r\033[K", stderr);
@@ -890,6 +918,9 @@ int cmd_record(int argc, char **argv)
 	int first_stop = stop_requested;
 	double elapsed = now_s() - start;
 	err = sp_recorder_finish(rec, &summary);
+	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
+	if (hooks)
+		hooks->end(hooks->ctx, rec);
 	if (err && !write_failed)
 		spool_write_error(a.output, err, true);
 	else if (!err && !a.quiet)
@@ -914,14 +945,15 @@ int cmd_record(int argc, char **argv)
 		if (!err && ended_by_us)
 			rc = SP_EXIT_OK;
 		if (err && !exited)
-			fprintf(stderr, "stackpulse record: command '%s' was ended (SIGTERM) as "
-					"recording failed\n", a.command[0]);
+			fprintf(stderr, "stackpulse %s: command '%s' was ended (SIGTERM) as "
+					"recording failed\n", sp_cli_subcommand, a.command[0]);
 		else if (!ended_by_us)
 			print_fate(a.command[0], status, rc);
 	} else {
 		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
 		if (err)
-			fprintf(stderr, "stackpulse record: the recorded processes keep running\n");
+			fprintf(stderr, "stackpulse %s: the recorded processes keep running\n",
+				sp_cli_subcommand);
 	}
 out:
 	sp_recorder_free(rec);

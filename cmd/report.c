@@ -5,8 +5,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -31,6 +34,8 @@ enum {
 	OPT_TIME,
 	OPT_DIFF,
 	OPT_SHOW_RUNTIME,
+	OPT_FOLLOW,
+	OPT_WINDOW,
 };
 
 #define MAX_IDS 1024 /* --pid values, all lists together; --tid's likewise */
@@ -41,6 +46,8 @@ struct report_args {
 	const char *spool_path;
 	const char *output;
 	const char *diff_path;
+	double follow_s;    /* --follow: a fresh table every follow_s seconds; 0: once */
+	uint32_t window_s;  /* --window, with --follow */
 	struct sp_report_opts report;
 	struct sp_symbolizer_opts sym;
 	int32_t pids[MAX_IDS], tids[MAX_IDS];
@@ -84,6 +91,12 @@ static const struct argp_option options[] = {
 	 "compare with the spool BASE: each function's self and total share in both and the "
 	 "change, largest change first", 2},
 	{NULL, 0, NULL, 0, "Filters (every view and format; a sample must pass all):", 4},
+	{"follow", OPT_FOLLOW, "SECONDS", OPTION_ARG_OPTIONAL,
+	 "follow a spool still being written: print a fresh table every SECONDS (default 1) "
+	 "with the last --window seconds' shares and those since the start, until the "
+	 "recording ends or Ctrl-C", 2},
+	{"window", OPT_WINDOW, "SECONDS", 0, "with --follow, the sliding window of the first "
+					     "shares (default 5)", 2},
 	{"pid", OPT_PID, "PID[,PID...]", 0, "only samples of these processes", 4},
 	{"tid", OPT_TID, "TID[,TID...]", 0, "only samples of these threads", 4},
 	{"comm", OPT_COMM, "NAME", 0, "only samples of threads named NAME (exactly)", 4},
@@ -182,6 +195,12 @@ static void parse_time(const char *arg, struct sp_report_filter *f, struct argp_
 		argp_error(state, "invalid time window '%s': END must be after START", arg);
 }
 
+static bool filter_given(const struct sp_report_filter *f)
+{
+	return f->npids || f->ntids || f->comm || f->module || f->focus || f->exclude ||
+	       f->has_start || f->has_end;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct report_args *a = state->input;
@@ -258,6 +277,19 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->report.percent_limit = v;
 		break;
 	}
+	case OPT_FOLLOW:
+		a->follow_s = 1.0;
+		if (arg && (sp_cli_parse_seconds(arg, &a->follow_s) || a->follow_s < 0.1))
+			argp_error(state, "invalid interval '%s' (seconds, at least 0.1)", arg);
+		break;
+	case OPT_WINDOW: {
+		char *end;
+		unsigned long v = strtoul(arg, &end, 10);
+		if (end == arg || *end || arg[0] == '-' || v < 1 || v > 3600)
+			argp_error(state, "invalid window '%s' (whole seconds, 1 to 3600)", arg);
+		a->window_s = (uint32_t)v;
+		break;
+	}
 	case OPT_GROUP_BY:
 		if (!strcmp(arg, "none"))
 			a->report.group_by = SP_GROUP_NONE;
@@ -305,6 +337,14 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->diff_path = arg;
 		break;
 	case ARGP_KEY_END:
+		if (a->follow_s && (a->report.format != SP_REPORT_TEXT || a->report.tree ||
+				    a->report.inverted || a->diff_path || filter_given(&a->report.filter) ||
+				    a->report.group_by == SP_GROUP_THREAD))
+			argp_error(state, "--follow prints the function table alone: with --rows, "
+				   "--sort self|total, --group-by=process and --window, not with "
+				   "other formats, views or filters");
+		if (a->window_s && !a->follow_s)
+			argp_error(state, "--window goes with --follow");
 		if (a->report.format != SP_REPORT_TEXT &&
 		    (a->report.tree || a->report.inverted || a->diff_path))
 			argp_error(state, "--tree, --inverted and --diff are text views: "
@@ -367,7 +407,11 @@ static int open_spool(const char *path, const struct sp_symbolizer_opts *so,
 	int err = sp_spool_open(path, spool);
 	if (err)
 		return sp_cli_error("cannot open spool '%s': %s", path, sp_strerror(err));
-	if (sp_spool_truncated(*spool) || !sp_spool_summary(*spool))
+	if (!sp_spool_summary(*spool) && sp_spool_is_growing(path))
+		sp_cli_note("spool '%s' is still being written (a recording is running): reporting "
+			    "the %zu samples written so far; --follow keeps up with it",
+			    path, sp_spool_sample_count(*spool));
+	else if (sp_spool_truncated(*spool) || !sp_spool_summary(*spool))
 		sp_cli_warn("spool '%s' is truncated (the recording was cut short); "
 			    "reporting its intact prefix", path);
 	err = sp_symbolizer_new(*spool, so, sym);
@@ -404,6 +448,114 @@ static int report_diff(struct report_args *a)
 	return rc;
 }
 
+/* The width of --follow's tables: --width, a terminal's, else 100 columns. */
+static size_t follow_width(const struct report_args *a, FILE *out)
+{
+	struct winsize ws;
+	if (a->report.width)
+		return a->report.width;
+	if (out == stdout && isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) &&
+	    ws.ws_col >= MIN_WIDTH)
+		return ws.ws_col;
+	return 100;
+}
+
+static volatile sig_atomic_t follow_stop;
+
+static void on_follow_signal(int sig)
+{
+	(void)sig;
+	follow_stop = 1;
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * report --follow: the spool read as it grows (a tail), a fresh function
+ * table every interval, work per table proportional to the new samples,
+ * until the trailer comes or Ctrl-C.
+ */
+static int report_follow(struct report_args *a)
+{
+	struct sp_tail *t = NULL;
+	struct sp_symbolizer *sym = NULL;
+	struct sp_live *live = NULL;
+	FILE *out = NULL;
+	int rc = SP_EXIT_FAILURE;
+	int err = sp_tail_open(a->spool_path, &t);
+	if (err) {
+		rc = sp_cli_error("cannot open spool '%s': %s", a->spool_path, sp_strerror(err));
+		goto out;
+	}
+	struct sigaction sa = {.sa_handler = on_follow_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	struct timespec pause = {(time_t)a->follow_s,
+				 (long)((a->follow_s - (double)(time_t)a->follow_s) * 1e9)};
+	/* a recording that has only just begun: wait for its header */
+	struct sp_tail_batch b;
+	while ((err = sp_tail_poll(t, &b)) == -SP_E_SPOOL_TRUNCATED && !follow_stop)
+		nanosleep(&pause, NULL);
+	if (!err)
+		err = sp_tail_symbolizer(t, &a->sym, &sym);
+	struct sp_live_opts lo = {.window_s = a->window_s};
+	if (!err)
+		err = sp_live_new(t, sym, &lo, &live);
+	if (err) {
+		if (!follow_stop)
+			rc = sp_cli_error("cannot follow spool '%s': %s", a->spool_path, sp_strerror(err));
+		else
+			rc = SP_EXIT_OK;
+		goto out;
+	}
+	out = sp_cli_open_output(a->output);
+	if (!out)
+		goto out;
+	struct sp_live_view v = {
+		.sort = a->report.sort == SP_SORT_TOTAL ? SP_LIVE_SORT_TOTAL : SP_LIVE_SORT_SELF,
+		.by_process = a->report.group_by == SP_GROUP_PROCESS,
+	};
+	bool was_growing = true;
+	for (;;) {
+		err = sp_live_update(live, monotonic_ns(), NULL);
+		if (err)
+			break;
+		uint64_t win, all;
+		sp_live_counts(live, &win, &all);
+		bool over = sp_live_finished(live);
+		bool growing = !over && sp_spool_is_growing(a->spool_path);
+		fprintf(out, "--- %s: %" PRIu64 " samples, %" PRIu64 " in the last %" PRIu32 " s (%s) ---\n",
+			a->spool_path, all, win, a->window_s ? a->window_s : SP_LIVE_WINDOW_DEFAULT,
+			over ? "recording over" : growing ? "still being written" : "no longer written");
+		err = sp_live_write_table(live, &v, a->report.max_rows, follow_width(a, out), out);
+		fflush(out);
+		/* done with the trailer, or when no writer holds it any more (a killed recorder) */
+		if (err || over || (!growing && !was_growing) || follow_stop)
+			break;
+		was_growing = growing;
+		nanosleep(&pause, NULL);
+		if (follow_stop)
+			break;
+	}
+	rc = sp_cli_close_output(out, a->output);
+	out = NULL;
+	if (err)
+		rc = sp_cli_error("cannot follow spool '%s': %s", a->spool_path, sp_strerror(err));
+out:
+	if (out)
+		fclose(out);
+	sp_live_free(live);
+	sp_symbolizer_free(sym);
+	sp_tail_free(t);
+	return rc;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a = {
@@ -419,6 +571,8 @@ int cmd_report(int argc, char **argv)
 	a.report.filter.tids = a.tids;
 	if (a.diff_path)
 		return report_diff(&a);
+	if (a.follow_s)
+		return report_follow(&a);
 
 	struct sp_spool *spool = NULL;
 	struct sp_symbolizer *sym = NULL;

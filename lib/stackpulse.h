@@ -1150,6 +1150,91 @@ int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_tail_batch *
 int sp_recorder_flush(struct sp_recorder *r);
 
 /* ---------------------------------------------------------------------- */
+/* The live view (stackpulse top, report --follow)                        */
+
+struct sp_live;
+
+#define SP_LIVE_WINDOW_DEFAULT 5 /* seconds */
+
+struct sp_live_opts {
+	uint32_t window_s;  /* the sliding window, seconds; 0 = SP_LIVE_WINDOW_DEFAULT */
+	bool show_runtime;  /* count the runtime's frames hidden by default (SP_RFRAME_HIDDEN_DEFAULT) */
+};
+
+enum sp_live_sort {
+	SP_LIVE_SORT_SELF = 0,  /* by self samples in the window, then since the start */
+	SP_LIVE_SORT_TOTAL = 1, /* by total samples in the window, then since the start */
+};
+
+struct sp_live_view {
+	enum sp_live_sort sort;
+	bool by_process;        /* a row per function and process, not per function */
+};
+
+/* One row of the live table: sample counts (self: the innermost function; total: on the stack). */
+struct sp_live_row {
+	const char *name, *module; /* borrowed from the symbolizer (escaped) */
+	int32_t pid;               /* with by_process, else -1 */
+	const char *process;       /* with by_process: the spool's name for it (raw: escape it) */
+	uint64_t self_win, total_win, self_all, total_all;
+};
+
+/*
+ * Count the samples of the tail's spool as they come, per function and
+ * process, since the start and over the last opts->window_s seconds of
+ * sample time, names from sym (a sp_tail_symbolizer of t).  Borrows t and
+ * sym, which must outlive it.  0, -ENOMEM, -SP_E_BAD_ARG.
+ */
+int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_live_opts *opts,
+		struct sp_live **out);
+
+/*
+ * Poll the tail (until it has no more), update the symbolizer, count the new
+ * samples (work proportional to them: each distinct stack is mapped to its
+ * functions once), and move the window to end at now_ns (CLOCK_MONOTONIC, as
+ * the samples; 0: at the newest sample), so an idle target's shares fade.
+ * *new_samples (may be NULL) gets how many came.  0 or the tail's and the
+ * symbolizer's errors.
+ */
+int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples);
+
+/* True once the tail read the summary trailer: the recording is over. */
+bool sp_live_finished(const struct sp_live *l);
+
+/* Samples in the window and since the start: the shares' denominators. */
+void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all);
+
+/*
+ * Every row with samples, sorted by v (work proportional to the functions
+ * seen, not the samples), into *rows (malloc'd, the caller frees; strings
+ * borrowed from l's symbolizer and spool until the next update).  Returns
+ * how many; 0 with *rows NULL when none (or out of memory).
+ */
+size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_live_row **rows);
+
+/*
+ * The callers and callees of row's function (in row's process when row->pid
+ * >= 0) over the window, each counted in total_win by the samples where it
+ * called or was called by the function's innermost occurrence, sorted;
+ * arrays malloc'd (the caller frees).  Work proportional to the window's
+ * samples, on demand only.  0 or -ENOMEM.
+ */
+int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
+		       struct sp_live_row **callers, size_t *ncallers, struct sp_live_row **callees,
+		       size_t *ncallees);
+
+/*
+ * The table as text: a header line naming the window, then at most max_rows
+ * rows (0: all) cut to width columns (0: 100): window self% and total%, then
+ * since the start, function, module, and with by_process the process.
+ * Names are escaped for a terminal.  0 or -errno from out.
+ */
+int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t max_rows,
+			size_t width, FILE *out);
+
+void sp_live_free(struct sp_live *l);
+
+/* ---------------------------------------------------------------------- */
 /* Storing symbols in a spool (stackpulse symbolize)                      */
 
 /* Frames of one module file (or of the kernel, or of anonymous code) left address-only. */

@@ -1,0 +1,544 @@
+/* SPDX-License-Identifier: MIT */
+/* The live view over a growing spool: per-function shares since the start and over a sliding window. */
+#include "report/aggregate.h"
+#include "report/views.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/*
+ * Work per update follows the new samples: each sample's stack is mapped
+ * once per (process, stack id) to its entries (function in process), then
+ * every sample adds to its entries' counts and to the window's newest
+ * one-second bucket; a bucket leaving the window takes back what it added.
+ * Views sort the entries (proportional to the functions, not the samples).
+ */
+
+#define NO_ENTRY UINT32_MAX
+
+struct live_func {
+	const char *name, *module; /* borrowed from the symbolizer */
+};
+
+struct live_entry {
+	uint32_t func;
+	int32_t pid;
+	uint64_t self_all, total_all, self_win, total_win;
+	uint32_t mark; /* stamp of the last sample counted (once per stack) */
+};
+
+/* What one second of samples added, by entry. */
+struct bucket {
+	uint64_t second;  /* timestamp / 1e9 */
+	uint64_t samples;
+	struct sp_map index; /* entry -> index into deltas */
+	struct {
+		uint32_t entry;
+		uint32_t self, total;
+	} *deltas;
+	size_t ndeltas, cap;
+};
+
+struct sp_live {
+	struct sp_tail *tail;
+	struct sp_symbolizer *sym;
+	struct sp_live_opts opts;
+	struct live_func *funcs;
+	size_t nfuncs, funcs_cap;
+	struct sp_map func_index; /* hash(name, module) -> func */
+	struct live_entry *entries;
+	size_t nentries, entries_cap;
+	struct sp_map entry_index; /* func << 32 | pid -> entry */
+	/* (pid, stack id) -> offset into paths: [n, entry ids leaf first...] */
+	struct sp_map stack_index;
+	uint32_t *paths;
+	size_t npaths, paths_cap;
+	struct bucket *buckets; /* ring of opts.window_s + 1 */
+	size_t nbuckets;
+	uint64_t newest_second;
+	uint64_t win_samples, all_samples;
+	size_t next_sample;     /* first sample not yet counted */
+	size_t win_first;       /* first sample index that may lie in the window */
+	uint32_t stamp;
+	bool finished;
+};
+
+static uint64_t str_hash(const char *s, uint64_t h)
+{
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint32_t intern_func(struct sp_live *l, const char *name, const char *module)
+{
+	uint64_t h = sp_hash64(str_hash(module, str_hash(name, 0xcbf29ce484222325ULL)));
+	uint32_t id;
+	/* open addressing on collisions: the next key */
+	for (;; h++) {
+		if (!sp_map_get(&l->func_index, h, &id))
+			break;
+		if (!strcmp(l->funcs[id].name, name) && !strcmp(l->funcs[id].module, module))
+			return id;
+	}
+	if (sp_array_reserve((void **)&l->funcs, &l->funcs_cap, l->nfuncs + 1, sizeof(*l->funcs)) ||
+	    sp_map_put(&l->func_index, h, (uint32_t)l->nfuncs))
+		return NO_ENTRY;
+	l->funcs[l->nfuncs] = (struct live_func){name, module};
+	return (uint32_t)l->nfuncs++;
+}
+
+static uint32_t intern_entry(struct sp_live *l, uint32_t func, int32_t pid)
+{
+	uint64_t key = (uint64_t)func << 32 | (uint32_t)pid;
+	uint32_t id;
+	if (sp_map_get(&l->entry_index, key, &id))
+		return id;
+	if (sp_array_reserve((void **)&l->entries, &l->entries_cap, l->nentries + 1,
+			     sizeof(*l->entries)) ||
+	    sp_map_put(&l->entry_index, key, (uint32_t)l->nentries))
+		return NO_ENTRY;
+	l->entries[l->nentries] = (struct live_entry){.func = func, .pid = pid};
+	return (uint32_t)l->nentries++;
+}
+
+static int push_path(struct sp_live *l, uint32_t v)
+{
+	if (sp_array_reserve((void **)&l->paths, &l->paths_cap, l->npaths + 1, sizeof(*l->paths)))
+		return -ENOMEM;
+	l->paths[l->npaths++] = v;
+	return 0;
+}
+
+/*
+ * The entries of stack_id in process pid, leaf first: every function of
+ * every frame (inlined ones first), markers and the runtime's hidden frames
+ * left out.  Mapped once; *path points into l->paths: [n, ids...].
+ */
+static int stack_path(struct sp_live *l, int32_t pid, uint32_t stack_id, const uint32_t **path)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | stack_id;
+	uint32_t off;
+	if (sp_map_get(&l->stack_index, key, &off)) {
+		*path = l->paths + off;
+		return 0;
+	}
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	size_t start = l->npaths;
+	int err = push_path(l, 0);
+	uint32_t n = 0;
+	for (uint32_t id = stack_id; !err && id; id = sp_spool_stack_parent(s, id)) {
+		uint32_t frame_id = sp_spool_stack_frame(s, id);
+		const struct sp_frame *fr = sp_spool_frame(s, frame_id);
+		if (!fr || fr->mode == SP_FRAME_TRUNCATED)
+			continue;
+		const struct sp_resolved_frame *chain;
+		size_t k;
+		err = sp_symbolizer_resolve_all(l->sym, frame_id, &chain, &k);
+		for (size_t i = 0; !err && i < k; i++) {
+			if ((chain[i].flags & SP_RFRAME_HIDDEN_DEFAULT) && !l->opts.show_runtime)
+				continue;
+			uint32_t f = intern_func(l, chain[i].name, chain[i].module);
+			uint32_t e = f == NO_ENTRY ? NO_ENTRY : intern_entry(l, f, pid);
+			err = e == NO_ENTRY ? -ENOMEM : push_path(l, e);
+			n++;
+		}
+	}
+	if (!err && l->npaths - start > UINT32_MAX)
+		err = -ENOMEM;
+	if (err) {
+		l->npaths = start;
+		return err;
+	}
+	l->paths[start] = n;
+	err = sp_map_put(&l->stack_index, key, (uint32_t)start);
+	if (err)
+		return err;
+	*path = l->paths + start;
+	return 0;
+}
+
+static void bucket_reset(struct bucket *b, uint64_t second)
+{
+	sp_map_release(&b->index);
+	sp_map_init(&b->index);
+	b->ndeltas = 0;
+	b->samples = 0;
+	b->second = second;
+}
+
+/* The window moves to end at second: buckets older than it leave, taking back their counts. */
+static void advance(struct sp_live *l, uint64_t second)
+{
+	if (second <= l->newest_second)
+		return;
+	uint64_t from = second - l->newest_second > l->nbuckets ? second - l->nbuckets + 1
+								 : l->newest_second + 1;
+	for (uint64_t sec = from; sec <= second; sec++) {
+		struct bucket *b = &l->buckets[sec % l->nbuckets];
+		for (size_t i = 0; i < b->ndeltas; i++) {
+			struct live_entry *e = &l->entries[b->deltas[i].entry];
+			e->self_win -= b->deltas[i].self;
+			e->total_win -= b->deltas[i].total;
+		}
+		l->win_samples -= b->samples;
+		bucket_reset(b, sec);
+	}
+	l->newest_second = second;
+}
+
+static int add_delta(struct bucket *b, uint32_t entry, bool self)
+{
+	uint32_t i;
+	if (!sp_map_get(&b->index, entry, &i)) {
+		if (sp_array_reserve((void **)&b->deltas, &b->cap, b->ndeltas + 1, sizeof(*b->deltas)) ||
+		    sp_map_put(&b->index, entry, (uint32_t)b->ndeltas))
+			return -ENOMEM;
+		i = (uint32_t)b->ndeltas++;
+		b->deltas[i].entry = entry;
+		b->deltas[i].self = b->deltas[i].total = 0;
+	}
+	b->deltas[i].self += self;
+	b->deltas[i].total += !self;
+	return 0;
+}
+
+static int count_sample(struct sp_live *l, const struct sp_sample *smp)
+{
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	const struct sp_thread *t = sp_spool_thread(s, smp->thread);
+	if (!t)
+		return 0;
+	uint64_t sec = smp->timestamp_ns / 1000000000ull;
+	advance(l, sec);
+	/* a sample older than the window counts since the start only */
+	struct bucket *b = sec + l->nbuckets > l->newest_second ? &l->buckets[sec % l->nbuckets] : NULL;
+	if (b && b->second != sec)
+		b = NULL;
+	l->all_samples++;
+	if (b) {
+		b->samples++;
+		l->win_samples++;
+	}
+	const uint32_t *path;
+	int err = stack_path(l, t->pid, smp->stack_id, &path);
+	if (err)
+		return err;
+	if (++l->stamp == 0) { /* wrapped: clear every mark */
+		for (size_t i = 0; i < l->nentries; i++)
+			l->entries[i].mark = 0;
+		l->stamp = 1;
+	}
+	for (uint32_t i = 0; i < path[0]; i++) {
+		struct live_entry *e = &l->entries[path[1 + i]];
+		if (i == 0) {
+			e->self_all++;
+			if (b) {
+				e->self_win++;
+				if ((err = add_delta(b, path[1 + i], true)))
+					return err;
+			}
+		}
+		if (e->mark == l->stamp)
+			continue;
+		e->mark = l->stamp;
+		e->total_all++;
+		if (b) {
+			e->total_win++;
+			if ((err = add_delta(b, path[1 + i], false)))
+				return err;
+		}
+	}
+	return 0;
+}
+
+int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_live_opts *opts,
+		struct sp_live **out)
+{
+	if (!t || !sym || !out)
+		return -SP_E_BAD_ARG;
+	struct sp_live *l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	l->tail = t;
+	l->sym = sym;
+	if (opts)
+		l->opts = *opts;
+	if (!l->opts.window_s)
+		l->opts.window_s = SP_LIVE_WINDOW_DEFAULT;
+	l->nbuckets = (size_t)l->opts.window_s;
+	l->buckets = calloc(l->nbuckets, sizeof(*l->buckets));
+	if (!l->buckets) {
+		free(l);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l->nbuckets; i++)
+		sp_map_init(&l->buckets[i].index);
+	sp_map_init(&l->func_index);
+	sp_map_init(&l->entry_index);
+	sp_map_init(&l->stack_index);
+	*out = l;
+	return 0;
+}
+
+/* Forget every mapped stack (names may have changed): they are mapped again when next sampled. */
+static void drop_stacks(struct sp_live *l)
+{
+	sp_map_release(&l->stack_index);
+	sp_map_init(&l->stack_index);
+	l->npaths = 0;
+}
+
+int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
+{
+	size_t before = l->all_samples;
+	int err = 0;
+	bool more = true;
+	while (!err && more) {
+		struct sp_tail_batch b;
+		err = sp_tail_poll(l->tail, &b);
+		if (err == -SP_E_SPOOL_TRUNCATED) { /* not even the header yet */
+			err = 0;
+			break;
+		}
+		struct sp_invalidation inv = {0};
+		if (!err)
+			err = sp_symbolizer_update(l->sym, &b, &inv);
+		if (!err && (inv.npids || inv.nframes))
+			drop_stacks(l);
+		sp_invalidation_release(&inv);
+		const struct sp_spool *s = sp_tail_spool(l->tail);
+		for (size_t i = l->next_sample; !err && s && i < sp_spool_sample_count(s); i++)
+			err = count_sample(l, sp_spool_sample(s, i));
+		if (s && !err)
+			l->next_sample = sp_spool_sample_count(s);
+		l->finished = b.finished;
+		more = b.has_more;
+	}
+	/* Time goes on without samples too; a clock far from the samples' (another boot) is not theirs. */
+	uint64_t now_s = now_ns / 1000000000ull;
+	if (!err && l->all_samples && now_s >= l->newest_second && now_s - l->newest_second < 3600)
+		advance(l, now_s);
+	if (new_samples)
+		*new_samples = (size_t)(l->all_samples - before);
+	return err;
+}
+
+bool sp_live_finished(const struct sp_live *l)
+{
+	return l->finished;
+}
+
+struct sort_ctx {
+	const struct sp_live_row *rows;
+	enum sp_live_sort sort;
+};
+
+static int cmp_rows(const void *a, const void *b, void *arg)
+{
+	const struct sort_ctx *c = arg;
+	const struct sp_live_row *x = a, *y = b;
+	uint64_t kx = c->sort == SP_LIVE_SORT_TOTAL ? x->total_win : x->self_win;
+	uint64_t ky = c->sort == SP_LIVE_SORT_TOTAL ? y->total_win : y->self_win;
+	if (kx != ky)
+		return kx < ky ? 1 : -1;
+	kx = c->sort == SP_LIVE_SORT_TOTAL ? x->total_all : x->self_all;
+	ky = c->sort == SP_LIVE_SORT_TOTAL ? y->total_all : y->self_all;
+	if (kx != ky)
+		return kx < ky ? 1 : -1;
+	int r = strcmp(x->name, y->name);
+	return r ? r : (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+/* The name the spool gives process pid: its leader's thread name, else any of its threads'. */
+static const char *process_name(const struct sp_spool *s, int32_t pid)
+{
+	const char *any = "";
+	for (size_t i = 0, n = sp_spool_thread_count(s); i < n; i++) {
+		const struct sp_thread *t = sp_spool_thread(s, (uint32_t)i);
+		if (t->pid != pid)
+			continue;
+		if (t->tid == pid && t->name[0])
+			return t->name;
+		if (!any[0])
+			any = t->name;
+	}
+	return any;
+}
+
+size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_live_row **out)
+{
+	*out = NULL;
+	size_t n = v->by_process ? l->nentries : l->nfuncs;
+	struct sp_live_row *rows = n ? calloc(n, sizeof(*rows)) : NULL;
+	if (!rows)
+		return 0;
+	for (size_t i = 0; i < l->nentries; i++) {
+		const struct live_entry *e = &l->entries[i];
+		struct sp_live_row *r = &rows[v->by_process ? i : e->func];
+		r->name = l->funcs[e->func].name;
+		r->module = l->funcs[e->func].module;
+		r->pid = v->by_process ? e->pid : -1;
+		r->self_all += e->self_all;
+		r->total_all += e->total_all;
+		r->self_win += e->self_win;
+		r->total_win += e->total_win;
+	}
+	size_t kept = 0;
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].name && (rows[i].total_all || rows[i].self_all))
+			rows[kept++] = rows[i];
+	struct sort_ctx c = {rows, v->sort};
+	qsort_r(rows, kept, sizeof(*rows), cmp_rows, &c);
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	for (size_t i = 0; s && v->by_process && i < kept; i++)
+		rows[i].process = process_name(s, rows[i].pid);
+	*out = rows;
+	return kept;
+}
+
+void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all)
+{
+	*window = l->win_samples;
+	*all = l->all_samples;
+}
+
+/* Whether entry e is the row's function (and process, when rows are by process). */
+static bool is_row(const struct sp_live *l, uint32_t e, const struct sp_live_row *row)
+{
+	const struct live_entry *x = &l->entries[e];
+	const struct live_func *f = &l->funcs[x->func];
+	return (row->pid < 0 || x->pid == row->pid) && !strcmp(f->name, row->name) &&
+	       !strcmp(f->module, row->module);
+}
+
+static int bump(struct sp_live_row **rows, size_t *n, size_t *cap, const struct live_func *f,
+		int32_t pid)
+{
+	for (size_t i = 0; i < *n; i++)
+		if ((*rows)[i].name == f->name && (*rows)[i].module == f->module && (*rows)[i].pid == pid) {
+			(*rows)[i].total_win++;
+			return 0;
+		}
+	if (sp_array_reserve((void **)rows, cap, *n + 1, sizeof(**rows)))
+		return -ENOMEM;
+	(*rows)[(*n)++] = (struct sp_live_row){.name = f->name, .module = f->module, .pid = pid,
+					       .total_win = 1};
+	return 0;
+}
+
+int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
+		       struct sp_live_row **callers, size_t *ncallers, struct sp_live_row **callees,
+		       size_t *ncallees)
+{
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	size_t cap_a = 0, cap_b = 0;
+	*callers = *callees = NULL;
+	*ncallers = *ncallees = 0;
+	if (!s)
+		return 0;
+	uint64_t from = l->newest_second + 1 > l->nbuckets ? l->newest_second + 1 - l->nbuckets : 0;
+	/* samples come in time order: the window's first one only moves on */
+	while (l->win_first < l->next_sample &&
+	       sp_spool_sample(s, l->win_first)->timestamp_ns / 1000000000ull < from)
+		l->win_first++;
+	int err = 0;
+	for (size_t i = l->win_first; !err && i < l->next_sample; i++) {
+		const struct sp_sample *smp = sp_spool_sample(s, i);
+		const struct sp_thread *t = sp_spool_thread(s, smp->thread);
+		const uint32_t *path;
+		if (!t || (row->pid >= 0 && t->pid != row->pid) ||
+		    (err = stack_path(l, t->pid, smp->stack_id, &path)))
+			continue;
+		/* the innermost occurrence: its caller is rootward, its callee leafward */
+		for (uint32_t k = 0; k < path[0]; k++) {
+			if (!is_row(l, path[1 + k], row))
+				continue;
+			int32_t pid = row->pid;
+			if (k + 1 < path[0])
+				err = bump(callers, ncallers, &cap_a, &l->funcs[l->entries[path[2 + k]].func], pid);
+			if (!err && k > 0)
+				err = bump(callees, ncallees, &cap_b, &l->funcs[l->entries[path[k]].func], pid);
+			break;
+		}
+	}
+	struct sort_ctx c = {NULL, SP_LIVE_SORT_TOTAL};
+	qsort_r(*callers, *ncallers, sizeof(**callers), cmp_rows, &c);
+	qsort_r(*callees, *ncallees, sizeof(**callees), cmp_rows, &c);
+	return err;
+}
+
+int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t max_rows,
+			size_t width, FILE *out)
+{
+	struct sp_live_row *rows;
+	size_t n = sp_live_rows(l, v, &rows);
+	if (max_rows && n > max_rows)
+		n = max_rows;
+	if (!width)
+		width = 100;
+	/* 34 columns of shares, then name, module (and process) share the rest */
+	size_t rest = width > 60 ? width - 34 : 26;
+	size_t wmod = rest / 4 > 24 ? 24 : rest / 4, wproc = v->by_process ? rest / 4 : 0;
+	if (wproc > 20)
+		wproc = 20;
+	size_t wname = rest - wmod - wproc - (v->by_process ? 2 : 1);
+	char last[32];
+	snprintf(last, sizeof(last), "last %" PRIu32 " s", l->opts.window_s);
+	fprintf(out, "  %-14s  %-14s\n", last, "since start");
+	fprintf(out, "  %6s %7s  %6s %7s  ", "Self%", "Total%", "Self%", "Total%");
+	if (v->by_process) {
+		sp_text_put_cell(out, "Process", wproc, true);
+		fputc(' ', out);
+	}
+	sp_text_put_cell(out, "Function", wname, true);
+	fputc(' ', out);
+	sp_text_put_cell(out, "Module", wmod, false);
+	fputc('\n', out);
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_live_row *r = &rows[i];
+		fprintf(out, "  %5.1f%% %6.1f%%  %5.1f%% %6.1f%%  ", sp_text_pct(r->self_win, l->win_samples),
+			sp_text_pct(r->total_win, l->win_samples), sp_text_pct(r->self_all, l->all_samples),
+			sp_text_pct(r->total_all, l->all_samples));
+		if (v->by_process) {
+			char label[64];
+			char *name = NULL;
+			size_t len = 0;
+			FILE *m = open_memstream(&name, &len);
+			if (m) {
+				sp_fputs_printable(r->process ? r->process : "", m);
+				fclose(m);
+			}
+			snprintf(label, sizeof(label), "%.40s[%d]", name ? name : "", (int)r->pid);
+			free(name);
+			sp_text_put_cell(out, label, wproc, true);
+			fputc(' ', out);
+		}
+		sp_text_put_cell(out, r->name, wname, true);
+		fputc(' ', out);
+		sp_text_put_cell(out, r->module, wmod, false);
+		fputc('\n', out);
+	}
+	free(rows);
+	return ferror(out) ? -EIO : 0;
+}
+
+void sp_live_free(struct sp_live *l)
+{
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nbuckets; i++) {
+		sp_map_release(&l->buckets[i].index);
+		free(l->buckets[i].deltas);
+	}
+	free(l->buckets);
+	free(l->funcs);
+	free(l->entries);
+	free(l->paths);
+	sp_map_release(&l->func_index);
+	sp_map_release(&l->entry_index);
+	sp_map_release(&l->stack_index);
+	free(l);
+}

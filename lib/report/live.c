@@ -391,7 +391,8 @@ size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_l
 		if (rows[i].name && (rows[i].total_all || rows[i].self_all))
 			rows[kept++] = rows[i];
 	struct sort_ctx c = {rows, v->sort};
-	qsort_r(rows, kept, sizeof(*rows), cmp_rows, &c);
+	if (kept)
+		qsort_r(rows, kept, sizeof(*rows), cmp_rows, &c);
 	const struct sp_spool *s = sp_tail_spool(l->tail);
 	for (size_t i = 0; s && v->by_process && i < kept; i++)
 		rows[i].process = process_name(s, rows[i].pid);
@@ -465,8 +466,10 @@ int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
 		}
 	}
 	struct sort_ctx c = {NULL, SP_LIVE_SORT_TOTAL};
-	qsort_r(*callers, *ncallers, sizeof(**callers), cmp_rows, &c);
-	qsort_r(*callees, *ncallees, sizeof(**callees), cmp_rows, &c);
+	if (*ncallers)
+		qsort_r(*callers, *ncallers, sizeof(**callers), cmp_rows, &c);
+	if (*ncallees)
+		qsort_r(*callees, *ncallees, sizeof(**callees), cmp_rows, &c);
 	return err;
 }
 

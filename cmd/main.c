@@ -85,6 +85,9 @@ const char *sp_cli_output_hint(int err)
 	if (err == -SP_E_NOT_REGULAR)
 		return " (another user's FIFO, device or socket: outputs go to regular files, or "
 		       "to your own)";
+	if (err == -SP_E_SPOOL_BUSY)
+		return " (a stackpulse record or top still running writes it: give another -o, or "
+		       "wait for it to end)";
 	return "";
 }
 
@@ -123,8 +126,9 @@ static void usage(FILE *out)
 		     "Quick start: stackpulse record -- ./prog ARGS; stackpulse report\n\n"
 		     "Exit status: 0 on success, 1 when the operation fails, 2 on a usage error;\n"
 		     "'record -- COMMAND' exits with COMMAND's status.\n"
-		     "Manual: stackpulse(1), stackpulse-record(1), stackpulse-report(1),\n"
-		     "stackpulse-dump(1), stackpulse-symbolize(1), stackpulse-spool(5).\n");
+		     "Manual: stackpulse(1), stackpulse-record(1), stackpulse-top(1),\n"
+		     "stackpulse-report(1), stackpulse-dump(1), stackpulse-symbolize(1),\n"
+		     "stackpulse-spool(5).\n");
 }
 
 int main(int argc, char **argv)

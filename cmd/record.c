@@ -3,6 +3,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <sched.h>
@@ -327,10 +328,37 @@ static int spool_write_error(const char *path, int err, bool started)
 			    hint);
 }
 
+/*
+ * Whether the spool itself refuses to be created (EACCES, EPERM, EROFS: an
+ * immutable file, sysfs, a read-only mount), which the checks before the
+ * start cannot all foresee: 0, or the errno.  Called after attaching failed,
+ * when nothing was written: a file made to find out is removed again.
+ */
+static int output_refused(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd >= 0) {
+		close(fd);
+		unlink(path);
+		return 0;
+	}
+	if (errno != EEXIST)
+		return errno;
+	fd = open(path, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	return 0;
+}
+
 /* An attach failure with what to do about it. */
 static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 {
 	uint32_t freq = a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY;
+	int out_err = -err == EACCES || -err == EPERM || -err == EROFS ? output_refused(a->output) : 0;
+	if (out_err == EACCES || out_err == EPERM || out_err == EROFS)
+		return sp_cli_error("cannot create spool '%s': %s; record to another place with -o",
+				    a->output, strerror(out_err));
 	switch (-err) {
 	case EACCES:
 	case EPERM: {
@@ -375,9 +403,18 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 		return sp_cli_error("cannot sample on '%s': this machine's CPU exposes no such "
 				    "hardware event (no PMU, as in most virtual machines); use "
 				    "-e cpu-clock (time on CPU) instead", a->opts.event);
-	case SP_E_BAD_CPU:
-		return sp_cli_error("-C %s names a CPU that is not online (online: see "
-				    "/sys/devices/system/cpu/online)", a->cpu_list ? a->cpu_list : "");
+	case SP_E_BAD_CPU: {
+		char online[256] = "?";
+		FILE *f = fopen("/sys/devices/system/cpu/online", "re");
+		if (f) {
+			if (!fgets(online, sizeof(online), f))
+				snprintf(online, sizeof(online), "?");
+			online[strcspn(online, "\n")] = '\0';
+			fclose(f);
+		}
+		return sp_cli_error("-C %s names a CPU that is not online (online: %s)",
+				    a->cpu_list ? a->cpu_list : "", online);
+	}
 	case SP_E_NO_EVENT:
 		if (pid < 0)
 			return sp_cli_error("no usable perf event on any CPU");
@@ -429,11 +466,14 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
 			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 		double peak = (double)ru.ru_maxrss / 1024.0;
+		/* top's display (symbolizing, counting, drawing) runs in the same process */
+		const char *who = strcmp(sp_cli_subcommand, "top") ? "recorder CPU"
+								   : "CPU (recording and display)";
 		if (s->samples)
-			fprintf(stderr, "  recorder CPU %.3f s (%.1f us per sample), %.1f MiB peak\n",
+			fprintf(stderr, "  %s %.3f s (%.1f us per sample), %.1f MiB peak\n", who,
 				cpu, cpu * 1e6 / (double)s->samples, peak);
 		else
-			fprintf(stderr, "  recorder CPU %.3f s, %.1f MiB peak\n", cpu, peak);
+			fprintf(stderr, "  %s %.3f s, %.1f MiB peak\n", who, cpu, peak);
 	}
 	/* The seeds' skip counters, named only when something was skipped. */
 	const struct {
@@ -459,8 +499,8 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 					s->error_stats[i], sp_error_kind_text(i));
 	}
 	if (s->lost_events)
-		fprintf(stderr, "  %" PRIu64 " samples were lost: lower -F or --stack-size%s\n",
-			s->lost_events,
+		fprintf(stderr, "  %" PRIu64 " samples were lost: %s or lower --stack-size%s\n",
+			s->lost_events, a->opts.period ? "raise -c's period" : "lower -F",
 			a->realtime ? "" : ", or drain faster with --realtime (as root)");
 	if (s->spliced_stacks)
 		fprintf(stderr, "  %" PRIu64 " of those stacks %s continued with the kernel's "
@@ -496,6 +536,9 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
 			s->processes_discovered, s->processes_discovered == 1 ? "" : "es",
 			s->processes_discovered == 1 ? "its" : "their");
+	if (a->cpu_list && !a->system_wide)
+		fprintf(stderr, "  sampled only on CPUs %s (-C): time the targets ran on other CPUs "
+				"is not counted\n", a->cpu_list);
 	if (s->processes_forgotten)
 		fprintf(stderr, "  %" PRIu64 " process%s gone for good %s forgotten and %" PRIu64
 				" module file%s no process mapped any more closed, to bound memory\n",
@@ -635,6 +678,9 @@ static int output_error(const char *path)
 		return S_ISLNK(st.st_mode) ? -ELOOP : -SP_E_NOT_REGULAR;
 	if (!stat(path, &st) && S_ISDIR(st.st_mode))
 		return -EISDIR;
+	/* another record or top is writing it: this one must not truncate it */
+	if (sp_spool_is_growing(path))
+		return -SP_E_SPOOL_BUSY;
 	if (stat(dir, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode))

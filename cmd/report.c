@@ -138,7 +138,7 @@ static uint32_t parse_count(const char *arg, const char *what, struct argp_state
 	return (uint32_t)v;
 }
 
-/* A comma-separated list of positive ids appended to ids[*n...]. */
+/* A comma-separated list of ids appended to ids[*n...]: 0 is the idle task of system-wide spools. */
 static void parse_ids(const char *arg, const char *what, int32_t *ids, size_t *n,
 		      struct argp_state *state)
 {
@@ -151,8 +151,8 @@ static void parse_ids(const char *arg, const char *what, int32_t *ids, size_t *n
 		char *end;
 		errno = 0;
 		long v = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
-		if (v <= 0 || errno || v > INT32_MAX || (*end && *end != ','))
-			argp_error(state, "invalid %s list '%.*s%s': expected positive numbers "
+		if (v < 0 || errno || v > INT32_MAX || (*end && *end != ','))
+			argp_error(state, "invalid %s list '%.*s%s': expected numbers (0 for [idle]) "
 				   "separated by commas", what, SP_CLI_ECHO(arg));
 		if (*n == MAX_IDS)
 			argp_error(state, "too many %ss: %zu given, at most %d (all --%s options "
@@ -523,13 +523,15 @@ static int report_follow(struct report_args *a)
 	};
 	bool was_growing = true;
 	for (;;) {
-		err = sp_live_update(live, monotonic_ns(), NULL);
+		/* the window ends now while a recording writes; else at the last sample */
+		bool growing = sp_spool_is_growing(a->spool_path);
+		err = sp_live_update(live, growing ? monotonic_ns() : 0, NULL);
 		if (err)
 			break;
 		uint64_t win, all;
 		sp_live_counts(live, &win, &all);
 		bool over = sp_live_finished(live);
-		bool growing = !over && sp_spool_is_growing(a->spool_path);
+		growing = growing && !over;
 		fprintf(out, "--- %s: %" PRIu64 " samples, %" PRIu64 " in the last %" PRIu32 " s (%s) ---\n",
 			a->spool_path, all, win, a->window_s ? a->window_s : SP_LIVE_WINDOW_DEFAULT,
 			over ? "recording over" : growing ? "still being written" : "no longer written");
@@ -580,6 +582,7 @@ int cmd_report(int argc, char **argv)
 	int rc = open_spool(a.spool_path, &a.sym, &spool, &sym);
 	if (rc)
 		goto out;
+	a.report.growing = !sp_spool_summary(spool) && sp_spool_is_growing(a.spool_path);
 	rc = SP_EXIT_FAILURE;
 	/* Opened last, so a spool that fails to load leaves no empty report behind. */
 	out = sp_cli_open_output(a.output);

@@ -150,10 +150,17 @@ int cmd_symbolize(int argc, char **argv)
 		if (kind)
 			return sp_cli_error("refusing to update spool '%s' in place: it is %s; "
 					    "give -o a regular file or a new path", out, kind);
+		if (err == -SP_E_SPOOL_BUSY)
+			return sp_cli_error("refusing to write '%s': a recording still writes it; "
+					    "symbolize it when the recording ends, or now into another "
+					    "file with -o", out);
 		return sp_cli_error("cannot symbolize '%s' into '%s': %s", a.spool_path, out,
 				    sp_strerror(err));
 	}
-	if (r.input_truncated)
+	if (sp_spool_is_growing(a.spool_path))
+		sp_cli_note("spool '%s' is still being written: what was written so far is in '%s'",
+			    a.spool_path, out);
+	else if (r.input_truncated)
 		sp_cli_warn("spool '%s' is truncated (the recording was cut short); its intact "
 			    "prefix was kept", a.spool_path);
 	print_result(&r, out);

@@ -199,6 +199,14 @@ static void screen_size(size_t *rows, size_t *cols)
 
 /* ---- drawing ------------------------------------------------------------- */
 
+/* The event sampled, as the spool's header names it ("cpu-clock", "page-faults"). */
+static const char *event_of(const struct top *t)
+{
+	const struct sp_spool *s = sp_tail_spool(t->tail);
+	const char *name = s ? sp_event_name(sp_spool_meta(s)->event_source) : NULL;
+	return name ? name : "samples";
+}
+
 /* Lines of text (a memstream's buffer) written to the screen, row `hl` in reverse video. */
 static void put_lines(const char *text, size_t max, size_t cols, long hl)
 {
@@ -264,10 +272,10 @@ static void draw_screen(struct top *t, double now)
 	fputs("\033[H", stdout);
 	char head[512];
 	snprintf(head, sizeof(head),
-		 "stackpulse top: %.0f s, %" PRIu64 " samples (%.0f/s), %" PRIu64
+		 "stackpulse top: %s, %.0f s, %" PRIu64 " samples (%.0f/s), %" PRIu64
 		 " in the last %" PRIu32 " s%s%s",
-		 now - t->start_s, all, t->rate, win, t->window_s, t->paused ? "  [paused]" : "",
-		 sp_live_finished(t->live) ? "  [recording over]" : "");
+		 event_of(t), now - t->start_s, all, t->rate, win, t->window_s,
+		 t->paused ? "  [paused]" : "", sp_live_finished(t->live) ? "  [recording over]" : "");
 	printf("%.*s\033[K\n", (int)cols, head);
 	snprintf(head, sizeof(head), "sort: %s (s/t)  per process: %s (p)  select: up/down  "
 				     "callers/callees: Enter  pause: space  quit: q",
@@ -314,9 +322,9 @@ static void print_batch(struct top *t, double now, bool last)
 {
 	uint64_t win, all;
 	sp_live_counts(t->live, &win, &all);
-	printf("--- stackpulse top: %.1f s, %" PRIu64 " samples, %" PRIu64 " in the last %" PRIu32
+	printf("--- stackpulse top: %s, %.1f s, %" PRIu64 " samples, %" PRIu64 " in the last %" PRIu32
 	       " s%s ---\n",
-	       now - t->start_s, all, win, t->window_s, last ? " (recording over)" : "");
+	       event_of(t), now - t->start_s, all, win, t->window_s, last ? " (recording over)" : "");
 	sp_live_write_table(t->live, &t->view, t->rows, 100, stdout);
 	fflush(stdout);
 }
@@ -392,7 +400,8 @@ static int top_begin(void *ctx, struct sp_recorder *rec)
 		err = sp_tail_poll(t->tail, &b);
 	if (!err)
 		err = sp_tail_symbolizer(t->tail, &t->sym_opts, &t->sym);
-	struct sp_live_opts lo = {.window_s = t->window_s};
+	/* symbolizing a burst of new stacks (a whole machine's) must not stop the drain */
+	struct sp_live_opts lo = {.window_s = t->window_s, .budget_ms = 40};
 	if (!err)
 		err = sp_live_new(t->tail, t->sym, &lo, &t->live);
 	if (err)
@@ -435,6 +444,9 @@ static int top_tick(void *ctx, struct sp_recorder *rec, double now)
 	bool redraw = false;
 	if (t->raw && read_keys(t, &redraw))
 		return 1;
+	/* samples the last update left to count, a budget's worth between two drains */
+	if (!t->paused && sp_live_behind(t->live))
+		sp_live_update(t->live, monotonic_ns(), NULL);
 	if (now >= t->next_refresh_s) {
 		t->next_refresh_s = now + t->delay_s;
 		return refresh(t, rec, now);
@@ -451,7 +463,9 @@ static void top_end(void *ctx, struct sp_recorder *rec)
 	restore_terminal();
 	if (t->batch && t->live) {
 		/* what came after the last table, the trailer included */
-		sp_live_update(t->live, 0, NULL);
+		do
+			sp_live_update(t->live, 0, NULL);
+		while (sp_live_behind(t->live));
 		struct timespec ts;
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		print_batch(t, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, true);

@@ -87,8 +87,10 @@ int main(int argc, char **argv)
 	struct leaves leaves = {0};
 	int err, status;
 
-	if (argc < 2) {
-		fprintf(stderr, "usage: tail COMMAND [ARGS...]\n");
+	if (argc < 2 || argv[1][0] == '-') {
+		fprintf(stderr, "usage: tail COMMAND [ARGS...]\n"
+				"Records COMMAND into tail.spool (in the current directory) and prints,\n"
+				"every half second while it runs, the samples so far and their top leaf.\n");
 		return 2;
 	}
 	if ((err = sp_launch_suspended(argv + 1, &child)))

@@ -38,7 +38,8 @@ extern "C" {
 			  "a recorder writes")                                   \
 	X(NOT_REGULAR, "not a regular file")                                   \
 	X(NO_HW_EVENT, "this machine's CPU exposes no such hardware event")    \
-	X(BAD_CPU, "no such CPU online")
+	X(BAD_CPU, "no such CPU online")                                        \
+	X(SPOOL_BUSY, "another recording is writing it")
 
 enum sp_error {
 	SP_E_FIRST_ = 4096,
@@ -1159,6 +1160,12 @@ struct sp_live;
 struct sp_live_opts {
 	uint32_t window_s;  /* the sliding window, seconds; 0 = SP_LIVE_WINDOW_DEFAULT */
 	bool show_runtime;  /* count the runtime's frames hidden by default (SP_RFRAME_HIDDEN_DEFAULT) */
+	/*
+	 * An update counts samples for at most this long (ms; 0: no limit) and
+	 * leaves the rest to the next (sp_live_behind), so a caller that also
+	 * drains a recorder (top) keeps draining while new stacks are symbolized.
+	 */
+	uint32_t budget_ms;
 };
 
 enum sp_live_sort {
@@ -1200,6 +1207,9 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples);
 
 /* True once the tail read the summary trailer: the recording is over. */
 bool sp_live_finished(const struct sp_live *l);
+
+/* True when the last update stopped at its budget with samples left to count. */
+bool sp_live_behind(const struct sp_live *l);
 
 /* Samples in the window and since the start: the shares' denominators. */
 void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all);
@@ -1277,7 +1287,9 @@ struct sp_symbolize_result {
  * -ELOOP for a symbolic link, -EISDIR for a directory, -EINVAL for a FIFO,
  * device node or socket, which rename(2) would replace.  A replaced file
  * keeps its owner (when the caller may chown(2) it) and mode; -EEXIST when
- * the output was created or replaced by someone else while this ran.
+ * the output was created or replaced by someone else while this ran;
+ * -SP_E_SPOOL_BUSY when a recording still writes the output (in place, the
+ * rest of the recording would be lost: sp_spool_is_growing).
  * res (released with sp_symbolize_result_release, also on failure) gets the
  * counts and the unresolved frames by module.  Returns 0, or -errno and the
  * reader's -SP_E_* errors; frames left unresolved are not an error.
@@ -1357,6 +1369,11 @@ struct sp_report_opts {
 	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
 	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
 	const char *spool_path; /* for the header, may be NULL */
+	/*
+	 * The spool is still being written (sp_spool_is_growing): headers say
+	 * the recording goes on, not that it was cut short; json's "growing".
+	 */
+	bool growing;
 	/* Text views (the flat table, trees and diff; json uses max_rows and max_stacks). */
 	uint32_t sort;        /* enum sp_report_sort */
 	uint32_t group_by;    /* enum sp_report_group: text, folded and flame graph */

@@ -212,8 +212,12 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	if (opts->period) {
 		a->freq = 0;
 		a->sample_period = opts->period;
-		/* the ring's sizing below wants a rate: the clocks' is known, guess the rest's */
-		uint64_t hz = sp_event_counts_time(src) ? 1000000000ull / opts->period : SP_DEFAULT_FREQUENCY;
+		/*
+		 * The ring's sizing below wants a rate.  The clocks' is known; an
+		 * event's count may come in bursts (page faults: thousands a
+		 * second), so its rings are sized as for 10 kHz.
+		 */
+		uint64_t hz = sp_event_counts_time(src) ? 1000000000ull / opts->period : 10000;
 		freq = hz < 1 ? 1 : hz > 100000 ? 100000 : (uint32_t)hz;
 	} else {
 		a->freq = 1;

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /*
  * Work per update follows the new samples: each sample's stack is mapped
@@ -63,6 +64,7 @@ struct sp_live {
 	size_t win_first;       /* first sample index that may lie in the window */
 	uint32_t stamp;
 	bool finished;
+	bool behind;            /* the last update stopped at its budget */
 };
 
 static uint64_t str_hash(const char *s, uint64_t h)
@@ -291,11 +293,32 @@ static void drop_stacks(struct sp_live *l)
 	l->npaths = 0;
 }
 
+static uint64_t clock_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 {
 	size_t before = l->all_samples;
 	int err = 0;
 	bool more = true;
+	uint64_t until = l->opts.budget_ms ? clock_ns() + (uint64_t)l->opts.budget_ms * 1000000 : 0;
+	l->behind = false;
+	/* samples read by an earlier poll and not counted yet come first */
+	const struct sp_spool *s0 = sp_tail_spool(l->tail);
+	for (size_t i = l->next_sample; !err && s0 && i < sp_spool_sample_count(s0); i++) {
+		if (until && (i & 63) == 0 && clock_ns() > until) {
+			l->behind = true;
+			if (new_samples)
+				*new_samples = (size_t)(l->all_samples - before);
+			return 0;
+		}
+		err = count_sample(l, sp_spool_sample(s0, i));
+		l->next_sample = i + 1;
+	}
 	while (!err && more) {
 		struct sp_tail_batch b;
 		err = sp_tail_poll(l->tail, &b);
@@ -310,16 +333,22 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 			drop_stacks(l);
 		sp_invalidation_release(&inv);
 		const struct sp_spool *s = sp_tail_spool(l->tail);
-		for (size_t i = l->next_sample; !err && s && i < sp_spool_sample_count(s); i++)
-			err = count_sample(l, sp_spool_sample(s, i));
-		if (s && !err)
-			l->next_sample = sp_spool_sample_count(s);
 		l->finished = b.finished;
 		more = b.has_more;
+		for (size_t i = l->next_sample; !err && s && i < sp_spool_sample_count(s); i++) {
+			if (until && (i & 63) == 0 && clock_ns() > until) {
+				l->behind = true;
+				more = false;
+				break;
+			}
+			err = count_sample(l, sp_spool_sample(s, i));
+			l->next_sample = i + 1;
+		}
 	}
 	/* Time goes on without samples too; a clock far from the samples' (another boot) is not theirs. */
 	uint64_t now_s = now_ns / 1000000000ull;
-	if (!err && l->all_samples && now_s >= l->newest_second && now_s - l->newest_second < 3600)
+	if (!err && !l->behind && l->all_samples && now_s >= l->newest_second &&
+	    now_s - l->newest_second < 3600)
 		advance(l, now_s);
 	if (new_samples)
 		*new_samples = (size_t)(l->all_samples - before);
@@ -328,7 +357,12 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 
 bool sp_live_finished(const struct sp_live *l)
 {
-	return l->finished;
+	return l->finished && !l->behind;
+}
+
+bool sp_live_behind(const struct sp_live *l)
+{
+	return l->behind;
 }
 
 struct sort_ctx {
@@ -514,7 +548,11 @@ int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t 
 				sp_fputs_printable(r->process ? r->process : "", m);
 				fclose(m);
 			}
-			snprintf(label, sizeof(label), "%.40s[%d]", name ? name : "", (int)r->pid);
+			/* the idle task is pid 0: its name says it all */
+			if (r->pid == 0 && name && name[0])
+				snprintf(label, sizeof(label), "%.40s", name);
+			else
+				snprintf(label, sizeof(label), "%.40s[%d]", name ? name : "", (int)r->pid);
 			free(name);
 			sp_text_put_cell(out, label, wproc, true);
 			fputc(' ', out);

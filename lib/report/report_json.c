@@ -72,8 +72,12 @@ static void put_meta(struct json *j, const struct sp_agg *a, const struct sp_rep
 	fprintf(j->out, ",\"system_wide\":%s", u.system_wide ? "true" : "false");
 	put_key_u64(j, "start_unix_us", m ? m->start_timestamp_us : 0);
 	fprintf(j->out, ",\"duration_s\":%.6f", (double)(a->last_ns - a->first_ns) / 1e9);
+	/* a spool still being written has no trailer yet: not cut short, growing */
+	bool growing = opts && opts->growing && !sp_spool_summary(a->spool);
+	fprintf(j->out, ",\"growing\":%s", growing ? "true" : "false");
 	fprintf(j->out, ",\"truncated\":%s}",
-		sp_spool_truncated(a->spool) || !sp_spool_summary(a->spool) ? "true" : "false");
+		!growing && (sp_spool_truncated(a->spool) || !sp_spool_summary(a->spool)) ? "true"
+											  : "false");
 }
 
 /*

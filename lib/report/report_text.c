@@ -209,9 +209,17 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 {
 	struct sp_agg_groups g;
 	int err = sp_agg_groups_build(&g, a, opts->group_by);
+	double limit = sp_text_limit(opts);
+	uint64_t rest = 0, rest_samples = 0;
 	for (size_t i = 0; !err && i < g.n && g.v[i].samples; i++) {
 		const struct sp_agg_group *sec = &g.v[i];
 		struct sp_agg part;
+		/* --percent-limit leaves small sections out too, counted at the end */
+		if (limit > 0 && pct(sec->samples, a->whole) < limit) {
+			rest++;
+			rest_samples += sec->samples;
+			continue;
+		}
 		if (g.kind == SP_GROUP_PROCESS)
 			fprintf(out, "\n== Process %" PRId32 " (", sec->pid);
 		else
@@ -227,6 +235,11 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 		}
 		sp_agg_release(&part);
 	}
+	if (!err && rest)
+		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %" PRIu64 " sample%s)\n",
+			rest, g.kind == SP_GROUP_PROCESS ? (rest == 1 ? "process" : "processes")
+							 : (rest == 1 ? "thread" : "threads"),
+			limit, pct(rest_samples, a->whole), rest_samples, rest_samples == 1 ? "" : "s");
 	sp_agg_groups_release(&g);
 	return err;
 }

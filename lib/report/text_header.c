@@ -53,14 +53,17 @@ static void put_count(struct item_list *l, uint64_t n, const char *one, const ch
  * The recorder's own counters.  The first four always show; the rest are
  * problems and show only when non-zero, so a clean recording takes one line.
  */
-static void write_counters(const struct sp_summary *sum, FILE *out)
+static void write_counters(const struct sp_summary *sum, bool system_wide, FILE *out)
 {
 	struct item_list l = {.out = out, .col = HEADER_INDENT};
 	fputs("Counters:   ", out);
 	put_count(&l, sum->sample_events, "sample event", "sample events");
 	put_item(&l, "%" PRIu64 " written", sum->samples);
 	put_item(&l, "%" PRIu64 " lost", sum->lost_events);
-	put_item(&l, "kernel frames %s", sum->kernel_enabled ? "on" : "off");
+	/* without -k, a system-wide spool's kernel threads still show the kernel function sampled */
+	put_item(&l, "kernel frames %s", sum->kernel_enabled ? "on"
+				       : system_wide ? "off (kernel threads and idle CPUs: the function sampled)"
+						     : "off");
 	const struct {
 		uint64_t n;
 		const char *one, *many;
@@ -315,7 +318,7 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 		pct(a->truncated_samples, a->samples), a->truncated_samples);
 	/* A recording cut short has no summary trailer: its counters were never written. */
 	if (sum) {
-		write_counters(sum, out);
+		write_counters(sum, meta && (meta->flags & SP_META_SYSTEM_WIDE), out);
 		write_error_stats(sum, out);
 	}
 	if (st.files_unproven)
@@ -330,7 +333,10 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	if (st.debug_files_mismatched)
 		fprintf(out, "Debug files: %" PRIu64 " refused: build-id or CRC differs from the"
 			     " module file's, or not to be trusted\n", st.debug_files_mismatched);
-	if (sp_spool_truncated(s) || !sum)
+	if (!sum && opts && opts->growing)
+		fprintf(out, "Note:       the recording is still going on; the samples written so"
+			     " far are shown\n");
+	else if (sp_spool_truncated(s) || !sum)
 		fprintf(out, "Note:       the recording was cut short; only its intact prefix"
 			     " is shown\n");
 }

@@ -173,12 +173,15 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	 * A system-wide spool shows every user's processes: its owner's alone,
 	 * as perf.data is; others follow the umask.
 	 */
-	w->fd = sp_output_create(path, (meta->flags & SP_META_SYSTEM_WIDE) ? 0600 : 0666);
+	/*
+	 * Locked until the file is closed: readers tell a spool still growing
+	 * (sp_spool_is_growing), and a second recording into it is refused
+	 * before it truncates anything.
+	 */
+	w->fd = sp_output_create_locked(path, (meta->flags & SP_META_SYSTEM_WIDE) ? 0600 : 0666);
 	int err = w->fd < 0 ? w->fd : 0;
 	if (err)
 		goto fail;
-	/* Held until the file is closed: readers tell a spool still growing (sp_spool_is_growing). */
-	(void)flock(w->fd, LOCK_EX | LOCK_NB);
 	uint8_t header[SP_SPOOL_HEADER_LEN];
 	memcpy(header, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN);
 	header[SP_SPOOL_MAGIC_LEN] = SP_SPOOL_VERSION & 0xff;

@@ -370,6 +370,9 @@ int sp_spool_symbolize(const char *spool_path, const char *out_path,
 	struct stat old;
 	bool exists;
 	int err = output_stat(out, &old, &exists);
+	/* written over while a recording still writes it, the rest of it would be lost */
+	if (!err && sp_spool_is_growing(out))
+		err = -SP_E_SPOOL_BUSY;
 	if (!err)
 		err = sp_spool_open(spool_path, &s);
 	if (!err)

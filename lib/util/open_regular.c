@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 /*
@@ -77,7 +78,8 @@ static int output_kind(const struct stat *st, bool *special)
 	return 0;
 }
 
-int sp_output_create(const char *path, unsigned int mode)
+/* sp_output_create, and with lock a regular file flock'ed (LOCK_EX) before it is truncated. */
+static int create_output(const char *path, unsigned int mode, bool lock)
 {
 	/* What is there now, looked at through handles that open nothing. */
 	bool special = false, follow = false;
@@ -111,6 +113,9 @@ int sp_output_create(const char *path, unsigned int mode)
 		return errno == ENXIO ? -SP_E_NOT_REGULAR : -errno;
 	struct stat st;
 	int err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) && !special ? -SP_E_NOT_REGULAR : 0;
+	/* a writer still holding it (a recording) keeps it: nothing is truncated */
+	if (!err && lock && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB))
+		err = errno == EWOULDBLOCK ? -SP_E_SPOOL_BUSY : 0;
 	if (!err && S_ISREG(st.st_mode) &&
 	    (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || ftruncate(fd, 0)))
 		err = -errno;
@@ -119,4 +124,14 @@ int sp_output_create(const char *path, unsigned int mode)
 		return err;
 	}
 	return fd;
+}
+
+int sp_output_create(const char *path, unsigned int mode)
+{
+	return create_output(path, mode, false);
+}
+
+int sp_output_create_locked(const char *path, unsigned int mode)
+{
+	return create_output(path, mode, true);
 }

@@ -364,4 +364,11 @@ const char *sp_arena_printable(struct sp_arena *a, const char *s);
 const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s);
 /* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
+/*
+ * sp_output_create for a spool: the file is locked (flock(2) LOCK_EX, held
+ * until closed) before it is truncated, so a spool another recording still
+ * writes is left whole: -SP_E_SPOOL_BUSY.  (lib/util/open_regular.c)
+ */
+int sp_output_create_locked(const char *path, unsigned int mode);
+
 #endif

@@ -83,6 +83,21 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 	info "-C 0: $n0 samples of the program on CPU 0, $n1 of the one on CPU 1"
 	[ "$n0" -gt 500 ] && [ "$n1" -eq 0 ] && ok "-C 0 keeps only CPU 0's samples" ||
 		fail "-C 0: $n0 samples of CPU 0's program, $n1 of CPU 1's (want many and none)"
+	# the idle task is pid 0: --pid 0 keeps it (a second with nothing busy)
+	sp_record idle.spool -a -d 1 || fail "record -a -d 1 exited $?: $(head -c 300 record.err)"
+	"$SP" report --pid 0 --format=folded idle.spool >idle.folded 2>idle.err &&
+		[ "$(folded_total idle.folded)" -gt 0 ] &&
+		ok "report --pid 0 keeps the idle task's samples ($(folded_total idle.folded))" ||
+		fail "report --pid 0: $(head -c 200 idle.err) $(head -n 3 idle.folded | tr '\n' '|')"
+	# --percent-limit leaves small processes' sections out, counted
+	"$SP" report --group-by=process --percent-limit 5 sw.spool >sections.txt 2>/dev/null
+	grep -q '^(.* more process.* under 5.0% each' sections.txt &&
+		ok "--group-by with --percent-limit leaves small sections out: $(grep 'more process' sections.txt)" ||
+		fail "no summary of small sections: $(grep -c '^== ' sections.txt) sections"
+	# -C with a command: the summary says the other CPUs were not sampled
+	sp_record c1.spool -C 1 -- taskset -c 1 "$W/chain4" -t 1 >/dev/null
+	grep -q 'sampled only on CPUs 1 (-C)' record.err && ok "-C with a command: the summary says which CPUs were sampled" ||
+		fail "-C with a command: $(cat record.err | tr '\n' '|' | head -c 300)"
 else
 	skip "-C check: needs taskset and 2 CPUs"
 fi

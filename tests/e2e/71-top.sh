@@ -99,6 +99,30 @@ info "report --follow: exit $rc, $n tables, last top $last_top, last header: $(g
 	ok "report --follow prints a fresh table every interval until the recording is over ($n tables)" ||
 	fail "report --follow: exit $rc, $n tables: $(head -c 300 follow.err)"
 
+# --- a spool being written is nobody else's to write ---------------------------------------
+"$SP" record -q -o busy.spool -- "$C4" -t 3 >/dev/null 2>&1 & r1=$!; track_pid $r1
+sleep 0.8
+"$SP" record -q -o busy.spool -- "$C4" -t 1 >/dev/null 2>busy.err
+rc2=$?
+"$SP" symbolize busy.spool >/dev/null 2>sym.err
+rcs=$?
+"$SP" report busy.spool >busy.rep 2>/dev/null
+"$SP" report --format=json busy.spool >busy.json 2>/dev/null
+wait $r1
+"$SP" report busy.spool >busy.final 2>/dev/null
+[ "$rc2" = 1 ] && grep -q 'another recording is writing it' busy.err &&
+	ok "a second recording into a spool being written is refused ($(head -c 90 busy.err)...)" ||
+	fail "a second recording into busy.spool: exit $rc2: $(head -c 300 busy.err)"
+[ "$rcs" = 1 ] && grep -q 'a recording still writes it' sym.err &&
+	ok "symbolize refuses to rewrite a spool being written in place" ||
+	fail "symbolize on a live spool: exit $rcs: $(head -c 300 sym.err)"
+grep -q 'still going on' busy.rep && ! grep -q 'cut short' busy.rep && grep -q '"growing":true' busy.json &&
+	grep -q '"truncated":false' busy.json &&
+	ok "report's header and json say the recording goes on, not that it was cut short" ||
+	fail "report of a live spool: $(grep -E 'Note|cut short' busy.rep) $(grep -o '"growing":[a-z]*,"truncated":[a-z]*' busy.json)"
+grep -q 'Samples:    [0-9]' busy.final && ! grep -q 'Note:' busy.final &&
+	ok "the first recording's spool is whole once it ends" || fail "busy.spool after the first recording: $(head -n 8 busy.final | tr '\n' '|')"
+
 # --- the Tail example --------------------------------------------------------------------
 # a library built with sanitizers (make check-sanitize's copy) links the example with them
 san=

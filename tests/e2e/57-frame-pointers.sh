@@ -24,6 +24,7 @@ record_runtime() {
 	name=$1
 	shift
 	sp_record "$name.spool" -F 999 -- "$@" >/dev/null || fail "$name: record exited $?: $(head -c 300 record.err)"
+	cp record.err "$name.record.err"
 	with_timeout 60 "$SP" dump "$name.spool" >"$name.dump" 2>/dev/null
 	for p in $(dump_field thread pid "$name.dump" | sort -u); do
 		MAPS="$MAPS /tmp/perf-$p.map"
@@ -98,7 +99,7 @@ if command -v node >/dev/null 2>&1; then
 		info "node ($mode): leafJs samples with topJs above them down to _start: stackpulse $1 / $2 = $share%${ref:+; perf -g, topJs above leafJs: $(echo $ref | awk '{ printf "%d / %d = %.1f%%", $1, $2, $2 ? 100 * $1 / $2 : 0 }')}"
 		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
 			ok "node ($mode): $share% of leafJs's samples keep their JS and native callers down to _start (>= 95%)" ||
-			fail "node ($mode): only $share% of $2 leafJs samples keep their callers: $(folded_top node-$mode.folded 2 | cut -c1-300 | tr '\n' ' ')"
+			fail "node ($mode): only $share% of $2 leafJs samples keep their callers: $(folded_top node-$mode.folded 2 | cut -c1-300 | tr '\n' ' '); record said: $(tr '\n' ' ' <node-$mode.record.err | tr -s ' ' | cut -c1-900)"
 	done
 else
 	skip "node: not found in PATH (the Node measurement needs node --perf-basic-prof)"

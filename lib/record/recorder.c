@@ -450,10 +450,17 @@ static const struct sp_cfi_row *code_row_cb(void *ctx, const struct sp_unwind_mo
 static size_t read_code_cb(void *ctx, uint64_t addr, uint8_t *buf, size_t len)
 {
 	struct sp_process *p = ctx;
+	errno = 0;
 	size_t n = p->exited ? 0 : sp_target_read(p->pid, addr, buf, len);
 	if (n == len)
 		return n;
 	struct sp_proc_module *m = sp_process_find(p, addr);
+	/*
+	 * EFAULT from a live process at an address in anonymous memory: its
+	 * generated code was freed since (an exited one's read fails ESRCH).
+	 */
+	if (!n && !p->exited && errno == EFAULT && (!m || !m->file))
+		return SP_READ_CODE_GONE;
 	if (!m || !m->file || m->file->fd < 0 || len > m->end - addr)
 		return n;
 	ssize_t got = pread(m->file->fd, buf, len, (off_t)(addr - m->start + m->file_offset));

@@ -150,7 +150,7 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
  * (call through a register or memory).  CALL_UNKNOWN when the code cannot be
  * read (no m->read_code, or the read fell short).
  */
-enum { NOT_CALL, AFTER_CALL, CALL_UNKNOWN };
+enum { NOT_CALL, AFTER_CALL, CALL_UNKNOWN, CODE_GONE };
 
 /*
  * Is the code at target a PLT entry: jmp *disp32(%rip) (.plt.got, .plt.sec,
@@ -173,8 +173,11 @@ static unsigned follows_call_via(const struct sp_unwind_module *m, void *ctx, ui
 				 uint64_t pc, sp_find_module_fn plt_find)
 {
 	uint8_t b[8];
+	size_t got = m->read_code && ra >= sizeof(b) ? m->read_code(ctx, ra - sizeof(b), b, sizeof(b)) : 0;
 
-	if (!m->read_code || ra < sizeof(b) || m->read_code(ctx, ra - sizeof(b), b, sizeof(b)) != sizeof(b))
+	if (got == SP_READ_CODE_GONE)
+		return CODE_GONE;
+	if (got != sizeof(b))
 		return CALL_UNKNOWN;
 	if (b[3] == 0xe8) {
 		int32_t rel;
@@ -209,6 +212,14 @@ static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64
 	return follows_call_via(m, ctx, ra, pc, NULL);
 }
 
+/* follows_call_via where nothing is read now: what once was there is not known (CALL_UNKNOWN). */
+static unsigned follows_call_known(const struct sp_unwind_module *m, void *ctx, uint64_t ra,
+				   uint64_t pc, sp_find_module_fn plt_find)
+{
+	unsigned c = follows_call_via(m, ctx, ra, pc, plt_find);
+	return c == CODE_GONE ? CALL_UNKNOWN : c;
+}
+
 /*
  * A frame-pointer step (DESIGN decision 3, extended) where no CFI covers the
  * pc: the frame record at rbp holds the caller's rbp and the return address
@@ -230,7 +241,10 @@ static unsigned follows_call(const struct sp_unwind_module *m, void *ctx, uint64
  *     epilogue's pop).  The return address is that slot, rbp is still the
  *     caller's.  A step from rbp would skip the caller without a sign.
  *   - an address in code whose instructions cannot be read: nothing is
- *     known, no step;
+ *     known, no step; but an address the live process has no memory at any
+ *     more (generated code freed: a stale slot V8 left, pointing into the
+ *     code an on-stack replacement ran) cannot be a running frame's return
+ *     address: data of a frame;
  *   - any other value, an address in code after no call among them (a
  *     small integer of V8's lands in node's text): data of a frame;
  *   - rbp's own value: the function has just pushed rbp and not yet set it,
@@ -307,7 +321,7 @@ static size_t first_bad_return(const uint64_t *pcs, size_t n, const uint64_t *ra
 		if (!(ra_bit[j / 64] >> (j % 64) & 1))
 			continue;
 		const struct sp_unwind_module *m = find(ctx, pcs[j]);
-		if (m && follows_call_via(m, ctx, pcs[j] + 1, pcs[j - 1], find) == NOT_CALL)
+		if (m && follows_call_known(m, ctx, pcs[j] + 1, pcs[j - 1], find) == NOT_CALL)
 			return j;
 	}
 	return n;
@@ -399,7 +413,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		 */
 		if (m->cfi && sp_cfi_table_rewrites_ra(m->cfi, lookup - m->load_bias)) {
 			const struct sp_unwind_module *rm = find(ctx, r.regs[SP_DW_RIP] - 1);
-			if (rm && follows_call_via(rm, ctx, r.regs[SP_DW_RIP], pc, find) == NOT_CALL) {
+			if (rm && follows_call_known(rm, ctx, r.regs[SP_DW_RIP], pc, find) == NOT_CALL) {
 				why = SP_STOP_BAD_RULE;
 				if (stats)
 					stats->bad_returns++;

@@ -138,6 +138,12 @@ typedef const struct sp_cfi_row *(*sp_code_row_fn)(void *ctx, const struct sp_un
  * callback's ctx); returns how many arrived.
  */
 typedef size_t (*sp_read_code_fn)(void *ctx, uint64_t addr, uint8_t *buf, size_t len);
+/*
+ * What a sp_read_code_fn returns when addr is mapped in no part of the live
+ * process now (process_vm_readv's EFAULT in anonymous memory: generated code
+ * freed since): no frame still running can return there.
+ */
+#define SP_READ_CODE_GONE ((size_t)-1)
 
 /* What the unwinder needs to know about the module containing a pc. */
 struct sp_unwind_module {

@@ -385,6 +385,13 @@ static size_t fake_code(void *ctx, uint64_t addr, uint8_t *buf, size_t len)
 	return len;
 }
 
+/* A process whose code at every address was freed since (SP_READ_CODE_GONE). */
+static size_t gone_code(void *ctx, uint64_t addr, uint8_t *buf, size_t len)
+{
+	(void)ctx, (void)addr, (void)buf, (void)len;
+	return SP_READ_CODE_GONE;
+}
+
 Test(unwind, frameless_function_steps_from_its_sp)
 {
 	struct fp_stack f;
@@ -419,6 +426,15 @@ Test(unwind, frameless_function_steps_from_its_sp)
 	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &unreadable, pcs, 8, &n, &stop, &stats), 0);
 	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
 	cr_assert_eq(n, 1);
+
+	/* code the live process no longer has (freed JIT code) is no running frame's
+	 * return address: the slot is data, the step goes from rbp */
+	struct sp_unwind_module gone = { .start = 0x400000, .end = 0x500000, .read_code = gone_code };
+	f.w[0] = 0x400200;
+	cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &gone, pcs, 8, &n, &stop, &stats), 0);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(n, 2);
+	cr_assert_eq(pcs[1], 0x4002ff, "from rbp's record, not the stale slot");
 
 	/* after an indirect call any pc will do */
 	f.w[0] = 0x400300;

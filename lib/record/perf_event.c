@@ -488,35 +488,8 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 
 int sp_events_open_cpus(struct sp_events *e)
 {
-	int opened = 0;
-	for (int i = 0; i < e->ncpus; i++) {
-		struct sp_ring *r = &e->rings[i];
-		int fd = open_one(e, -1, r->cpu);
-		while (fd >= 0) {
-			int err = map_ring(e, r, fd, e->ring_pages);
-			if (!err)
-				break;
-			close(fd);
-			if (!shrink_rings(e, err))
-				return err;
-			fd = open_one(e, -1, r->cpu);
-		}
-		if (fd == -ENODEV) /* went offline meanwhile */
-			continue;
-		if (fd < 0)
-			return fd;
-		int err = remember_fd(e, fd);
-		if (err) {
-			close(fd);
-			return err;
-		}
-		err = watch_fd(e, fd);
-		if (err)
-			return err;
-		opened++;
-		open_side(e, i, -1);
-	}
-	return opened ? 0 : -SP_E_NO_EVENT;
+	/* pid -1: each CPU's one event owns its ring, as a task's first does */
+	return sp_events_open_task(e, -1);
 }
 
 int sp_events_enable(struct sp_events *e, size_t from)

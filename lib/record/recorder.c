@@ -1356,6 +1356,17 @@ static struct sp_recorder *recorder_new(void)
 	return r;
 }
 
+/* A recording that could not start: no half-made spool is left behind. */
+static void abandon(struct sp_recorder *r, const char *spool_path)
+{
+	if (r->spool) {
+		sp_spool_writer_free(r->spool);
+		r->spool = NULL;
+		unlink(spool_path);
+	}
+	sp_recorder_free(r);
+}
+
 int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mode,
 		       const struct sp_record_opts *opts, struct sp_recorder **out)
 {
@@ -1394,12 +1405,7 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 fail:
 	if (stopped)
 		kill(pid, SIGCONT);
-	if (r->spool) {
-		sp_spool_writer_free(r->spool);
-		r->spool = NULL;
-		unlink(spool_path);
-	}
-	sp_recorder_free(r);
+	abandon(r, spool_path);
 	return err;
 }
 
@@ -1431,12 +1437,7 @@ int sp_recorder_attach_system(const char *spool_path, const struct sp_record_opt
 	if (!err)
 		err = sp_events_enable(&r->events, 0);
 	if (err) {
-		if (r->spool) {
-			sp_spool_writer_free(r->spool);
-			r->spool = NULL;
-			unlink(spool_path);
-		}
-		sp_recorder_free(r);
+		abandon(r, spool_path);
 		return err;
 	}
 	*out = r;

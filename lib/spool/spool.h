@@ -209,6 +209,13 @@ struct sp_spool {
 
 /* ---- reading a spool as it grows (spool_reader.c, spool_tail.c) ------- */
 
+/*
+ * Append fd's next bytes to b until b holds limit bytes or the file ends
+ * (a spool being written grows: sp_spool_open reads up to its size when
+ * opened, a tail a batch at a time).  0 or -errno.
+ */
+int sp_spool_read_into(int fd, struct sp_buf *b, size_t limit);
+
 /* An empty spool (stack 0 only) for sp_spool_feed.  0 or -ENOMEM. */
 int sp_spool_new_empty(struct sp_spool **out);
 /*

@@ -725,9 +725,7 @@ int sp_spool_open_buffer(const void *data, size_t len, struct sp_spool **out)
 	return 0;
 }
 
-/* Read the whole file; works for pipes and /proc-like files without a size too. */
-/* The file's bytes up to limit (its size when opened: a spool being written grows). */
-static int read_all(int fd, struct sp_buf *b, size_t limit)
+int sp_spool_read_into(int fd, struct sp_buf *b, size_t limit)
 {
 	while (b->len < limit) {
 		size_t want = limit - b->len < 64 * 1024 ? limit - b->len : 64 * 1024;
@@ -759,7 +757,7 @@ int sp_spool_open(const char *path, struct sp_spool **out)
 	if (!err && fstat(fd, &st))
 		err = -errno;
 	if (!err)
-		err = read_all(fd, &b, (size_t)st.st_size);
+		err = sp_spool_read_into(fd, &b, (size_t)st.st_size);
 	if (fd >= 0)
 		close(fd);
 	if (err)

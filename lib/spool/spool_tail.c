@@ -86,21 +86,10 @@ int sp_tail_image_fd(const struct sp_tail *t, uint32_t module_id)
 static int read_more(struct sp_tail *t, size_t want, bool *more)
 {
 	*more = false;
-	int err = sp_buf_reserve(&t->pending, want);
-	if (err)
+	size_t limit = t->pending.len + want;
+	int err = sp_spool_read_into(t->fd, &t->pending, limit);
+	if (err || t->pending.len < limit)
 		return err;
-	size_t got = 0;
-	while (got < want) {
-		ssize_t n = read(t->fd, t->pending.data + t->pending.len, want - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return 0;
-		t->pending.len += (size_t)n;
-		got += (size_t)n;
-	}
 	/* the cap was reached: is there more behind it? */
 	struct stat st;
 	off_t at = lseek(t->fd, 0, SEEK_CUR);

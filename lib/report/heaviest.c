@@ -46,14 +46,7 @@ int sp_agg_heaviest(struct sp_agg *a, size_t max, uint32_t **out, size_t *nout)
 			continue;
 		if (n == max && by_weight(a, (uint32_t)v, top[n - 1]) >= 0)
 			continue;
-		size_t lo = 0, hi = n;
-		while (lo < hi) {
-			size_t mid = (lo + hi) / 2;
-			if (by_weight(a, (uint32_t)v, top[mid]) < 0)
-				hi = mid;
-			else
-				lo = mid + 1;
-		}
+		size_t lo = sp_partition_point(n, i, by_weight(a, (uint32_t)v, top[i]) >= 0);
 		if (n < max)
 			n++;
 		memmove(top + lo + 1, top + lo, (n - 1 - lo) * sizeof(*top));

@@ -60,6 +60,28 @@ int sp_write_all(int fd, const void *p, size_t n);
 int sp_array_reserve(void **p, size_t *cap, size_t need, size_t elem);
 
 /*
+ * The one binary search of a sorted array: the first index I in [0, N) for which PRED, an
+ * expression of the variable I (declared by the macro, a size_t), is false, or N when it is
+ * true everywhere.  PRED must be true for a prefix of the indexes and false for the rest,
+ * as "a[I] < key" (the lower bound of key) or "a[I].start <= addr" (one past the last entry
+ * starting at or below addr: the entry holding addr, if any, is the one before).  At most
+ * about log2(N) + 1 evaluations of PRED; a statement expression, so the predicate is
+ * inlined where it is used (the unwinder's row lookup runs per frame).
+ */
+#define sp_partition_point(N, I, PRED)                                                 \
+	({                                                                             \
+		size_t sp_pp_lo_ = 0, sp_pp_hi_ = (N);                                 \
+		while (sp_pp_lo_ < sp_pp_hi_) {                                        \
+			size_t I = sp_pp_lo_ + (sp_pp_hi_ - sp_pp_lo_) / 2;            \
+			if (PRED)                                                      \
+				sp_pp_lo_ = I + 1;                                     \
+			else                                                           \
+				sp_pp_hi_ = I;                                         \
+		}                                                                      \
+		sp_pp_lo_;                                                             \
+	})
+
+/*
  * Bounded readers over untrusted bytes.  Each returns 0 and advances *p, or
  * -SP_E_SPOOL_CORRUPT when the value runs past end or overflows 64 bits.
  */

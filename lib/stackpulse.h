@@ -79,7 +79,7 @@ const char *sp_stop_reason_name(unsigned reason);
 const char *sp_stop_reason_text(unsigned reason);
 
 /*
- * Per-kind sample error counters (the seeds' SampleErrorStats).  Unwind stop
+ * Per-kind sample error counters, indexed by enum sp_error_kind.  Unwind stop
  * reasons other than ROOT are counted in sp_summary.stop_reasons; these are
  * failures of records and state around the unwind.
  */
@@ -101,7 +101,7 @@ enum sp_error_kind {
 const char *sp_error_kind_name(unsigned kind);
 const char *sp_error_kind_text(unsigned kind);
 
-/* Counters of one recording (the seeds' PerfSummary).  Stored in the spool trailer. */
+/* Counters of one recording, as record's summary prints them.  Stored in the spool trailer. */
 struct sp_summary {
 	uint64_t sample_events;       /* PERF_RECORD_SAMPLE records seen */
 	uint64_t samples;             /* samples written to the spool */
@@ -224,9 +224,9 @@ enum sp_module_flags {
 };
 
 /*
- * A mapped code range and its backing file (the seeds' ModuleRecord).
+ * A mapped code range and its backing file (a MODULE record).
  * load_bias is avma - svma for this mapping, computed from the PT_LOAD
- * segment that contains file_offset (DESIGN decision 7), so a symbolizer
+ * segment that contains file_offset (docs/DESIGN.md, decision 7), so a symbolizer
  * looks up svma = abs_ip - load_bias.  Identity: build-id when present, else
  * inode + size + mtime.
  */
@@ -259,7 +259,7 @@ struct sp_sample {
 	uint32_t stack_id;     /* leaf node of the prefix tree */
 };
 
-/* Process exec marker: the seeds' ProcessExecRecord. */
+/* Process exec marker (an EXEC record): a process's exec, and whether it runs Python. */
 struct sp_exec {
 	uint64_t timestamp_ns;
 	int32_t pid;
@@ -269,7 +269,7 @@ struct sp_exec {
 /*
  * Who a process ran as: its effective uid (/proc/PID/status "Uid:") when the
  * recorder first saw it or saw it exec.  A perf map is believed only when it
- * belongs to that user or root (DESIGN decision 9).
+ * belongs to that user or root (docs/DESIGN.md, decision 9).
  */
 struct sp_owner {
 	uint64_t timestamp_ns; /* CLOCK_MONOTONIC, ns; 0 when read at attach */
@@ -487,12 +487,12 @@ uint32_t sp_spool_stack_depth(const struct sp_spool *s, uint32_t stack_id);
  * A sample's offset on the profile timeline, in µs: (its timestamp_ns - the
  * first sample's timestamp_ns) / 1000, 0 for a sample earlier than the first.
  * The timeline's origin sits at meta.start_timestamp_us on the wall clock;
- * sp_spool_sample_time_us gives the sum, the seeds' timestamp_us.
+ * sp_spool_sample_time_us gives the sum: the sample's place on the timeline.
  */
 uint64_t sp_spool_timestamp_us(const struct sp_spool *s, const struct sp_sample *sample);
 
 /*
- * A sample's time on the profile timeline as the seeds' timestamp_us defines
+ * A sample's time on the profile timeline, as stackpulse-spool(5) defines
  * it: meta.start_timestamp_us (the anchor stored in the header, µs since the
  * epoch unless the recording set another clock) plus sp_spool_timestamp_us.
  * Use it to line samples up with an external clock or trace.
@@ -501,8 +501,8 @@ uint64_t sp_spool_sample_time_us(const struct sp_spool *s, const struct sp_sampl
 
 /*
  * Kernel code addresses of the interned frames, one per call, in frame id
- * order (the seeds' kernel_frame_addresses; the symbolizer uses the same set
- * to read kallsyms sparsely).  Start with *cursor = 0; each call stores the
+ * order (the symbolizer reads kallsyms for this set only, keeping no other
+ * symbol).  Start with *cursor = 0; each call stores the
  * next kernel frame's abs_ip in *addr and returns true, or returns false at
  * the end.  A kernel frame is one recorded in kernel mode or in a module
  * flagged SP_MODULE_KERNEL.  Interned frames are distinct, so an address
@@ -511,16 +511,16 @@ uint64_t sp_spool_sample_time_us(const struct sp_spool *s, const struct sp_sampl
 bool sp_spool_kernel_frame_next(const struct sp_spool *s, size_t *cursor, uint64_t *addr);
 
 /*
- * One raw frame with the module context the recorder bound it to (the seeds'
- * FrameContext / FrameModuleRef).  No symbolization happens: this is for
+ * One raw frame with the module context the recorder bound it to, for raw
+ * replay of a spool.  No symbolization happens: this is for
  * callers that bring their own symbolizer.  frame and module are borrowed
  * from the spool and live as long as it.  module is NULL for a truncation
  * marker and for an address no recorded module covered.  rel_ip is the
  * module-relative address in the module's file-offset space
  * (abs_ip - module->start + module->file_offset, as recorded); a module with
  * SP_MODULE_HAS_BIAS also gives the static address abs_ip - module->load_bias.
- * The seeds' calls take the sample's pid too: here a frame's module record
- * carries its owning pid, so none is needed.
+ * No pid is needed to find a frame's module: the module record carries its
+ * owning pid.
  */
 struct sp_frame_context {
 	uint32_t frame_id;
@@ -537,8 +537,8 @@ int sp_spool_frame_context(const struct sp_spool *s, uint32_t frame_id,
 			   struct sp_frame_context *out);
 
 /*
- * Walks one stack's frames leaf to root without copying (the seeds'
- * stack_frame_refs / stack_frame_contexts): each step follows the prefix
+ * Walks one stack's frames leaf to root without copying, each with its
+ * frame context (struct sp_frame_context): each step follows the prefix
  * tree to the parent node.  Fields are private; the struct lives on the
  * caller's stack and needs no release.
  */
@@ -565,7 +565,7 @@ void sp_spool_stack_iter_init(struct sp_stack_iter *it, const struct sp_spool *s
 bool sp_spool_stack_iter_next(struct sp_stack_iter *it, struct sp_frame_context *out);
 
 /*
- * The seeds' is_python_module: does the basename of path (a module path,
+ * Is path a Python runtime's module: does the basename of path (a module path,
  * " (deleted)" suffix allowed) name a Python executable or libpython?
  * "python", "python3", "/usr/bin/python3.12", "python3.12d", "python3.13t",
  * "libpython3.so" and "libpython3.12.so.1.0" do; "python3-config",
@@ -575,7 +575,7 @@ bool sp_spool_stack_iter_next(struct sp_stack_iter *it, struct sp_frame_context 
 bool sp_is_python_module(const char *path);
 
 /*
- * The seeds' path_to_name: the display name of a module path, as reports
+ * The display name of a module path, as reports
  * show modules: its basename without the " (deleted)" suffix, "[anon]" for
  * NULL, "" and perf's "//anon"; a path ending in '/' is kept whole.  Writes
  * at most size bytes to buf, NUL included (snprintf's contract: buf may be
@@ -624,7 +624,7 @@ enum sp_symbol_origin {
 	SP_ORIGIN_ADDRESS_ONLY = 3,
 };
 
-/* The seeds' FrameFlags: what views may do with a frame. */
+/* Flags of a resolved frame: what views may do with it. */
 enum sp_resolved_flags {
 	/* A native frame of the Python runtime (see sp_symbolizer_resolve). */
 	SP_RFRAME_PYTHON_RUNTIME = 1u << 0,
@@ -663,7 +663,7 @@ enum sp_perf_map_policy {
 };
 
 /*
- * A module as a native symbolizer plug-in sees it (the seeds' SymModule):
+ * A module as a native symbolizer plug-in sees it:
  * one file-backed user module of the process group, its runtime range and
  * its image base, so the plug-in needs no /proc and no layout parsing.
  */
@@ -672,7 +672,7 @@ struct sp_sym_module {
 	const char *path;               /* file path, without the " (deleted)" suffix */
 	uint64_t avma_start, avma_end;  /* runtime addresses [start, end) */
 	/*
-	 * avma - svma for this mapping (the seeds' ModuleImageBase), from the
+	 * avma - svma for this mapping (its image base), from the
 	 * PT_LOAD segment the recorder found for it: svma = addr - image_base.
 	 * Without has_image_base (the recorder could not read the file), use
 	 * the file offset: addr - avma_start + module->file_offset.
@@ -690,10 +690,10 @@ struct sp_native_symbol {
 };
 
 /*
- * A native symbolizer plug-in (the seeds' NativeSymbolizer and
- * NativeSymbolizerFactory): it names the addresses of file-backed user
- * modules in place of the built-in ELF/DWARF backend, while kernel frames
- * (kallsyms), perf-map frames and the address fallback stay built in.  The
+ * A native symbolizer plug-in (a factory of per-module-group instances):
+ * it names the addresses of file-backed user modules in place of the
+ * built-in ELF/DWARF backend, while kernel frames (kallsyms), perf-map
+ * frames and the address fallback stay built in.  The
  * symbolizer makes one instance per module group: the file-backed modules
  * of one process that do not overlap (a mapping recorded over an earlier one
  * starts a new group), so each instance sees one consistent address space.
@@ -771,8 +771,8 @@ struct sp_symbolizer_opts {
 	uint64_t cache_max_bytes;
 	/*
 	 * With SP_PERF_MAPS_PIDS, the only processes whose perf maps are read
-	 * (the seeds' with_perf_map_processes): npids pids, copied.  See
-	 * sp_spool_python_pids for the seeds' lists of Python runtimes.
+	 * npids pids, copied.  See sp_spool_python_pids for the pids a
+	 * spool records as Python runtimes.
 	 */
 	const int32_t *perf_map_pids;
 	size_t perf_map_npids;
@@ -816,7 +816,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 
 /*
  * Resolve one interned frame (cached per frame id).  *out is borrowed and
- * lives as long as the symbolizer.  Resolution order (DESIGN decision 9):
+ * lives as long as the symbolizer.  Resolution order (docs/DESIGN.md, decision 9):
  * a frame in anonymous code (an SP_MODULE_ANON module, or no module) is
  * looked up in its process's perf map, allowed by the policy and checked
  * (a regular file, not writable by group or others, not older than the
@@ -834,8 +834,8 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
  * instead of ELF/DWARF (struct sp_native_backend).  A native frame of a
  * module sp_is_python_module names, in a process an exec marker ever showed
  * as a Python runtime and whose perf map the policy allows and could be read,
- * gets SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT (the seeds'
- * FrameFlags): its py:: frames stand in for the interpreter's, while without
+ * gets SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT (views may
+ * hide it): its py:: frames stand in for the interpreter's, while without
  * a perf map nothing could, so nothing is flagged.  Errors: -SP_E_BAD_ARG for an unknown frame id, -ENOMEM.  An
  * unreadable kallsyms or perf map is not an error: it is counted in the
  * stats and its frames keep the fallback form.
@@ -965,9 +965,9 @@ void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_s
  * Stream the resolved frames of stack_id as sampled in process pid to visit,
  * leaf to root, each raw frame's inline chain innermost first (exactly the
  * frames sp_symbolizer_resolve_all gives, frame after frame), with arg.
- * This is the seeds' for_each_sample_stack: the first walk of a (pid, stack
- * id) pair resolves its frames and keeps their compact frame ids (4 bytes a
- * frame, no copies of resolved frames), so a repeated stack is streamed from
+ * Streamed stacks are cached: the first walk of a (pid, stack id) pair
+ * resolves its frames and keeps their compact frame ids (4 bytes a frame,
+ * no copies of resolved frames), so a repeated stack is streamed from
  * that list without walking the prefix tree again (counted in
  * stats.stack_cache_hits / stack_cache_misses).  The frames passed are
  * borrowed and live as long as the symbolizer; every frame is passed,
@@ -990,14 +990,14 @@ int sp_symbolizer_for_each_sample_frame(struct sp_symbolizer *sym, const struct 
 /*
  * The pids a spool's exec markers record as Python runtimes, sorted, into
  * *pids (malloc'd, the caller frees; NULL when *n is 0).  ever false: those
- * whose latest marker says Python, the seeds' recipe against PID reuse for
- * with_perf_map_processes; ever true: those ever marked Python, the broader
- * for_spool_with_recorded_python_perf_maps set.  0 or -ENOMEM.
+ * whose latest marker says Python (a pid reused by a later process that is
+ * not Python is left out); ever true: those ever marked Python, the broader
+ * set sp_symbolizer_new_recorded_python uses.  0 or -ENOMEM.
  */
 int sp_spool_python_pids(const struct sp_spool *s, bool ever, int32_t **pids, size_t *n);
 
 /*
- * The seeds' for_spool_with_recorded_python_perf_maps: sp_symbolizer_new
+ * A symbolizer for a spool's recorded Python runtimes: sp_symbolizer_new
  * with opts (may be NULL) except that perf maps are read only for the
  * processes ever recorded as Python runtimes (SP_PERF_MAPS_PIDS with
  * sp_spool_python_pids(s, true, ...)).  SP_PERF_MAPS_PYTHON is the strict
@@ -1008,7 +1008,7 @@ int sp_symbolizer_new_recorded_python(const struct sp_spool *s,
 				      struct sp_symbolizer **out);
 
 /* ---------------------------------------------------------------------- */
-/* Following a spool while it is written (the seeds' Tail)                */
+/* Following a spool while it is written (a tail)                         */
 
 struct sp_tail;
 struct sp_recorder;
@@ -1044,7 +1044,7 @@ struct sp_tail_batch {
 int sp_tail_open(const char *path, struct sp_tail **out);
 
 /*
- * Follow r's spool (the seeds' Recorder::tail), once per recorder.  Besides
+ * Follow r's spool as r writes it, once per recorder.  Besides
  * what sp_tail_open gives, each poll takes from r a copy of the open file
  * of every new module whose file was deleted or replaced, so its frames are
  * named from the image that was sampled.  r's spool must be flushed
@@ -1089,7 +1089,7 @@ bool sp_spool_is_growing(const char *path);
 
 /*
  * What a caller keeping its own resolved stacks must forget after an update
- * (the seeds' Invalidation, for StackCache::External): every stack of the
+ * (for a stack cache of its own, beside the symbolizer's): every stack of the
  * processes in pids (a new image: an exec marker, or a module mapped over
  * an earlier module of the process), and every stack holding a frame in
  * frames (resolved before, now named differently: a perf map or jitdump
@@ -1434,7 +1434,7 @@ enum sp_attach_mode {
 	SP_ATTACH_STOP_ENABLE_RESUME = 0, /* running process: SIGSTOP, open, enable, SIGCONT */
 	SP_ATTACH_ENABLE_ON_EXEC = 1,     /* suspended child: events switch on at execve */
 	/*
-	 * Running process, never signalled (DESIGN decision 11): open and
+	 * Running process, never signalled (docs/DESIGN.md, decision 11): open and
 	 * enable its threads' events, then list its threads again until no new
 	 * one shows up and read its maps; mmap2 records that arrived meanwhile
 	 * merge with them.  A thread both inherited and opened is sampled once
@@ -1471,7 +1471,7 @@ struct sp_recorder;
 
 /*
  * Create a recorder writing to spool_path and attach to pid with mode.
- * Opens one sampling event per thread per CPU (DESIGN decision 5), with
+ * Opens one sampling event per thread per CPU (docs/DESIGN.md, decision 5), with
  * hardware cycles falling back to the software cpu-clock.  Errors: -EACCES /
  * -EPERM (perf_event_paranoid, CAP_PERFMON), -SP_E_FREQ_LIMIT, -EMFILE,
  * -ESRCH, -errno from the spool.
@@ -1541,9 +1541,9 @@ void sp_recorder_free(struct sp_recorder *r);
 uint32_t sp_max_sample_rate(void);
 
 /*
- * Add another process to the same recording (the seeds' open_process): its
- * threads get events, its modules come from /proc/PID/maps (STOP mode) or
- * from its exec (ENABLE_ON_EXEC mode).  Errors as sp_recorder_attach.
+ * Add another process to the same recording: its threads get events, its
+ * modules come from /proc/PID/maps (STOP mode) or from its exec
+ * (ENABLE_ON_EXEC mode).  Errors as sp_recorder_attach.
  */
 int sp_recorder_open_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode);
 

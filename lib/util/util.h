@@ -181,7 +181,7 @@ void sp_elf_info_release(struct sp_elf_info *info);
 /*
  * The load bias (avma - svma) of a mapping that starts at avma `start` and
  * maps file offset `file_offset`: from the PT_LOAD segment containing that
- * offset (DESIGN decision 7).  -ENOENT when no segment contains it.
+ * offset (docs/DESIGN.md, decision 7).  -ENOENT when no segment contains it.
  */
 int sp_elf_load_bias(const struct sp_elf_info *info, uint64_t start, uint64_t file_offset,
 		     uint64_t *bias);

@@ -32,4 +32,14 @@ plant report/aggregate.h '#include "report/views.h"'
 [ $? -eq 1 ] && grep -q "include circle: .*report/aggregate.h.*report/views.h" planted.out &&
 	ok "an include circle (aggregate.h <-> views.h) is found" ||
 	fail "the planted include circle was not found: $(cat planted.out)"
+
+# The design the code follows is in the tree: comments cite "docs/DESIGN.md, decision N"
+# (on one line) and never a document outside it.
+(cd "$REPO" && grep -rnIiE "the seeds|\.\./shared" lib cmd examples;
+	grep -rnIiP '(?<!docs/DESIGN\.md, )\bdecision [0-9]+' lib cmd examples) >citations.out
+if [ -s citations.out ]; then
+	fail "comments cite documents outside the tree or a decision not as docs/DESIGN.md, decision N: $(cat citations.out)"
+else
+	ok "comments cite only docs/DESIGN.md's decisions"
+fi
 finish

@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	/*
 	 * Options come from a header field, so one corpus serves this and the
-	 * reader harness; the seeds' 999 Hz gives the defaults.
+	 * reader harness; the corpus seeds' 999 Hz (make_seeds.c) gives the defaults.
 	 */
 	uint32_t knobs = s->meta.frequency_hz ^ 999;
 	struct sp_symbolizer_opts sopts = {

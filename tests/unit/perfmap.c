@@ -293,7 +293,7 @@ Test(perfmap, a_fresh_private_file_is_used)
 	cr_expect_eq(load_verdict(43, 0), SP_PERF_MAP_USED);
 }
 
-/* DESIGN decision 9: anyone can write /tmp/perf-PID.map for any pid. */
+/* docs/DESIGN.md, decision 9: anyone can write /tmp/perf-PID.map for any pid. */
 Test(perfmap, only_the_process_user_or_root_may_name_its_code)
 {
 	if (geteuid() != 0)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the seeds' API mirror: raw replay, helpers, plug-in, streaming, pid lists, runtime flags. */
+/* Unit tests of the reader and symbolizer API: raw replay, helpers, plug-in, streaming, pid lists, runtime flags. */
 #include <criterion/criterion.h>
 
 #include "symbols/symbols.h"
@@ -103,7 +103,7 @@ Test(spool_stack, kernel_addresses_and_sample_times)
 	cr_expect_eq(addr, 0xffffffff81a0b0c0);
 	cr_expect_not(sp_spool_kernel_frame_next(s, &cur, &addr), "one kernel frame");
 
-	/* The seeds' timestamp_us: the anchor plus the offset from the first sample. */
+	/* A sample's time on the timeline: the anchor plus the offset from the first sample. */
 	cr_expect_eq(sp_spool_sample_time_us(s, sp_spool_sample(s, 0)), 1700000000123456ull);
 	cr_expect_eq(sp_spool_sample_time_us(s, sp_spool_sample(s, 1)), 1700000000123456ull + 1001);
 	cr_expect_eq(sp_spool_timestamp_us(s, sp_spool_sample(s, 1)), 1001);

@@ -277,7 +277,7 @@ Test(unwind, module_without_cfi_stops)
 }
 
 /*
- * Frame-pointer steps where there is no CFI (DESIGN decision 3, extended): a
+ * Frame-pointer steps where there is no CFI (docs/DESIGN.md, decision 3): a
  * copied stack of frame records [saved rbp, return address] in a module
  * without CFI; frame 0's SP slot holds data, not code.
  */

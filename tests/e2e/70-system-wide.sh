@@ -3,6 +3,7 @@
 # started outside the recorder and one started and ended during the recording; -C with
 # programs pinned to CPUs; -e page-faults, -e context-switches, -c PERIOD; a hardware
 # event on a machine without one.  Beside: perf record -a --call-graph dwarf.
+# e2e: alone (records the whole machine)
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events

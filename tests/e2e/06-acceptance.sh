@@ -15,18 +15,14 @@ MIN=99
 # accept NAME ERE FOLDED: print the share of samples whose stack matches; require MIN%.
 accept() {
 	set -- "$1" "$2" "$3" $(folded_share "$3" "$2")
-	share=$(pct "$4" "$5")
-	info "$1: complete stacks $4 / $5 = $share%"
 	# For the record: stacks that reach a root at all, whatever their leaf (samples
 	# in qsort's own code or in thread setup are rooted but miss the expected leaf).
 	rooted=$(folded_share "$3" "($ROOT|$THREAD_ROOT)(;|\$)")
 	info "$1: rooted stacks (any leaf) ${rooted% *} / ${rooted#* } = $(pct ${rooted% *} ${rooted#* })%"
 	if [ "$5" -lt 1000 ]; then
 		fail "$1: only $5 samples (expected about 2000)"
-	elif [ "$(num_ge "$share" "$MIN")" = 1 ]; then
-		ok "$1: $share% of samples carry the whole chain (>= $MIN%)"
-	else
-		fail "$1: $share% of samples carry the whole chain (< $MIN%); other stacks:"
+	elif ! share_at_least "$1:" "$MIN" "$4" "$5" "the samples carry the whole chain"; then
+		info "other stacks:"
 		folded_top "$3" 100 | SHARE_RE=$2 awk '{ s = $0; sub(/^[0-9]+ /, "", s) } s !~ ENVIRON["SHARE_RE"]' |
 			head -n 5 | sed 's/^/#   /'
 	fi
@@ -67,9 +63,7 @@ if record_folded sighandler -t 2; then
 	set -- $(folded_share sighandler.folded ";on_signal(;handler_work)?\$") 
 	in_handler=$1
 	total=$2
-	info "sighandler: $in_handler / $total samples in the signal handler ($(pct "$in_handler" "$total")%)"
-	[ "$(num_ge "$(pct "$in_handler" "$total")" 50)" = 1 ] && ok "sighandler: most samples are in the handler" ||
-		fail "sighandler: only $in_handler of $total samples are in the handler"
+	share_at_least sighandler: 50 "$in_handler" "$total" "the samples are in the signal handler"
 	set -- $(folded_share sighandler.folded ";spin_inner;__restore_rt;on_signal(;handler_work)?\$")
 	if [ "$in_handler" -gt 0 ] && [ "$1" -eq "$in_handler" ]; then
 		ok "sighandler: every handler stack names the trampoline __restore_rt under on_signal"

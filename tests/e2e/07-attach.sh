@@ -62,10 +62,7 @@ nsamples=$(awk '$1 == "sample"' dump.txt | wc -l)
 
 with_timeout 60 "$SP" report --format=folded att.spool >att.folded 2>/dev/null
 set -- $(folded_share att.folded '^(__GI_)?_*clone3?;start_thread;worker;worker_step;worker_leaf$')
-share=$(pct "$1" "$2")
-info "record -p: complete worker stacks $1 / $2 = $share%"
-[ "$(num_ge "$share" 99)" = 1 ] && ok "attached samples are complete worker stacks ($share%)" ||
-	fail "only $share% of attached samples are complete worker stacks"
+share_at_least "record -p:" 99 "$1" "$2" "the attached samples are complete worker stacks"
 
 # Attaching to a pid that does not exist: status 1 and a message naming it.
 with_timeout 30 "$SP" record -p 999999999 -o none.spool -d 1 >/dev/null 2>err.txt

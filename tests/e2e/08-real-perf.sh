@@ -4,6 +4,7 @@
 # perf (--all-user --call-graph dwarf -F 999: user space only, as stackpulse records,
 # so both tools' shares are of the same kind of samples).  Both tools' top-5 are printed; the top
 # function must be the same and its self share agree within 5 percentage points.
+# e2e: alone (its shares are compared with perf's on the same busy CPUs)
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events

@@ -29,10 +29,5 @@ fi
 
 "$SP" report --format=folded exec.spool >folded.txt 2>report.err || fail "report failed: $(cat report.err)"
 set -- $(folded_share folded.txt '^_start;__libc_start_main[^;]*;__libc_start_call_main;main;level1;level2;level3;level4$')
-info "complete chain4 stacks after exec: $1 of $2 samples ($(pct "$1" "$2")%)"
-if [ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 95)" = 1 ]; then
-	ok "stacks after the exec resolve against the new image ($(pct "$1" "$2")%)"
-else
-	fail "only $(pct "$1" "$2")% of samples carry chain4's chain after the exec"
-fi
+share_at_least 95 "$1" "$2" "the samples after the exec carry chain4's chain (resolved against the new image)"
 finish

@@ -57,14 +57,10 @@ with_timeout 60 "$SP" report --format=folded fork.spool >fork.folded 2>report.er
 	fail "report --format=folded failed: $(head -c 300 report.err)"
 folded_top fork.folded 4 | sed 's/^/# top: /'
 set -- $(folded_share fork.folded "$ROOT$SPAWN;child_work(;|\$)")
-share=$(pct "$1" "$csamples")
-info "children: complete stacks (main;child_work[;...]) $1 / $csamples child samples = $share%"
 if [ "$csamples" -eq 0 ]; then
 	fail "no child samples to check"
-elif [ "$(num_ge "$share" $MIN)" = 1 ]; then
-	ok "$share% of the children's samples are rooted at main > child_work (>= $MIN%)"
-else
-	fail "only $share% of the children's samples are rooted at main > child_work; other stacks:"
+elif ! share_at_least $MIN "$1" "$csamples" "the children's samples are rooted at main > child_work"; then
+	info "other stacks:"
 	folded_top fork.folded 100 | grep -v ';parent_' | grep -v ';child_work\(;\|$\)' | head -n 5 | sed 's/^/#   /'
 fi
 set -- $(folded_share fork.folded "$ROOT;parent_work;parent_leaf\$")
@@ -95,11 +91,7 @@ else
 		fail "record -p: only $with of $N children forked while attached have samples"
 	with_timeout 60 "$SP" report --format=folded att.spool >att.folded 2>/dev/null
 	set -- $(folded_share att.folded "$ROOT$SPAWN;child_work(;|\$)")
-	share=$(pct "$1" "$csamples")
-	info "record -p: complete child stacks $1 / $csamples = $share%"
-	[ "$csamples" -gt 0 ] && [ "$(num_ge "$share" $MIN)" = 1 ] &&
-		ok "record -p: $share% of the children's samples are complete (>= $MIN%)" ||
-		fail "record -p: only $share% of the children's samples are complete"
+	share_at_least "record -p:" $MIN "$1" "$csamples" "the children's samples are complete (main > child_work)"
 fi
 
 # --no-inherit: only the launched process is sampled; its children are not followed.

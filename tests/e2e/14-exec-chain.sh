@@ -38,15 +38,11 @@ nested() {
 	full=$1
 	set -- $(folded_share "$name.folded" ';level[1-4](;|$)')
 	in_chain4=$1
-	share=$(pct "$full" "$in_chain4")
-	info "$name: complete chain4 stacks $full / $in_chain4 samples in chain4's levels = $share%"
 	# chain4 -t 1 spins one CPU-second: about 1000 samples at 999 Hz.
 	if [ "$in_chain4" -lt 500 ]; then
 		fail "$name: only $in_chain4 samples in chain4 (expected about 1000: the exec'd program was not followed?)"
-	elif [ "$(num_ge "$share" $MIN)" = 1 ]; then
-		ok "$name: $share% of chain4's samples carry main > level1 > ... > level4 (>= $MIN%)"
-	else
-		fail "$name: only $share% of chain4's samples are complete; other stacks:"
+	elif ! share_at_least "$name:" $MIN "$full" "$in_chain4" "chain4's samples carry main > level1 > ... > level4"; then
+		info "$name: other stacks:"
 		folded_top "$name.folded" 100 | grep -v "level4\$" | head -n 5 | sed 's/^/#   /'
 	fi
 	set -- $(folded_share "$name.folded" "$ADDR_ONLY")
@@ -92,15 +88,11 @@ full=$1
 set -- $(folded_share many.folded ';spin_(outer|leaf)(;|$)')
 in_spin=$1
 total=$2
-share=$(pct "$full" "$in_spin")
-info "children: complete stacks (main;spin_outer[;...]) $full / $in_spin samples in spin_ms = $share%"
 info "children: $in_spin of $total samples are in spin_ms ($(pct "$in_spin" "$total")%)"
 if [ "$in_spin" -eq 0 ]; then
 	fail "no samples in spin_ms's functions (exec'd children not followed or not symbolized)"
-elif [ "$(num_ge "$share" $MIN)" = 1 ]; then
-	ok "$share% of the children's spin_ms samples are complete (>= $MIN%)"
-else
-	fail "only $share% of the children's spin_ms samples are complete; other stacks:"
+elif ! share_at_least $MIN "$full" "$in_spin" "the children's spin_ms samples are complete (main;spin_outer[;...])"; then
+	info "other stacks:"
 	folded_top many.folded 100 | grep 'spin_' | grep -v 'main;spin_outer\(;\|$\)' | head -n 5 | sed 's/^/#   /'
 fi
 # Samples the children's pids got at all: their frames must all be named.

@@ -48,26 +48,20 @@ check_leader() {
 	with_timeout 60 "$SP" dump "$2" >"$1.dump" 2>/dev/null || { fail "$1: dump failed"; return; }
 	thread_samples "$1.dump" | sed "s/^/# $1 thread (pid tid samples first_ns last_ns): /"
 	set -- "$1" "$2" "$3" $(after_leader "$1.dump" "$3")
-	share=$(pct "$4" "$5")
-	info "$1: worker samples after the main thread's last sample: $4 / $5 = $share%"
 	# The leader spins 200 CPU-ms beside 2 workers of 800: about 3/4 of the workers'
 	# time comes after it left.
 	if [ "$5" -eq 0 ]; then
 		fail "$1: no worker samples at all"
-	elif [ "$(num_ge "$share" 50)" = 1 ]; then
-		ok "$1: $share% of the worker samples come after pthread_exit in main (>= 50%)"
 	else
-		fail "$1: only $share% of the worker samples come after pthread_exit in main (recording ended with the leader?)"
+		share_at_least "$1:" 50 "$4" "$5" "the worker samples come after pthread_exit in main" ||
+			info "$1: did the recording end with the leader?"
 	fi
 	with_timeout 60 "$SP" report --format=folded "$2" >"$1.folded" 2>/dev/null
 	# Complete: unwound from the sampled function through worker_main to the thread's
 	# start.  Most samples are in worker_leaf; the rest are in the workload's own waits
 	# and clock reads (nap_ms, thread_cpu_ms's syscall: 0.5-1.2% of them), as complete.
 	set -- "$1" $(folded_share "$1.folded" "$THREAD_ROOT;start_thread;worker_main(;|\$)") "$5"
-	share=$(pct "$2" "$4")
-	info "$1: complete worker stacks $2 / $4 worker samples = $share%"
-	[ "$(num_ge "$share" $MIN)" = 1 ] && ok "$1: $share% of the worker samples are complete (>= $MIN%)" ||
-		fail "$1: only $share% of the worker samples are complete"
+	share_at_least "$1:" $MIN "$2" "$4" "the worker samples are complete worker stacks"
 	set -- "$1" $(folded_share "$1.folded" "$ROOT;leader_work;leader_leaf\$")
 	info "$1: main thread's stacks main;leader_work;leader_leaf: $2 samples"
 }
@@ -123,14 +117,10 @@ with_timeout 60 "$SP" report --format=folded churn.spool >churn.folded 2>/dev/nu
 folded_top churn.folded 4 | sed 's/^/# churn top: /'
 set -- $(folded_share churn.folded "$THREAD_ROOT(;|\$)")
 rooted=$1
-share=$(pct "$rooted" "$wsamples")
-info "churn: stacks rooted at the thread start frames $rooted / $wsamples thread samples = $share%"
 if [ "$wsamples" -eq 0 ]; then
 	fail "churn: no samples from the short-lived threads"
-elif [ "$(num_ge "$share" $MIN)" = 1 ]; then
-	ok "churn: $share% of the threads' samples are rooted at start_thread/clone3 (>= $MIN%)"
-else
-	fail "churn: only $share% of the threads' samples are rooted at start_thread/clone3; other stacks:"
+elif ! share_at_least churn: $MIN "$rooted" "$wsamples" "the threads' samples are rooted at start_thread/clone3"; then
+	info "churn: other stacks:"
 	folded_top churn.folded 100 | grep -Ev "^[0-9]+ $THREAD_ROOT(;|\$)" | grep -v ';main;' | head -n 5 | sed 's/^/#   /'
 fi
 set -- $(folded_share churn.folded "$THREAD_ROOT;start_thread;churn_thread;churn_step;churn_leaf\$")

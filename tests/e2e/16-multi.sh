@@ -66,17 +66,13 @@ else
 	# Two busy threads on two CPUs: about half each; ask for a fifth.
 	for p in $a $b; do
 		n=$(samples_of $p multi.pids)
-		[ "$(num_ge "$(pct "$n" "$total")" 20)" = 1 ] && ok "pid $p has $(pct "$n" "$total")% of the samples (>= 20%)" ||
-			fail "pid $p has $n of $total samples"
+		share_at_least "pid $p:" 20 "$n" "$total" "the samples come from this process"
 	done
 	other=$(awk -v a=$a -v b=$b '$1 != a && $1 != b { n += $2 } END { print n + 0 }' multi.pids)
 	[ "$other" -eq 0 ] && ok "no samples from any other pid" || fail "$other samples from pids other than $a and $b"
 	with_timeout 60 "$SP" report --format=folded multi.spool >multi.folded 2>/dev/null
 	set -- $(folded_share multi.folded "$THREAD_ROOT;worker;worker_step;worker_leaf\$")
-	share=$(pct "$1" "$2")
-	info "complete worker stacks $1 / $2 = $share%"
-	[ "$(num_ge "$share" $MIN)" = 1 ] && ok "$share% of the samples of both processes are complete worker stacks (>= $MIN%)" ||
-		fail "only $share% of the samples are complete worker stacks"
+	share_at_least $MIN "$1" "$2" "the samples of both processes are complete worker stacks"
 fi
 kill -0 $a 2>/dev/null && kill -0 $b 2>/dev/null && ok "both processes still run after the recording" ||
 	fail "a recorded process died"
@@ -131,13 +127,7 @@ done
 info "samples from the grandchildren: $inkids / $total ($(pct "$inkids" "$total")%)"
 with_timeout 60 "$SP" report --format=folded desc.spool >desc.folded 2>/dev/null
 set -- $(folded_share desc.folded "$ROOT$SPAWN;child_work(;|\$)")
-share=$(pct "$1" "$inkids")
-info "complete child stacks (main;child_work[;...]) $1 / $inkids = $share%"
-if [ "$inkids" -gt 0 ] && [ "$(num_ge "$share" $MIN)" = 1 ]; then
-	ok "$share% of the grandchildren's samples are complete (>= $MIN%)"
-else
-	fail "only $share% of the grandchildren's samples are complete"
-fi
+share_at_least $MIN "$1" "$inkids" "the grandchildren's samples are complete (main;child_work[;...])"
 for k in $kids; do
 	kill -0 "$k" 2>/dev/null || fail "grandchild $k died during the recording"
 done

@@ -55,20 +55,14 @@ else
 	with_timeout 60 "$SP" dump fp.spool >fp.dump 2>/dev/null
 	info "fp: dump summary: truncated_markers=$(dump_field summary truncated_markers fp.dump) spliced_stacks=$(dump_field summary spliced_stacks fp.dump) ignored_callchain_frames=$(dump_field summary ignored_callchain_frames fp.dump)"
 	info "fp: deep_recurse frames per stack (frames samples): $(depth_hist fp.folded)"
-	set -- $(folded_share fp.folded "$CHAIN")
-	share=$(pct "$1" "$2")
-	info "fp: main > $DEPTH x deep_recurse > deep_leaf in $1 / $2 samples = $share%"
+	chain=$(folded_share fp.folded "$CHAIN")
 	set -- $(folded_share fp.folded "$ROOT;")
 	info "fp: stacks from _start (the whole root) $1 / $2 = $(pct "$1" "$2")%"
 	set -- $(folded_share fp.folded '^\[truncated\]')
 	info "fp: stacks marked truncated $1 / $2 = $(pct "$1" "$2")%"
 	awk '{ split($0, f, ";"); n[f[1]] += $NF } END { for (r in n) print n[r], r }' fp.folded | sort -rn | head -n 3 |
 		sed 's/^/# fp: first frame: /'
-	if [ "$(num_ge "$share" $MIN)" = 1 ]; then
-		ok "fp: $share% of the samples reach main through all $DEPTH frames (>= $MIN%)"
-	else
-		fail "fp: only $share% of the samples reach main through exactly $DEPTH deep_recurse frames"
-	fi
+	share_at_least fp: $MIN $chain "the samples reach main through exactly $DEPTH deep_recurse frames"
 fi
 
 # perf on the same binary, for comparison: its DWARF unwinding stops at the copy's end.
@@ -103,10 +97,7 @@ info "nofp: truncated_markers=${markers:-?} in the dump summary; record's summar
 with_timeout 60 "$SP" report --format=folded nofp.spool >nofp.folded 2>/dev/null
 info "nofp: deep_recurse frames per stack (frames samples): $(depth_hist nofp.folded)"
 set -- $(folded_share nofp.folded '^\[truncated\];')
-share=$(pct "$1" "$2")
-info "nofp: stacks starting with [truncated] $1 / $2 = $share%"
-[ "$(num_ge "$share" 90)" = 1 ] && ok "nofp: $share% of the stacks start with [truncated] (>= 90%)" ||
-	fail "nofp: only $share% of the stacks start with [truncated]"
+share_at_least nofp: 90 "$1" "$2" "the stacks start with [truncated]"
 set -- $(folded_share nofp.folded '.;\[truncated\]')
 [ "$1" -eq 0 ] && ok "nofp: [truncated] only ever comes first" || fail "nofp: $1 samples have [truncated] past the first frame"
 # Rooted at _start: the program's own or, for a sample taken while the dynamic

@@ -156,9 +156,7 @@ expected=$(awk -v a="$c0" -v b="$c1" -v f=$FREQ 'BEGIN { printf "%d", (b - a) * 
 info "killed after $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s ($(awk -v a="$c0" -v b="$c1" 'BEGIN { printf "%.2f", b - a }') s of the target's CPU): $n samples recovered of about $expected expected ($(pct "$n" "$expected")%)"
 info "killed spool: $(wc -c <killed.spool) bytes; last dump line: $(tail -n 1 killed.dump | cut -c1-80)"
 # The writer flushes at least every 200 ms: a kill costs that and what the rings held.
-[ "$(num_ge "$(pct "$n" "$expected")" 80)" = 1 ] &&
-	ok "the killed recorder's spool keeps >= 80% of the expected samples ($n of $expected)" ||
-	fail "the killed recorder's spool keeps $n of about $expected expected samples (< 80%)"
+share_at_least 80 "$n" "$expected" "the expected samples are kept in the killed recorder's spool"
 # It ends mid-record ("# truncated") or at a record boundary without a summary ("# cut short").
 grep -Eqi '^# (truncated|cut short)' killed.dump && ok "dump says the killed recorder's spool is cut short" ||
 	fail "dump does not say the killed recorder's spool is truncated: $(tail -n 1 killed.dump | cut -c1-80)"

@@ -51,10 +51,7 @@ else
 fi
 
 set -- $(folded_share named.folded "$NAMED")
-share=$(pct "$1" "$kernel")
-info "samples with a named system-call frame: $1 of $kernel with kernel frames ($share%)"
-[ "$(num_ge "$share" 90)" = 1 ] && ok "$share% of the kernel stacks name entry_SYSCALL / do_syscall_64 / *sys_* (>= 90%)" ||
-	fail "only $share% of the kernel stacks name a system call entry"
+share_at_least 90 "$1" "$kernel" "the kernel stacks name a system call entry (entry_SYSCALL / do_syscall_64 / *sys_*)"
 set -- $(folded_share named.folded '\[kernel\]\+0x')
 left=$(pct "$1" "$kernel")
 info "samples still holding an unnamed kernel frame: $1 ($left%)"

@@ -26,9 +26,7 @@ pid=${pid%.map}
 with_timeout 60 "$SP" report --format=folded jit.spool >jit.folded 2>jit.err
 folded_self jit.folded | head -n 3 | sed 's/^/# leaf: /'
 set -- $(folded_share jit.folded ';jit_hot_loop$|^jit_hot_loop$')
-share=$(pct "$1" "$2")
-[ "$(num_ge "$share" 90)" = 1 ] && ok "jit_hot_loop is the leaf of $share% of $2 samples (>= 90%)" ||
-	fail "jit_hot_loop is the leaf of only $share% of the samples"
+share_at_least 90 "$1" "$2" "the samples have jit_hot_loop as their leaf"
 [ ! -s jit.err ] && ok "no warning about the perf map" || fail "report warned: $(head -c 300 jit.err)"
 with_timeout 60 "$SP" report jit.spool >jit.txt 2>/dev/null
 grep -E "jit_hot_loop +perf-$pid\.map" jit.txt >/dev/null &&
@@ -129,17 +127,12 @@ if [ ! -s pyall.folded ]; then
 fi
 folded_top pyall.folded 2 | sed 's/^/# top: /'
 set -- $(folded_share pyall.folded '(^|;)sp_python_(leaf|caller)(;|$)')
-share=$(pct "$1" "$2")
-info "samples with a named Python frame: $1 / $2 = $share%"
-if [ "$(num_ge "$share" 50)" = 1 ]; then
-	ok "$share% of the python3.12 samples hold a py:: frame named from the perf map (>= 50%)"
-else
+if ! share_at_least 50 "$1" "$2" "the python3.12 samples hold a py:: frame named from the perf map"; then
 	# Seen in fresh-clone CI runs, never by hand: say what the spool and the maps were.
 	info "report said: $(head -c 400 pyall.err | tr '\n' ' ')"
 	info "spool: $(grep -E '^(exec|owner|thread) ' py.dump | head -n 8 | tr '\n' ' ')"
 	for m in $MAPS; do info "map $m: $(ls -ln --time-style=+%s.%N "$m" 2>&1 | cut -c1-120) $(head -n 1 "$m" 2>/dev/null | cut -c1-80)"; done
 	info "record: $(grep -Ev '^ +[a-z-]+ +[0-9]+ ' record.err | head -n 6 | tr '\n' ' ')"
-	fail "only $share% of the python3.12 samples hold a named Python frame"
 fi
 grep -q 'py::' pyall.folded && fail "raw py:: names leak into the report" || ok "Python frames are shown by function name, without py::"
 with_timeout 60 "$SP" report --format=folded --perf-maps=python py.spool >pyonly.folded 2>/dev/null
@@ -154,14 +147,13 @@ with_timeout 60 "$SP" report --format=folded --show-runtime py.spool >pyrt.folde
 set -- $(folded_share pyall.folded "$EVAL")
 hidden=$(pct "$1" "$2")
 hidden_n=$1
-set -- $(folded_share pyrt.folded "$EVAL")
-shown=$(pct "$1" "$2")
+shown_counts=$(folded_share pyrt.folded "$EVAL")
+shown=$(pct $shown_counts)
 info "samples with _PyEval_EvalFrameDefault: $hidden% by default, $shown% with --show-runtime"
 # Stacks whose unwinding stopped before any Python frame keep the runtime's frames.
 [ "$(num_ge 5 "$hidden")" = 1 ] && ok "the interpreter's eval loop is hidden by default (left in $hidden_n samples whose stacks hold no Python frame)" ||
 	fail "_PyEval_EvalFrameDefault still in $hidden% of the default stacks (want <= 5%)"
-[ "$(num_ge "$shown" 50)" = 1 ] && ok "--show-runtime shows it in $shown% of the stacks (>= 50%)" ||
-	fail "--show-runtime shows _PyEval_EvalFrameDefault in only $shown% of the stacks"
+share_at_least --show-runtime: 50 $shown_counts "the stacks show _PyEval_EvalFrameDefault"
 [ "$(folded_total pyrt.folded)" = "$(folded_total pyall.folded)" ] &&
 	ok "hiding frames loses no sample ($(folded_total pyall.folded) both ways)" ||
 	fail "sample totals differ: $(folded_total pyall.folded) hidden, $(folded_total pyrt.folded) shown"

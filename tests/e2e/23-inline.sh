@@ -22,11 +22,7 @@ folded_top ic.folded 2 | sed 's/^/# top: /'
 
 # The chain, root first: hot_caller, then what was inlined into it, innermost last.
 set -- $(folded_share ic.folded "$ROOT;hot_caller;mix_outer_\\[i\\];mix_inner_\\[i\\]\$")
-share=$(pct "$1" "$2")
-info "main > hot_caller > mix_outer [inline] > mix_inner [inline]: $1 / $2 = $share%"
-[ "$(num_ge "$share" 90)" = 1 ] &&
-	ok "$share% of the samples end in hot_caller;mix_outer_[i];mix_inner_[i] (>= 90%)" ||
-	fail "only $share% of the samples end in hot_caller;mix_outer_[i];mix_inner_[i]"
+share_at_least 90 "$1" "$2" "the samples end in main;hot_caller;mix_outer_[i];mix_inner_[i]"
 grep -q 'hot_caller_\[i\]' ic.folded && fail "hot_caller, a real function, is marked inline" ||
 	ok "hot_caller itself is not marked inline"
 
@@ -54,10 +50,7 @@ info "source lines: mix_inner from $inner_first, mix_outer calls it at $outer_ca
 with_timeout 60 "$SP" report --format=folded --lines ic.spool >lines.folded 2>/dev/null
 folded_top lines.folded 1 | sed 's/^/# --lines top: /'
 set -- $(folded_share lines.folded ";main:[0-9]+;hot_caller:$caller_call;mix_outer:${outer_call}_\\[i\\];mix_inner:[0-9]+_\\[i\\]\$")
-share=$(pct "$1" "$2")
-[ "$(num_ge "$share" 90)" = 1 ] &&
-	ok "--lines folded: hot_caller:$caller_call;mix_outer:${outer_call}_[i];mix_inner:N_[i] in $share% of the samples" ||
-	fail "--lines folded: only $share% of the samples end in hot_caller:$caller_call;mix_outer:${outer_call}_[i];mix_inner:N_[i]"
+share_at_least "--lines folded:" 90 "$1" "$2" "the samples end in hot_caller:$caller_call;mix_outer:${outer_call}_[i];mix_inner:N_[i]"
 bad=$(grep -oE 'mix_inner:[0-9]+' lines.folded | cut -d: -f2 | sort -u |
 	awk -v lo="$inner_first" -v hi="$outer_call" '$1 <= lo || $1 >= hi' | tr '\n' ' ')
 [ -z "$bad" ] && ok "every mix_inner line is inside mix_inner ($(grep -oE 'mix_inner:[0-9]+' lines.folded | sort -u | tr '\n' ' '))" ||
@@ -77,20 +70,18 @@ grep -Eq '^ +[0-9.]+% +[0-9.]+% +[0-9]+  mix_inner \[inline\] \(inline_chain\.c:
 # --no-inline: today's view, one frame per address, named from the symbol table.
 with_timeout 60 "$SP" report --format=folded --no-inline ic.spool >noinl.folded 2>/dev/null
 set -- $(folded_share noinl.folded "$ROOT;hot_caller\$")
-share=$(pct "$1" "$2")
-! grep -q '_\[i\]' noinl.folded && ! grep -q mix_ noinl.folded && [ "$(num_ge "$share" 90)" = 1 ] &&
-	ok "--no-inline: no inline frames; $share% of the samples end in main;hot_caller" ||
-	fail "--no-inline still shows inline frames or lost hot_caller ($share%): $(folded_top noinl.folded 1)"
+! grep -q '_\[i\]' noinl.folded && ! grep -q mix_ noinl.folded && ok "--no-inline: no inline frames" ||
+	fail "--no-inline still shows inline frames: $(folded_top noinl.folded 1)"
+share_at_least --no-inline: 90 "$1" "$2" "the samples end in main;hot_caller" ||
+	info "--no-inline top stack: $(folded_top noinl.folded 1)"
 with_timeout 60 "$SP" report --no-inline ic.spool >noinl.txt 2>/dev/null
 ! grep -q '\[inline\]' noinl.txt && [ "$(report_top_function noinl.txt)" = hot_caller ] &&
 	ok "--no-inline text: hot_caller is the top function, nothing marked [inline]" ||
 	fail "--no-inline text: top function '$(report_top_function noinl.txt)'"
 with_timeout 60 "$SP" report --format=folded --no-inline --lines ic.spool >noinl-lines.folded 2>/dev/null
 set -- $(folded_share noinl-lines.folded ";hot_caller:$caller_call\$")
-share=$(pct "$1" "$2")
-[ "$(num_ge "$share" 90)" = 1 ] &&
-	ok "--no-inline --lines: hot_caller at line $caller_call, where the inlined code sits ($share%)" ||
-	fail "--no-inline --lines: only $share% end in hot_caller:$caller_call: $(folded_top noinl-lines.folded 1)"
+share_at_least "--no-inline --lines:" 90 "$1" "$2" "the samples end in hot_caller:$caller_call, the line where the inlined code sits" ||
+	info "--no-inline --lines top stack: $(folded_top noinl-lines.folded 1)"
 
 # --- C++: inlined member functions are demangled like symbols -------------------------
 if ! command -v g++ >/dev/null 2>&1; then
@@ -136,10 +127,8 @@ fi
 sp_record cxx.spool -F 999 -- ./mixer >/dev/null || { fail "record of mixer exited $?"; finish; }
 with_timeout 60 "$SP" report --format=folded cxx.spool >cxx.folded 2>/dev/null
 set -- $(folded_share cxx.folded ';demo::churn\(demo::Mixer&, double\);demo::Mixer::step\(unsigned long\)_\[i\]$')
-share=$(pct "$1" "$2")
-[ "$(num_ge "$share" 50)" = 1 ] &&
-	ok "C++: demo::Mixer::step(unsigned long) inlined into demo::churn, demangled ($share% of the samples)" ||
-	fail "C++: only $share% end in demo::churn;demo::Mixer::step(unsigned long)_[i]: $(folded_top cxx.folded 1)"
+share_at_least C++: 50 "$1" "$2" "the samples end in demo::churn;demo::Mixer::step(unsigned long)_[i] (inlined, demangled)" ||
+	info "C++ top stack: $(folded_top cxx.folded 1)"
 with_timeout 60 "$SP" report --format=folded --no-demangle cxx.spool >raw.folded 2>/dev/null
 grep -q ';_ZN4demo5churnERNS_5MixerEd;_ZN4demo5Mixer4stepEm_\[i\] ' raw.folded &&
 	ok "C++ with --no-demangle: the inline frame keeps its linkage name _ZN4demo5Mixer4stepEm" ||

@@ -38,45 +38,35 @@ report_folded() {
 	env "$@" "$SP" report --format=folded split.spool >"$out" 2>"$out.err"
 }
 
-# share_of FILE ERE: the percentage of samples whose stack matches.
-share_of() {
-	set -- $(folded_share "$1" "$2")
-	pct "$1" "$2"
+# share_90 LABEL FILE ERE WHAT: at least 90% of the samples in FILE match ERE; on
+# failure, the top stack.
+share_90() {
+	share_at_least "$1" 90 $(folded_share "$2" "$3") "$4" || info "$1 top stack: $(folded_top "$2" 1)"
 }
 
 report_folded beside.folded
-share=$(share_of beside.folded "$CHAIN")
-[ "$(num_ge "$share" 90)" = 1 ] &&
-	ok "debug link beside the binary: main;level1;...;level4 in $share% of the samples" ||
-	fail "debug link beside the binary: only $share% named: $(folded_top beside.folded 1)"
+share_90 "debug link beside the binary:" beside.folded "$CHAIN" "the samples are named main;level1;...;level4"
 
 mkdir .debug && mv prog.debug .debug/
 report_folded dotdebug.folded
-share=$(share_of dotdebug.folded "$CHAIN")
-[ "$(num_ge "$share" 90)" = 1 ] && ok "debug link in .debug/: $share% named" ||
-	fail "debug link in .debug/: only $share% named: $(folded_top dotdebug.folded 1)"
+share_90 "debug link in .debug/:" dotdebug.folded "$CHAIN" "the samples are named main;level1;...;level4"
 
 # Out of every default place: the names are gone...
 mkdir dbg && mv .debug/prog.debug dbg/
 report_folded none.folded
-share=$(share_of none.folded "$ADDR")
-[ "$(num_ge "$share" 90)" = 1 ] && ! grep -q level4 none.folded &&
-	ok "without a reachable debug file the stripped code is module+offset ($share%)" ||
+share_90 "without a reachable debug file:" none.folded "$ADDR" "the samples show the stripped code as module+offset"
+! grep -q level4 none.folded && ok "without a reachable debug file nothing is named level4" ||
 	fail "stripped prog still named without its debug file: $(folded_top none.folded 1)"
 # ...and STACKPULSE_DEBUG_DIRS brings them back, by link name...
 report_folded dirs.folded STACKPULSE_DEBUG_DIRS="/nonexistent:$TMP/dbg"
-share=$(share_of dirs.folded "$CHAIN")
-[ "$(num_ge "$share" 90)" = 1 ] && ok "STACKPULSE_DEBUG_DIRS, by debug link: $share% named" ||
-	fail "STACKPULSE_DEBUG_DIRS by debug link: only $share% named: $(folded_top dirs.folded 1)"
+share_90 "STACKPULSE_DEBUG_DIRS, by debug link:" dirs.folded "$CHAIN" "the samples are named main;level1;...;level4"
 # ...and by build-id, the .build-id/xx/rest.debug layout.
 id=$(readelf -n prog 2>/dev/null | sed -n 's/.*Build ID: *\([0-9a-f]*\).*/\1/p' | head -n 1)
 if [ -n "$id" ]; then
 	mkdir -p "ids/.build-id/$(echo "$id" | cut -c1-2)"
 	cp dbg/prog.debug "ids/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-).debug"
 	report_folded ids.folded STACKPULSE_DEBUG_DIRS="$TMP/ids"
-	share=$(share_of ids.folded "$CHAIN")
-	[ "$(num_ge "$share" 90)" = 1 ] && ok "STACKPULSE_DEBUG_DIRS, by build-id $id: $share% named" ||
-		fail "STACKPULSE_DEBUG_DIRS by build-id: only $share% named: $(folded_top ids.folded 1)"
+	share_90 "STACKPULSE_DEBUG_DIRS, by build-id $id:" ids.folded "$CHAIN" "the samples are named main;level1;...;level4"
 else
 	skip "readelf shows no build-id for prog: the build-id layout is not checked"
 fi
@@ -103,9 +93,8 @@ if [ -n "$id" ]; then
 	cp other.debug "wrong/.build-id/$(echo "$id" | cut -c1-2)/$(echo "$id" | cut -c3-).debug"
 fi
 STACKPULSE_DEBUG_DIRS=$TMP/wrong "$SP" report --format=folded split.spool >wrong.folded 2>wrong.err
-share=$(share_of wrong.folded "$ADDR")
-[ "$(num_ge "$share" 90)" = 1 ] && ! grep -q level4 wrong.folded &&
-	ok "another build's debug file gives no names ($share% module+offset)" ||
+share_90 "another build's debug file:" wrong.folded "$ADDR" "the samples show module+offset, no names"
+! grep -q level4 wrong.folded && ok "another build's debug file names nothing level4" ||
 	fail "another build's debug file was used: $(folded_top wrong.folded 1)"
 info "warning: $(head -n 1 wrong.err)"
 grep -q "debug file.* refused" wrong.err && grep -q "$TMP/wrong/" wrong.err &&
@@ -120,10 +109,9 @@ echo "$line" | grep -q "^Debug files: $want refused" &&
 	fail "the header has no 'Debug files: $want refused' line: '$line'"
 # The refusal does not stop the search: the right file, further on, is still used.
 STACKPULSE_DEBUG_DIRS="$TMP/wrong:$TMP/dbg" "$SP" report --format=folded split.spool >both.folded 2>both.err
-share=$(share_of both.folded "$CHAIN")
-[ "$(num_ge "$share" 90)" = 1 ] && grep -q refused both.err &&
-	ok "a refused candidate first, the right one next: named ($share%), refusal still warned" ||
-	fail "wrong then right debug directory: $share% named, stderr '$(head -c 200 both.err)'"
+share_90 "a refused candidate first, the right one next:" both.folded "$CHAIN" "the samples are named main;level1;...;level4"
+grep -q refused both.err && ok "a refused candidate first, the right one next: the refusal is still warned" ||
+	fail "wrong then right debug directory: no refusal warned, stderr '$(head -c 200 both.err)'"
 
 # debuginfod: asked only when nothing local matches; an unreachable server is no error.
 DEBUGINFOD_URLS=http://127.0.0.1:9 DEBUGINFOD_TIMEOUT=5 DEBUGINFOD_CACHE_PATH=$TMP/cache \

@@ -58,17 +58,12 @@ perf_share() {
 share_line() {
 	folded_select "$2" "$3" >"$2.sel"
 	set -- "$1" "$2" "$3" "$4" "$5" "${6:-}" "${7:-}" $(folded_share "$2.sel" "$4")
-	sp=$(pct "$8" "$9")
 	if [ -n "$6" ]; then
-		ref="perf: $6 / $7 = $(pct "$6" "$7")%"
+		info "$1: perf: $6 / $7 = $(pct "$6" "$7")%"
 	else
-		ref="perf: no figure (perf missing or failed)"
+		info "$1: perf: no figure (perf missing or failed)"
 	fi
-	info "$1: stackpulse $8 / $9 = $sp%; $ref"
-	if [ "$9" -gt 0 ] && [ "$(num_ge "$sp" "$5")" = 1 ]; then
-		ok "$1: $sp% of $9 samples keep the whole chain (>= $5%)"
-	else
-		fail "$1: only $sp% of $9 samples keep the whole chain (want >= $5%)"
+	if ! share_at_least "$1:" "$5" "$8" "$9" "the samples keep the whole chain"; then
 		folded_select "$2.sel" "$4" v | head -n 3 | cut -c1-400 | sed 's/^/# lost: /'
 	fi
 }

@@ -4,6 +4,7 @@
 # lost samples as the spool holds them).  Prints the distinct tids sampled, lost
 # samples and the recorder's peak memory.  With --realtime (root) the recorder
 # drains the rings in time: under 1% lost, and most threads sampled.
+# e2e: alone (a load test: it counts lost samples)
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events

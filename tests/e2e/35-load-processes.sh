@@ -4,6 +4,7 @@
 # (child_work, 5 ms each).  Recording must not crash, must sample most of the
 # children, and keep its counters honest.  Prints the pids sampled, lost samples and
 # the recorder's peak memory.
+# e2e: alone (a load test: it counts lost samples)
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events

@@ -5,6 +5,7 @@
 # honestly (record's summary = the spool's lost records = its trailer), and report
 # must read the result.  Prints samples, lost, the recorder's CPU and peak memory.
 # With --realtime (root) the recorder runs at SCHED_FIFO and the command does not.
+# e2e: alone (a load test at the highest sampling rate)
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events

@@ -5,6 +5,7 @@
 # (SP_SPOOL_MAX_DEPTH), so a deeper node makes the spool corrupt: refused at once.
 # The deepest legal chain reads quickly, and 1 MB of 2,049-deep stacks in every view
 # and export stays under 200 MB.
+# e2e: alone (its refusals are timed against a 2 s bound)
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_cmd python3 "writing the hostile spools"

@@ -35,9 +35,7 @@ attach_run plain
 	fail "the target was disturbed: exit $st, $(tail -n 1 plain.out)"
 "$SP" report --format=folded plain.spool >plain.folded 2>/dev/null
 set -- $(folded_share plain.folded 'start_thread;spin;busy_leaf$')
-[ "$1" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 90)" = 1 ] &&
-	ok "the spinning thread is recorded while attached: $1 of $2 samples in busy_leaf" ||
-	fail "only $1 of $2 samples in busy_leaf"
+share_at_least 90 "$1" "$2" "the samples are the spinning thread's, in busy_leaf, recorded while attached"
 
 attach_run stopped --stop-attach
 info "--stop-attach: target exit $st, $(tail -n 1 stopped.out)"

@@ -259,9 +259,8 @@ else
 			mdi$kind.spool >mdi$kind.txt 2>mdi$kind.err
 	done
 	set -- $(folded_share mdigood.txt ';main;level1;level2;level3;level4$')
-	[ "${2:-0}" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 90)" = 1 ] &&
-		ok "a stripped program's MiniDebugInfo still names it: $1 of $2 stacks end in main;level1;..;level4" ||
-		fail "the good MiniDebugInfo named too little: $1 of $2; $(folded_top mdigood.txt 2 | tr '\n' ' ')"
+	share_at_least "a stripped program's MiniDebugInfo:" 90 "$1" "$2" "the stacks end in main;level1;..;level4" ||
+		info "top stacks: $(folded_top mdigood.txt 2 | tr '\n' ' ')"
 	bounded "report of a program whose MiniDebugInfo unpacks to 512 MiB" mdibomb.ru
 	grep -q 'level4' mdibomb.txt && fail "the bomb's MiniDebugInfo was read (level4 named)" ||
 		ok "the bomb's MiniDebugInfo was skipped (no names from it)"

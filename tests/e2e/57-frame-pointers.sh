@@ -41,13 +41,13 @@ WHOLE='^_start;__libc_start_main;__libc_start_call_main;main;fp_level1;fp_level2
 sp_record fp.spool -F 999 -- "$FP" 2 >/dev/null || { fail "record of fp_chain exited $?: $(head -c 300 record.err)"; finish; }
 with_timeout 60 "$SP" report --format=folded fp.spool >fp.folded 2>/dev/null
 with_timeout 60 "$SP" dump fp.spool >fp.dump 2>/dev/null
-set -- $(leaf_share fp.folded '(^|;)fp_leaf$' "$WHOLE")
-share=$(pct "$1" "$2")
+counts=$(leaf_share fp.folded '(^|;)fp_leaf$' "$WHOLE")
+share=$(pct $counts)
 ref=$(perf_g_share fp '(^|;)fp_leaf$' '(^|;)__libc_start_call_main;main;fp_level1;fp_level2;fp_level3;fp_leaf$' "$FP" 2)
 set -- $ref
 info "fp_chain: fp_leaf samples with main > fp_level1 > fp_level2 > fp_level3 down to _start: stackpulse $share%${1:+; perf -g, down to __libc_start_call_main: $1 / $2 = $(pct "$1" "$2")%}"
-[ "$(num_ge "$share" 95)" = 1 ] && ok "fp_chain: $share% of fp_leaf's samples carry the whole chain (>= 95%)" ||
-	fail "fp_chain: only $share% of fp_leaf's samples carry the whole chain: $(folded_top fp.folded 3 | tr '\n' ' ')"
+share_at_least fp_chain: 95 $counts "fp_leaf's samples carry the whole chain" ||
+	info "fp_chain top stacks: $(folded_top fp.folded 3 | tr '\n' ' ')"
 fpf=$(dump_field summary fp_frames fp.dump | tail -n 1)
 [ "${fpf:-0}" -gt 0 ] && ok "the summary counts $fpf frames found by frame pointers" ||
 	fail "the summary counts no frame found by frame pointers (fp_frames=${fpf:-none})"
@@ -69,9 +69,8 @@ if command -v "$CC" >/dev/null 2>&1 &&
 		ok "without frame pointers no fp_leaf stack claims a root ($2 samples)" ||
 		fail "without frame pointers $1 of $2 samples claim a root through fp_leaf"
 	set -- $(leaf_share nofp.folded '(^|;)fp_leaf$' '^\[truncated\];fp_leaf$')
-	[ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 95)" = 1 ] &&
-		ok "without frame pointers fp_leaf's stacks end honestly at the leaf ($1 of $2)" ||
-		fail "without frame pointers only $1 of $2 fp_leaf stacks end at the leaf: $(folded_top nofp.folded 3 | tr '\n' ' ')"
+	share_at_least "without frame pointers:" 95 "$1" "$2" "fp_leaf's stacks end honestly at the leaf ([truncated];fp_leaf)" ||
+		info "without frame pointers, top stacks: $(folded_top nofp.folded 3 | tr '\n' ' ')"
 else
 	skip "no C compiler ($CC) to build fp_chain without frame pointers"
 fi
@@ -97,9 +96,8 @@ if command -v node >/dev/null 2>&1; then
 			done
 		fi
 		info "node ($mode): leafJs samples with topJs above them down to _start: stackpulse $1 / $2 = $share%${ref:+; perf -g, topJs above leafJs: $(echo $ref | awk '{ printf "%d / %d = %.1f%%", $1, $2, $2 ? 100 * $1 / $2 : 0 }')}"
-		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
-			ok "node ($mode): $share% of leafJs's samples keep their JS and native callers down to _start (>= 95%)" ||
-			fail "node ($mode): only $share% of $2 leafJs samples keep their callers: $(folded_top node-$mode.folded 2 | cut -c1-300 | tr '\n' ' '); record said: $(tr '\n' ' ' <node-$mode.record.err | tr -s ' ' | cut -c1-900)"
+		share_at_least "node ($mode):" 95 "$1" "$2" "leafJs's samples keep their JS and native callers down to _start" ||
+			info "node ($mode): top stacks: $(folded_top node-$mode.folded 2 | cut -c1-300 | tr '\n' ' '); record said: $(tr '\n' ' ' <node-$mode.record.err | tr -s ' ' | cut -c1-900)"
 	done
 else
 	skip "node: not found in PATH (the Node measurement needs node --perf-basic-prof)"
@@ -129,9 +127,8 @@ EOF
 		set -- $(leaf_share java.folded "$LEAF" "$JWHOLE")
 		share=$(pct "$1" "$2")
 		info "java: Hot.leafJ samples under its callers down to the thread's start: stackpulse $1 / $2 = $share%"
-		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
-			ok "java: $share% of Hot.leafJ's samples keep their callers down to start_thread (>= 95%)" ||
-			fail "java: only $share% of $2 Hot.leafJ samples keep their callers: $(folded_top java.folded 2 | cut -c1-300 | tr '\n' ' ')"
+		share_at_least java: 95 "$1" "$2" "Hot.leafJ's samples keep their callers down to start_thread" ||
+			info "java: top stacks: $(folded_top java.folded 2 | cut -c1-300 | tr '\n' ' ')"
 	else
 		skip "java: javac failed: $(head -c 200 javac.err)"
 	fi
@@ -228,9 +225,8 @@ EOF
 		ref=
 		[ -s go.perf ] && ref="$3 of $4"
 		info "go stripped: goLeaf samples under goMid > goOuter > main.main > runtime.main > goexit: stackpulse $1 / $2 = $share%${ref:+; perf -g: $ref goLeaf samples have goMid as the caller (the leaf keeps no frame, so its frame-pointer walk skips it)}"
-		[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
-			ok "go stripped: $share% of goLeaf's samples carry the whole chain (>= 95%)" ||
-			fail "go stripped: only $share% of $2 goLeaf samples carry the whole chain: $(folded_top go.folded 3 | tr '\n' ' ')"
+		share_at_least "go stripped:" 95 "$1" "$2" "goLeaf's samples carry the whole chain" ||
+			info "go stripped: top stacks: $(folded_top go.folded 3 | tr '\n' ' ')"
 	else
 		skip "go: the Go program did not build: $(head -c 200 go.err)"
 	fi

@@ -30,14 +30,14 @@ sp_record jd.spool -F 999 -- "$WL" -t 2 >/dev/null || { fail "record of jit_dump
 JD=$(ls jit-*.dump 2>/dev/null | head -n 1)
 [ -n "$JD" ] || { fail "jit_dump wrote no jitdump in the working directory"; finish; }
 with_timeout 60 "$SP" report --format=folded jd.spool >jd.folded 2>jd.err
-set -- $(leaf_share jd.folded '(^|;)jit_work$' "$WHOLE")
-share=$(pct "$1" "$2")
+counts=$(leaf_share jd.folded '(^|;)jit_work$' "$WHOLE")
+share=$(pct $counts)
 # perf names no frame of the code (no perf map): all its samples, those under call_jit.
 ref=$(perf_g_share jitg '.' '(^|;)main;run_jit;call_jit;' "$WL" -t 2)
 set -- $ref
 info "jit_dump: jit_work samples with main > run_jit > call_jit down to _start: stackpulse $share%${1:+; perf -g, samples under call_jit: $1 / $2 = $(pct "$1" "$2")%}"
-[ "$(num_ge "$share" 95)" = 1 ] && ok "jit_dump: $share% of jit_work's samples carry the whole chain (>= 95%)" ||
-	fail "jit_dump: only $share% of jit_work's samples carry the whole chain: $(folded_top jd.folded 3 | tr '\n' ' ')"
+share_at_least jit_dump: 95 $counts "jit_work's samples carry the whole chain" ||
+	info "jit_dump: top stacks: $(folded_top jd.folded 3 | tr '\n' ' ')"
 grep -q 'unwound with the unwinding information its runtime wrote into a jitdump' record.err &&
 	ok "record's summary counts the frames unwound with the jitdump's information" ||
 	fail "record's summary does not mention the jitdump: $(tail -n 4 record.err | tr '\n' ' ')"
@@ -60,16 +60,14 @@ fi
 rm -f "$JD"
 with_timeout 60 "$SP" report --format=folded jd.spool >jd-gone.folded 2>/dev/null
 set -- $(folded_share jd-gone.folded '^_start;__libc_start_main;__libc_start_call_main;main;run_jit;call_jit;\[anon\]\+0x[0-9a-f]+$')
-[ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 90)" = 1 ] &&
-	ok "with the jitdump removed the stacks stay whole, the JIT frame an address ($1 of $2)" ||
-	fail "with the jitdump removed only $1 of $2 stacks end in call_jit;[anon]: $(folded_top jd-gone.folded 2 | tr '\n' ' ')"
+share_at_least "with the jitdump removed:" 90 "$1" "$2" "the stacks stay whole, ending in call_jit;[anon] (the JIT frame an address)" ||
+	info "with the jitdump removed, top stacks: $(folded_top jd-gone.folded 2 | tr '\n' ' ')"
 
 # Names symbolize stored while the jitdump was there outlive it.
 with_timeout 60 "$SP" report --format=folded jd-sym.spool >jd-sym.folded 2>/dev/null
 set -- $(leaf_share jd-sym.folded '.' "$WHOLE")
-[ "$(num_ge "$(pct "$1" "$2")" 95)" = 1 ] &&
-	ok "names symbolize stored from the jitdump stay once it is gone ($1 of $2)" ||
-	fail "after symbolize and the jitdump's removal only $1 of $2 stacks name jit_work: $(folded_top jd-sym.folded 2 | tr '\n' ' ')"
+share_at_least "after symbolize and the jitdump's removal:" 95 "$1" "$2" "the stacks name jit_work (names symbolize stored stay)" ||
+	info "after symbolize, top stacks: $(folded_top jd-sym.folded 2 | tr '\n' ' ')"
 
 # --- (b) Node ----------------------------------------------------------------------
 if command -v node >/dev/null 2>&1; then
@@ -84,11 +82,8 @@ if command -v node >/dev/null 2>&1; then
 	with_timeout 60 "$SP" report --format=folded node.spool >node.folded 2>/dev/null
 	LEAF='(^|;)JS:[^;]*leafJs[^;]*(;|$)'
 	set -- $(leaf_share node.folded "$LEAF" '^_start;.*;JS:[^;]*topJs[^;]*;(.*;)?JS:[^;]*leafJs')
-	share=$(pct "$1" "$2")
-	info "node --perf-prof: leafJs samples with topJs above them down to _start: $1 / $2 = $share%"
-	[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
-		ok "node --perf-prof: $share% of leafJs's samples named from the jitdump keep their callers (>= 95%)" ||
-		fail "node --perf-prof: $share% of $2 leafJs samples keep their callers: $(folded_top node.folded 2 | cut -c1-300 | tr '\n' ' ')"
+	share_at_least "node --perf-prof:" 95 "$1" "$2" "leafJs's samples named from the jitdump keep their callers (topJs above them, down to _start)" ||
+		info "node --perf-prof: top stacks: $(folded_top node.folded 2 | cut -c1-300 | tr '\n' ' ')"
 	with_timeout 60 "$SP" report node.spool >node.txt 2>&1
 	grep -q 'leafJs.* jit-[0-9]*\.dump *$' node.txt && ok "node's JS functions are shown in module jit-PID.dump" ||
 		fail "node's leafJs is not shown from the jitdump: $(grep -m 2 leafJs node.txt | tr '\n' ' ')"
@@ -108,11 +103,8 @@ if [ -n "$PY" ]; then
 	done
 	with_timeout 60 "$SP" report --format=folded py.spool >py.folded 2>/dev/null
 	set -- $(leaf_share py.folded '(^|;)jit_py_leaf(;|$)' '(^|;)<module>;jit_py_f1;jit_py_f2;jit_py_f3;jit_py_f4;jit_py_leaf(;|$)')
-	share=$(pct "$1" "$2")
-	info "python3.13 -X perf_jit: jit_py_leaf samples with the whole Python chain: $1 / $2 = $share%"
-	[ "$2" -gt 0 ] && [ "$(num_ge "$share" 95)" = 1 ] &&
-		ok "python3.13 -X perf_jit: $share% of jit_py_leaf's samples carry the Python chain named from the jitdump (>= 95%)" ||
-		fail "python3.13 -X perf_jit: $share% of $2 jit_py_leaf samples carry the chain: $(folded_top py.folded 2 | cut -c1-300 | tr '\n' ' ')"
+	share_at_least "python3.13 -X perf_jit:" 95 "$1" "$2" "jit_py_leaf's samples carry the Python chain named from the jitdump" ||
+		info "python3.13 -X perf_jit: top stacks: $(folded_top py.folded 2 | cut -c1-300 | tr '\n' ' ')"
 else
 	skip "python3.13 with -X perf_jit support not found (PATH or pyenv)"
 fi

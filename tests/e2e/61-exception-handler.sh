@@ -45,7 +45,5 @@ info "throw_loop: $through of $total samples pass through _Unwind_RaiseException
 	fail "$wrong samples show another caller of _Unwind_RaiseException: $(RIGHT_RE=$right_re awk '{ s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s) } s ~ /_Unwind_RaiseException/ && s !~ ENVIRON["RIGHT_RE"]' t.folded | head -n 3 | tr '\n' ' ')"
 set -- $(folded_share t.folded '^_start;__libc_start_main;__libc_start_call_main;main;catcher\(int\);(relay\(int\);)?thrower\(int\)[^;]*;__cxa_throw;_Unwind_RaiseException')
 info "throw_loop: $1 of $through samples through _Unwind_RaiseException carry the whole chain from _start"
-[ "$through" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$through")" 90)" = 1 ] &&
-	ok "the other stacks through libgcc's unwinder are whole ($1 of $through)" ||
-	fail "only $1 of $through stacks through _Unwind_RaiseException are whole"
+share_at_least 90 "$1" "$through" "the stacks through libgcc's unwinder (_Unwind_RaiseException) are whole"
 finish

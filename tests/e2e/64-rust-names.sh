@@ -36,9 +36,8 @@ check() {
 			awk '$1 ~ /%$/ { $2 = ""; print; exit }')
 	fi
 	info "$m: $1 of $2 samples carry the chain${ref:+; perf's top entry: $ref}"
-	[ "$2" -gt 0 ] && [ "$(num_ge "$(pct "$1" "$2")" 95)" = 1 ] &&
-		ok "$m mangling: $(pct "$1" "$2")% of samples name the chain in Rust's spelling (>= 95%)" ||
-		fail "$m mangling: only $1 of $2 samples match: $(folded_top "$m.folded" 2 | tr '\n' ' ')"
+	share_at_least "$m mangling:" 95 "$1" "$2" "the samples name the chain in Rust's spelling" ||
+		info "$m mangling: top stacks: $(folded_top "$m.folded" 2 | tr '\n' ' ')"
 	bad=$(tr ';' '\n' <"$m.folded" | grep -E '::h[0-9a-f]{16}($| )|^_R[A-Za-z0-9_]|^_ZN' | head -n 3 | tr '\n' ' ')
 	[ -z "$bad" ] && ok "$m mangling: no name keeps its hash or its mangled form" ||
 		fail "$m mangling: names left mangled: $bad"

@@ -72,6 +72,24 @@ pct() {
 	awk -v m="$1" -v t="$2" 'BEGIN { if (t + 0 == 0) print "0.00"; else printf "%.2f\n", 100 * m / t }'
 }
 
+# share_at_least [LABEL:] MIN MATCHED TOTAL WHAT: the check that MATCHED of TOTAL
+# (samples, most often) is at least MIN percent.  Prints one result line,
+#   ok: LABEL: 99.60% of WHAT (1992 / 2000, needs >= 95%)
+# or the same as a FAIL line, "only 80.00% of WHAT ...".  No TOTAL (0 or empty) fails.
+# Returns 1 on failure, so the caller can show more (the other stacks) after it.
+share_at_least() {
+	sal_label=
+	case $1 in *:) sal_label="$1 " && shift ;; esac
+	sal_pct=$(pct "${2:-0}" "${3:-0}")
+	sal_counts="(${2:-0} / ${3:-0}, needs >= $1%)"
+	if [ "${3:-0}" -gt 0 ] && [ "$(num_ge "$sal_pct" "$1")" = 1 ]; then
+		ok "$sal_label$sal_pct% of $4 $sal_counts"
+	else
+		fail "${sal_label}only $sal_pct% of $4 $sal_counts"
+		return 1
+	fi
+}
+
 # --- preconditions -------------------------------------------------------------
 
 # The binary is the product under test: missing is a failure, not a skip.

@@ -3,13 +3,13 @@
 # well-formed XML; its frames, read back, give exactly the folded view's stacks and
 # chain4's hot function level4 as the widest leaf-level frame; --no-inline and --lines
 # change it as they change the folded view; headless Chromium (tests/browser) zooms,
-# searches and hovers it and saves a screenshot under tests/e2e/out/26-flamegraph/.
+# searches and hovers it and saves a screenshot under tests/e2e/out/37-flamegraph/.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
 need_workload chain4
 
-shots=$REPO/tests/e2e/out/26-flamegraph
+shots=$REPO/tests/e2e/out/37-flamegraph
 mkdir -p "$shots"
 
 sp_record c.spool -F 999 -- "$WL" -t 2 >/dev/null || { fail "record failed: $(head -c 300 record.err)"; finish; }

@@ -22,7 +22,7 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
 WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wformat=2
-DEP_PKGS = libdw libelf liblzma
+DEP_PKGS = libdw libelf liblzma capstone
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+/* Annotation as JSON: one object per function, its "lines" and "instructions" (stackpulse-annotate(1)). */
+#include "report/annotate.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static int put(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int put(struct sp_buf *b, const char *fmt, ...)
+{
+	char tmp[160];
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -ENOMEM;
+	return sp_buf_append(b, tmp, (size_t)n);
+}
+
+/* "key":STRING or "key":null. */
+static int put_str(struct sp_buf *b, const char *key, const char *s)
+{
+	int err = put(b, "\"%s\":", key);
+	if (!err)
+		err = s ? sp_json_put_string(b, s) : sp_buf_append(b, "null", 4);
+	return err;
+}
+
+/* The counts of a row: samples, share of the function and of the profile. */
+static int put_counts(struct sp_buf *b, const struct sp_ann_view *v, uint64_t n)
+{
+	return put(b, ",\"samples\":%" PRIu64 ",\"percent\":%.2f,\"profile_percent\":%.2f", n,
+		   sp_ann_pct(n, v->func->samples), sp_ann_pct(n, v->profile_samples));
+}
+
+static int put_lines(const struct sp_ann_view *v, struct sp_buf *b)
+{
+	const struct sp_ann_func *f = v->func;
+	int err = sp_buf_append(b, "\"lines\":[", 9);
+	bool first = true, missing;
+	for (size_t i = 0; i < f->nlines && !err; i++) {
+		const struct sp_ann_line *l = &f->lines[i];
+		if (!l->samples)
+			continue;
+		const char *file = l->inl_func ? l->inl_file : l->file;
+		uint32_t line = l->inl_func ? l->inl_line : l->line;
+		const char *text = sp_ann_source_line(v->sources, file, line, v->comp_dir,
+						      v->module_path, &missing);
+		err = sp_buf_append(b, first ? "{" : ",{", first ? 1 : 2);
+		first = false;
+		if (!err)
+			err = put_str(b, "file", file);
+		if (!err)
+			err = put(b, ",\"line\":%" PRIu32, line);
+		if (!err)
+			err = put_counts(b, v, l->samples);
+		if (!err)
+			err = sp_buf_append(b, ",", 1);
+		if (!err)
+			err = put_str(b, "text", text);
+		if (!err)
+			err = sp_buf_append(b, ",", 1);
+		if (!err)
+			err = put_str(b, "inlined_function", l->inl_func);
+		if (!err && l->inl_func) {
+			err = sp_buf_append(b, ",", 1);
+			if (!err)
+				err = put_str(b, "call_file", l->file);
+			if (!err)
+				err = put(b, ",\"call_line\":%" PRIu32, l->line);
+		}
+		if (!err)
+			err = sp_buf_append(b, "}", 1);
+	}
+	return err ? err : sp_buf_append(b, "]", 1);
+}
+
+static int put_insns(const struct sp_ann_view *v, struct sp_buf *b)
+{
+	const struct sp_ann_listing *l = v->listing;
+	int err = sp_buf_append(b, "\"instructions\":[", 16);
+	for (size_t i = 0; l && i < l->n && !err; i++) {
+		const struct sp_ann_insn *in = &l->insns[i];
+		err = put(b, "%s{\"address\":\"0x%" PRIx64 "\"", i ? "," : "", in->addr);
+		if (!err)
+			err = put_counts(b, v, v->insn_samples[i]);
+		if (!err)
+			err = sp_buf_append(b, ",", 1);
+		if (!err)
+			err = put_str(b, "text", l->text + in->text);
+		if (!err && v->insn_target[i]) {
+			err = sp_buf_append(b, ",", 1);
+			if (!err)
+				err = put_str(b, "target", v->insn_target[i]);
+		}
+		if (!err)
+			err = sp_buf_append(b, ",", 1);
+		if (!err)
+			err = put_str(b, "file", v->insn_file[i]);
+		if (!err)
+			err = put(b, ",\"line\":%" PRIu32 "}", v->insn_line[i]);
+	}
+	return err ? err : sp_buf_append(b, "]", 1);
+}
+
+int sp_ann_put_json(const struct sp_ann_view *v, struct sp_buf *b)
+{
+	const struct sp_ann_func *f = v->func;
+	int err = sp_buf_append(b, "{", 1);
+	if (!err)
+		err = put_str(b, "name", f->name);
+	if (!err)
+		err = sp_buf_append(b, ",", 1);
+	if (!err)
+		err = put_str(b, "module", f->module);
+	if (!err)
+		err = put(b, ",\"samples\":%" PRIu64 ",\"profile_percent\":%.2f,", f->samples,
+			  sp_ann_pct(f->samples, v->profile_samples));
+	if (!err)
+		err = put_str(b, "module_file", v->module_path);
+	if (!err)
+		err = sp_buf_append(b, ",", 1);
+	if (!err)
+		err = put_str(b, "disassembly_error", v->unreadable);
+	if (!err && v->code && !v->unreadable)
+		err = put(b, ",\"start\":\"0x%" PRIx64 "\",\"end\":\"0x%" PRIx64 "\"", v->code->start,
+			  v->code->end);
+	if (!err)
+		err = put(b, ",\"unplaced_samples\":%" PRIu64 ",", v->unplaced);
+	if (!err)
+		err = put_lines(v, b);
+	if (!err)
+		err = sp_buf_append(b, ",", 1);
+	if (!err)
+		err = put_insns(v, b);
+	return err ? err : sp_buf_append(b, "}", 1);
+}

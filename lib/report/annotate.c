@@ -315,11 +315,7 @@ int sp_annotate_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		if (!err && opts->format == SP_ANNOTATE_JSON) {
 			err = i ? sp_buf_append(&json, ",", 1) : 0;
 			if (!err)
-				err = sp_ann_put_json(&v, &json);
-			/* Written per function, so a large listing is not held twice. */
-			if (!err && fwrite(json.data, 1, json.len, out) != json.len)
-				err = -EIO;
-			json.len = 0;
+				err = sp_ann_write_json(&v, &json, out);
 		} else if (!err) {
 			err = sp_ann_write_text(&v, out);
 		}

@@ -208,8 +208,12 @@ static inline double sp_ann_pct(uint64_t part, uint64_t whole)
 
 /* The text layout of stackpulse-annotate(1) (annotate_text.c).  0 or -errno. */
 int sp_ann_write_text(const struct sp_ann_view *v, FILE *out);
-/* One function's JSON object (annotate_json.c), appended to b.  0 or -ENOMEM. */
-int sp_ann_put_json(const struct sp_ann_view *v, struct sp_buf *b);
+/*
+ * One function's JSON object (annotate_json.c), written to out through b (a
+ * scratch buffer, left empty; whatever it held is written first).  0,
+ * -ENOMEM or -EIO.
+ */
+int sp_ann_write_json(const struct sp_ann_view *v, struct sp_buf *b, FILE *out);
 
 /* ---- report --by=line (report_lines.c) --------------------------------- */
 

@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Append a string literal. */
+#define put_lit(b, lit) sp_buf_append((b), (lit), sizeof(lit) - 1)
+
 static int put(struct sp_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int put(struct sp_buf *b, const char *fmt, ...)
 {
@@ -26,7 +29,7 @@ static int put_str(struct sp_buf *b, const char *key, const char *s)
 {
 	int err = put(b, "\"%s\":", key);
 	if (!err)
-		err = s ? sp_json_put_string(b, s) : sp_buf_append(b, "null", 4);
+		err = s ? sp_json_put_string(b, s) : put_lit(b, "null");
 	return err;
 }
 
@@ -40,7 +43,7 @@ static int put_counts(struct sp_buf *b, const struct sp_ann_view *v, uint64_t n)
 static int put_lines(const struct sp_ann_view *v, struct sp_buf *b)
 {
 	const struct sp_ann_func *f = v->func;
-	int err = sp_buf_append(b, "\"lines\":[", 9);
+	int err = put_lit(b, "\"lines\":[");
 	bool first = true, missing;
 	for (size_t i = 0; i < f->nlines && !err; i++) {
 		const struct sp_ann_line *l = &f->lines[i];
@@ -59,78 +62,108 @@ static int put_lines(const struct sp_ann_view *v, struct sp_buf *b)
 		if (!err)
 			err = put_counts(b, v, l->samples);
 		if (!err)
-			err = sp_buf_append(b, ",", 1);
+			err = put_lit(b, ",");
 		if (!err)
 			err = put_str(b, "text", text);
 		if (!err)
-			err = sp_buf_append(b, ",", 1);
+			err = put_lit(b, ",");
 		if (!err)
 			err = put_str(b, "inlined_function", l->inl_func);
 		if (!err && l->inl_func) {
-			err = sp_buf_append(b, ",", 1);
+			err = put_lit(b, ",");
 			if (!err)
 				err = put_str(b, "call_file", l->file);
 			if (!err)
 				err = put(b, ",\"call_line\":%" PRIu32, l->line);
 		}
 		if (!err)
-			err = sp_buf_append(b, "}", 1);
+			err = put_lit(b, "}");
 	}
-	return err ? err : sp_buf_append(b, "]", 1);
+	return err ? err : put_lit(b, "]");
+}
+
+/* Digits of v in base (10 or 16) at the end of buf; returns where they start. */
+static char *digits(uint64_t v, unsigned base, char *end)
+{
+	do {
+		*--end = "0123456789abcdef"[v % base];
+		v /= base;
+	} while (v);
+	return end;
 }
 
 /*
  * Instructions are most of a large function's output (a 1 MB function has
- * about 250,000): one formatted write each, shares of 0 written as text, and
- * a file name escaped once for the run of instructions that share it.
+ * about 250,000): an instruction without samples, most of them, is put
+ * together without printf, a file name is escaped once for the run of
+ * instructions that share it, and what is ready goes to out every 64 KiB,
+ * so the output is never held whole.
  */
-static int put_insns(const struct sp_ann_view *v, struct sp_buf *b)
+static int put_insns(const struct sp_ann_view *v, struct sp_buf *b, FILE *out)
 {
 	const struct sp_ann_listing *l = v->listing;
 	struct sp_buf file;
 	const char *last = NULL;
+	char num[32], *end = num + sizeof(num);
 	sp_buf_init(&file);
-	int err = sp_buf_append(b, "\"instructions\":[", 16);
+	int err = put_lit(b, "\"instructions\":[");
 	for (size_t i = 0; l && i < l->n && !err; i++) {
 		const struct sp_ann_insn *in = &l->insns[i];
 		uint64_t n = v->insn_samples[i];
-		err = n ? put(b, "%s{\"address\":\"0x%" PRIx64 "\",\"samples\":%" PRIu64
-			      ",\"percent\":%.2f,\"profile_percent\":%.2f,\"text\":",
-			      i ? "," : "", in->addr, n, sp_ann_pct(n, v->func->samples),
-			      sp_ann_pct(n, v->profile_samples))
-			: put(b, "%s{\"address\":\"0x%" PRIx64 "\",\"samples\":0,\"percent\":0.00,"
-			      "\"profile_percent\":0.00,\"text\":", i ? "," : "", in->addr);
+		if (n) {
+			err = put(b, "%s{\"address\":\"0x%" PRIx64 "\",\"samples\":%" PRIu64
+				  ",\"percent\":%.2f,\"profile_percent\":%.2f,\"text\":",
+				  i ? "," : "", in->addr, n, sp_ann_pct(n, v->func->samples),
+				  sp_ann_pct(n, v->profile_samples));
+		} else {
+			char *p = digits(in->addr, 16, end);
+			err = i ? put_lit(b, ",{\"address\":\"0x") : put_lit(b, "{\"address\":\"0x");
+			if (!err)
+				err = sp_buf_append(b, p, (size_t)(end - p));
+			if (!err)
+				err = put_lit(b, "\",\"samples\":0,\"percent\":0.00,"
+						 "\"profile_percent\":0.00,\"text\":");
+		}
 		if (!err)
 			err = sp_json_put_string(b, l->text + in->text);
 		if (!err && v->insn_target[i]) {
-			err = sp_buf_append(b, ",\"target\":", 10);
+			err = put_lit(b, ",\"target\":");
 			if (!err)
 				err = sp_json_put_string(b, v->insn_target[i]);
 		}
 		if (!err && (v->insn_file[i] != last || !i)) {
 			last = v->insn_file[i];
 			file.len = 0;
-			err = last ? sp_json_put_string(&file, last) : sp_buf_append(&file, "null", 4);
+			err = last ? sp_json_put_string(&file, last) : put_lit(&file, "null");
 		}
 		if (!err)
-			err = sp_buf_append(b, ",\"file\":", 8);
+			err = put_lit(b, ",\"file\":");
 		if (!err)
 			err = sp_buf_append(b, file.data, file.len);
 		if (!err)
-			err = put(b, ",\"line\":%" PRIu32 "}", v->insn_line[i]);
+			err = put_lit(b, ",\"line\":");
+		char *p = digits(v->insn_line[i], 10, end);
+		if (!err)
+			err = sp_buf_append(b, p, (size_t)(end - p));
+		if (!err)
+			err = put_lit(b, "}");
+		if (!err && b->len >= (64u << 10)) {
+			err = fwrite(b->data, 1, b->len, out) == b->len ? 0 : -EIO;
+			b->len = 0;
+		}
 	}
 	sp_buf_release(&file);
-	return err ? err : sp_buf_append(b, "]", 1);
+	return err ? err : put_lit(b, "]");
 }
 
-int sp_ann_put_json(const struct sp_ann_view *v, struct sp_buf *b)
+int sp_ann_write_json(const struct sp_ann_view *v, struct sp_buf *b, FILE *out)
 {
 	const struct sp_ann_func *f = v->func;
-	int err = sp_buf_append(b, "{", 1);
+	int err = put_lit(b, "{");
 	if (!err)
 		err = put_str(b, "name", f->name);
 	if (!err)
-		err = sp_buf_append(b, ",", 1);
+		err = put_lit(b, ",");
 	if (!err)
 		err = put_str(b, "module", f->module);
 	if (!err)
@@ -139,7 +172,7 @@ int sp_ann_put_json(const struct sp_ann_view *v, struct sp_buf *b)
 	if (!err)
 		err = put_str(b, "module_file", v->module_path);
 	if (!err)
-		err = sp_buf_append(b, ",", 1);
+		err = put_lit(b, ",");
 	if (!err)
 		err = put_str(b, "disassembly_error", v->unreadable);
 	if (!err && v->code && !v->unreadable)
@@ -150,8 +183,13 @@ int sp_ann_put_json(const struct sp_ann_view *v, struct sp_buf *b)
 	if (!err)
 		err = put_lines(v, b);
 	if (!err)
-		err = sp_buf_append(b, ",", 1);
+		err = put_lit(b, ",");
 	if (!err)
-		err = put_insns(v, b);
-	return err ? err : sp_buf_append(b, "}", 1);
+		err = put_insns(v, b, out);
+	if (!err)
+		err = put_lit(b, "}");
+	if (!err && fwrite(b->data, 1, b->len, out) != b->len)
+		err = -EIO;
+	b->len = 0;
+	return err;
 }

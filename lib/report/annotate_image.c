@@ -78,7 +78,8 @@ static int load(struct sp_ann_image *img, const struct sp_module *m, int fd, con
 	/* Compressed sections past stackpulse.h's inflation bounds are hidden from libdw. */
 	if (!img->elf || sp_elf_bound_inflation(img->elf, NULL, &ist)) {
 		*why = "malformed ELF file";
-		return -SP_E_ELF_MALFORMED;
+		fd = -1; /* libdwfl's */
+		goto fail;
 	}
 	return 0;
 fail_nomem:
@@ -269,7 +270,7 @@ int sp_ann_image_rows(struct sp_ann_image *img, uint64_t start, uint64_t end,
 	 * address: the last one is the address's line, as addr2line takes it.
 	 */
 	struct sp_ann_row before = {0};
-	bool have_before = false;
+	bool any_before = false, before_ends = false;
 	int err = 0;
 	for (size_t i = 0; i < nlines && !err; i++) {
 		Dwarf_Line *l = dwarf_onesrcline(lines, i);
@@ -283,23 +284,22 @@ int sp_ann_image_rows(struct sp_ann_image *img, uint64_t start, uint64_t end,
 		struct sp_ann_row r = {a, endseq ? NULL : dwarf_linesrc(l, NULL, NULL),
 				       endseq ? 0 : (uint32_t)(line > 0 ? line : 0), (uint32_t)i};
 		if (a <= start) {
-			if (a == start || !have_before || a >= before.addr) {
+			/* The last row at or below start is in force there, unless it ends its code. */
+			if (!any_before || a >= before.addr) {
 				before = r;
-				have_before = !endseq;
+				before_ends = endseq;
+				any_before = true;
 			}
-			if (a < start)
-				continue;
+			continue;
 		}
 		if (a >= end)
 			continue;
-		if (a == start)
-			continue; /* taken as "before" */
 		if (sp_array_reserve((void **)rows, &cap, *n + 1, sizeof(**rows)))
 			err = -ENOMEM;
 		else
 			(*rows)[(*n)++] = r;
 	}
-	if (!err && have_before) {
+	if (!err && any_before && !before_ends) {
 		if (sp_array_reserve((void **)rows, &cap, *n + 1, sizeof(**rows)))
 			err = -ENOMEM;
 		else

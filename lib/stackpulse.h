@@ -1709,9 +1709,9 @@ void sp_annotate_result_release(struct sp_annotate_result *res);
  * failure) counts them.  A sample counts where the event left the program
  * counter: for a software clock event, usually the instruction after the one
  * that took the time (skid).  The same spool and options always give the
- * same bytes.  Returns 0, -SP_E_BAD_ARG (no spool, options or output, an
- * unknown format), -ENOMEM, resolve errors, or -errno (-EIO) when writing to
- * out failed.
+ * same bytes.  Not thread-safe, like every symbolizer call.  Returns 0,
+ * -SP_E_BAD_ARG (no spool, options or output, an unknown format), -ENOMEM,
+ * resolve errors, or -errno (-EIO) when writing to out failed.
  */
 int sp_annotate_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		      const struct sp_annotate_opts *opts, FILE *out, struct sp_annotate_result *res);

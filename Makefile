@@ -22,7 +22,8 @@ CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
 LDFLAGS += -fsanitize=address,undefined
 endif
 WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wformat=2
-DEP_PKGS = libdw libelf liblzma
+# capstone (libcapstone-dev): stackpulse annotate's disassembler.
+DEP_PKGS = libdw libelf liblzma capstone
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null)
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
@@ -47,7 +48,7 @@ all: stackpulse workloads
 
 check-deps:
 	@$(PKG_CONFIG) --exists $(DEP_PKGS) || { \
-	  echo "stackpulse: missing libdw/libelf development files: apt-get install libdw-dev libelf-dev (or run scripts/install-deps)" >&2; exit 1; }
+	  echo "stackpulse: missing libdw/libelf, liblzma or capstone development files: apt-get install libdw-dev libelf-dev liblzma-dev libcapstone-dev (or run scripts/install-deps)" >&2; exit 1; }
 	@echo '#include <libiberty/demangle.h>' | $(CC) -E -x c - >/dev/null 2>&1 || { \
 	  echo "stackpulse: missing libiberty (the C++ and Rust demangler): apt-get install libiberty-dev (or run scripts/install-deps)" >&2; exit 1; }
 

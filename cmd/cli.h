@@ -21,6 +21,7 @@ enum {
 
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_annotate(int argc, char **argv);
 int cmd_dump(int argc, char **argv);
 int cmd_symbolize(int argc, char **argv);
 int cmd_top(int argc, char **argv);

@@ -110,6 +110,7 @@ struct subcommand {
 static const struct subcommand commands[] = {
 	{"record", cmd_record, "sample a command or running processes into a spool"},
 	{"report", cmd_report, "print where CPU time went, or export to other tools"},
+	{"annotate", cmd_annotate, "show a function's hot source lines and instructions"},
 	{"symbolize", cmd_symbolize, "resolve a spool's frames now and store the names in it"},
 	{"top", cmd_top, "record and show the busiest functions live, refreshed every second"},
 	{"dump", cmd_dump, "print every record of a spool"},
@@ -127,8 +128,8 @@ static void usage(FILE *out)
 		     "Exit status: 0 on success, 1 when the operation fails, 2 on a usage error;\n"
 		     "'record -- COMMAND' exits with COMMAND's status.\n"
 		     "Manual: stackpulse(1), stackpulse-record(1), stackpulse-top(1),\n"
-		     "stackpulse-report(1), stackpulse-dump(1), stackpulse-symbolize(1),\n"
-		     "stackpulse-spool(5).\n");
+		     "stackpulse-report(1), stackpulse-annotate(1), stackpulse-dump(1),\n"
+		     "stackpulse-symbolize(1), stackpulse-spool(5).\n");
 }
 
 int main(int argc, char **argv)

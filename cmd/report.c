@@ -36,6 +36,7 @@ enum {
 	OPT_SHOW_RUNTIME,
 	OPT_FOLLOW,
 	OPT_WINDOW,
+	OPT_BY,
 };
 
 #define MAX_IDS 1024 /* --pid values, all lists together; --tid's likewise */
@@ -71,6 +72,10 @@ static const struct argp_option options[] = {
 	{"sort", OPT_SORT, "KEY", 0,
 	 "order the table by self (default: self share, then total), total (total share, "
 	 "then self) or name; ties always by name", 2},
+	{"by", OPT_BY, "ROW", 0,
+	 "what a row of the table is: function (default) or line, a source line across "
+	 "functions (inlined code on its own line) with its self share, as perf report "
+	 "--sort srcline; see also stackpulse annotate", 2},
 	{"tree", OPT_TREE, NULL, 0,
 	 "a top-down call tree instead of the table: callees indented under callers, "
 	 "with total and self share", 2},
@@ -261,6 +266,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		else
 			argp_error(state, "unknown sort key '%s': expected self, total or name", arg);
 		break;
+	case OPT_BY:
+		if (!strcmp(arg, "function"))
+			a->report.by_line = false;
+		else if (!strcmp(arg, "line"))
+			a->report.by_line = true;
+		else
+			argp_error(state, "unknown row '%.*s%s': expected function or line",
+				   SP_CLI_ECHO(arg));
+		break;
 	case OPT_TREE:
 		a->report.tree = true;
 		break;
@@ -354,6 +368,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--group-by applies to the text, folded and flamegraph "
 				   "formats: pprof, speedscope and perf-script keep each sample's "
 				   "pid and tid, json has no stacks by process");
+		if (a->report.by_line && (a->report.format != SP_REPORT_TEXT || a->report.tree ||
+					  a->report.inverted || a->diff_path || a->follow_s ||
+					  a->report.group_by))
+			argp_error(state, "--by=line is the text format's flat table: not with "
+				   "--format, --tree, --inverted, --diff, --follow or --group-by");
 		if (a->report.tree && a->report.inverted)
 			argp_error(state, "--tree and --inverted are two views: give one");
 		if (a->diff_path && (a->report.tree || a->report.inverted || a->report.group_by))

@@ -233,7 +233,7 @@ _stackpulse()
 		return 0
 	fi
 
-	# Operands: spools for report, dump, symbolize (and directories to reach them).
+	# Operands: spools for report, annotate, dump, symbolize (and directories to reach them).
 	compopt -o filenames 2>/dev/null
 	case $sub in
 	record) COMPREPLY=($(compgen -f -- "$cur")) ;;

@@ -1394,6 +1394,15 @@ struct sp_report_opts {
 	 * then takes their self time.
 	 */
 	bool show_runtime;
+	/*
+	 * The text format's flat table has a row per source line, not per
+	 * function (report --by=line): the innermost source position of each
+	 * sample's leaf (inlined code on its own line), merged across
+	 * functions, with its self share; frames without a line are one row per
+	 * function.  Text only (other formats ignore it); not with tree or
+	 * inverted.
+	 */
+	bool by_line;
 };
 
 /*
@@ -1625,6 +1634,87 @@ int sp_launch_start(struct sp_launch *l);
 int sp_launch_try_wait(struct sp_launch *l, int *status);
 /* Kill (SIGKILL) a child that has not been started, reap, free.  NULL ok. */
 void sp_launch_free(struct sp_launch *l);
+
+/* ---------------------------------------------------------------------- */
+/* Annotation: where in a function the samples fell (stackpulse annotate) */
+
+enum sp_annotate_format {
+	SP_ANNOTATE_TEXT = 0, /* source lines, then the disassembly with the lines interleaved */
+	SP_ANNOTATE_JSON = 1, /* one JSON object: per function, "lines" and "instructions" */
+};
+
+/*
+ * What to annotate and how.  Zero-initialised options annotate the 5
+ * functions with the most self samples as text.  Strings and arrays are
+ * borrowed for the duration of the call.
+ */
+struct sp_annotate_opts {
+	uint32_t format;        /* enum sp_annotate_format */
+	/*
+	 * Functions to annotate, nfunctions of them: each the name a report
+	 * shows, or an fnmatch(3) pattern of it; a function matching several
+	 * is annotated once.  nfunctions 0: the max_functions functions with
+	 * the most self samples.
+	 */
+	const char *const *functions;
+	size_t nfunctions;
+	uint32_t max_functions; /* 0: 5 */
+	/*
+	 * A directory searched first for source files: DIR/PATH (PATH as DWARF
+	 * names it, without its leading '/'), then DIR/BASENAME.  NULL: none.
+	 */
+	const char *source_dir;
+	const char *spool_path; /* named in the text header, may be NULL */
+};
+
+/*
+ * What an annotation could not read, for the caller to say once.  Strings
+ * are owned by the struct (sp_annotate_result_release; NULL ok).
+ */
+struct sp_annotate_result {
+	size_t functions;          /* functions annotated */
+	size_t functions_unmatched; /* opts->functions entries that matched no sampled function */
+	size_t modules_unreadable; /* module files whose code could not be read */
+	char *module_unreadable;   /* the first one's path, or NULL */
+	char *module_unreadable_why; /* and why ("No such file or directory", "another build-id") */
+	size_t sources_missing;    /* source files not found (their lines print without text) */
+	char *source_missing;      /* the first one's path as DWARF names it, or NULL */
+};
+
+void sp_annotate_result_release(struct sp_annotate_result *res);
+
+/*
+ * Annotate the functions of a spool: for each, the source lines its leaf
+ * samples (self samples) fell on and its disassembly, each instruction with
+ * its samples (layouts in stackpulse-annotate(1)).
+ *
+ * Lines come from the symbolizer (sym, which may be NULL: a default one is
+ * made for the call), so a spool whose symbols are stored (stackpulse
+ * symbolize, or a recording that saw its binary deleted) gives them without
+ * its binaries; samples in inlined code count on the inlined function's own
+ * line, shown under the line of the function that called it.  Instructions
+ * come from the module file itself, opened and proven to be the recorded
+ * one (build-id, else inode + size + mtime), through /proc/PID/map_files
+ * while the process runs when the path now names another file; its line
+ * table (DWARF .debug_line, read for the one compilation unit holding the
+ * function) puts the source line each belongs to between them; the code is
+ * decoded with capstone (x86-64 in AT&T syntax, AArch64), and a branch's
+ * target is shown as symbol+offset.  Work grows with the annotated
+ * functions' code and their compilation units, not with the binary.
+ * Source text is read from opts->source_dir, the path DWARF names (joined
+ * to the compilation directory when relative), and beside the module file;
+ * a file not found leaves its lines numbered without text.  Module files or
+ * sources that could not be read are not errors: the output says so where
+ * they would be, and *res (may be NULL; released by the caller, also on
+ * failure) counts them.  A sample counts where the event left the program
+ * counter: for a software clock event, usually the instruction after the one
+ * that took the time (skid).  The same spool and options always give the
+ * same bytes.  Not thread-safe, like every symbolizer call.  Returns 0,
+ * -SP_E_BAD_ARG (no spool, options or output, an unknown format), -ENOMEM,
+ * resolve errors, or -errno (-EIO) when writing to out failed.
+ */
+int sp_annotate_write(const struct sp_spool *s, struct sp_symbolizer *sym,
+		      const struct sp_annotate_opts *opts, FILE *out, struct sp_annotate_result *res);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,8 @@
 /* sp_report_write: aggregate a spool once, then hand it to the chosen view or exporter. */
 #include "report/report.h"
 
+#include "report/annotate.h"
+
 #include <errno.h>
 
 int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
@@ -21,11 +23,19 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		sym = own;
 	}
 	struct sp_agg agg;
+	/* The table by source line is made of the functions told apart by line. */
+	struct sp_report_opts by_line;
+	if (opts->by_line && opts->format == SP_REPORT_TEXT) {
+		by_line = *opts;
+		by_line.lines = true;
+		opts = &by_line;
+	}
 	err = sp_agg_build(&agg, s, sym, opts);
 	if (!err) {
 		switch (opts->format) {
 		case SP_REPORT_TEXT:
-			err = sp_report_text(&agg, opts, out);
+			err = opts->by_line ? sp_report_lines(&agg, opts, out)
+					    : sp_report_text(&agg, opts, out);
 			break;
 		case SP_REPORT_FOLDED:
 			err = sp_report_folded(&agg, opts, out);

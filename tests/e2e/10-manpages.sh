@@ -3,7 +3,7 @@
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 
-for sub in record report dump symbolize; do
+for sub in record report annotate dump symbolize; do
 	page=$REPO/man/stackpulse-$sub.1
 	if [ ! -f "$page" ]; then
 		fail "man page man/stackpulse-$sub.1 is missing"

@@ -35,7 +35,7 @@ done
 ok "all subcommands offered: $(echo $out)"
 
 # Every option each subcommand's --help lists (read here independently) is offered after '-'.
-for sub in record report dump symbolize; do
+for sub in record report annotate dump symbolize; do
 	offered=$(comp "$sub" -)
 	missing=
 	for o in $("$SP" "$sub" --help | grep -E '^ +-' | sed 's/^ *//; s/  .*//' | grep -oE -- '(^|[ ,])--?[A-Za-z0-9?][A-Za-z0-9-]*' | sed 's/^[ ,]*//' | sort -u); do

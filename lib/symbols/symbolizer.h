@@ -273,7 +273,7 @@ struct sp_symbolizer {
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
 	int32_t *stack_pid;          /* following: by stack node, its samples' process (or PID_MANY) */
 	size_t stack_pid_cap;
-	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/symbols/symstore.c) */
+	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/spool/spool_symrec.c) */
 	uint8_t *frame_src;          /* by frame id: enum sp_frame_src */
 	struct sp_symbolizer_stats stats;
 	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Generated code of one live process: function entries and code bytes for frames proven from code. */
 #include "unwind/unwind.h"
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -8,9 +8,9 @@
  * code bytes where there is no CFI (codeframe.c), the generated code of
  * live processes read for those proofs (jitcode.c), and the CFI JIT runtimes
  * write into their jitdumps (jitdump_cfi.c).
- * May call: util, and the symbols stage's perf-map and jitdump readers (JIT
- * function entries, in jitcode.c and jitdump_cfi.c).  Never record, spool or
- * report.
+ * May call: util, and formats: the perf map and jitdump parsers (JIT
+ * function entries, in jitcode.c and jitdump_cfi.c).  Never symbols, record,
+ * spool or report.
  */
 #ifndef SP_UNWIND_H
 #define SP_UNWIND_H

@@ -1,16 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The symbolizer's private layout, shared by lib/symbols/symbolizer.c and the
- * files of its sources of names: module files (elf_files.c), ELF symbols
- * (elf_symbols.c), DWARF inline chains (dwarf_inline.c), the answers kept
- * per address and the symbol cache (symbol_hits.c), separate debug files
- * (debug_search.c), kallsyms (kernel_frames.c), perf maps
+ * The symbolizer's private layout, shared by the files of lib/symbols/ that
+ * make up the symbolizer: its tables by module and frame id (id_tables.c),
+ * the order in which a frame's sources of names are asked (resolve_order.c),
+ * and each source: module files (elf_files.c), ELF symbols (elf_symbols.c),
+ * DWARF inline chains (dwarf_inline.c), the answers kept per file address
+ * and the symbol cache (file_lookups.c), separate debug files
+ * (debug_search.c), kallsyms (kernel_frames.c), perf maps and jitdumps
  * (perfmap_frames.c), the spool's stored names (stored_frames.c), a native
- * plug-in (native_frames.c), inline chain storage (chains.c), frame ids by
- * process (pid_ids.c); following a growing spool (symbolizer_tail.c, on top).
- * symbolizer.c calls the sources; a source calls only downward (chains.c,
- * the parsers, and for symbol_hits.c the ELF, DWARF and debug-file sources it
- * combines), never symbolizer.c (scripts/check-layers finds no circle).
+ * plug-in (native_frames.c); on top, streamed stacks (streamed_stacks.c),
+ * Python processes (python_pids.c) and following a growing spool
+ * (followed_spool.c, with frame ids by process: ids_by_pid.c).
+ * resolve_order.c calls the sources; a source calls only downward
+ * (id_tables.c, the parsers of lib/formats/, and for file_lookups.c the
+ * ELF, DWARF and debug-file sources it combines), never resolve_order.c
+ * (scripts/check-layers finds no circle).
  */
 #ifndef SP_SYMBOLIZER_H
 #define SP_SYMBOLIZER_H
@@ -177,7 +181,7 @@ struct cu_range {
 	Dwarf_Addr bias;
 };
 
-/* Frame ids by process (pid_ids.c): a list per pid, in the order added. */
+/* Frame ids by process (ids_by_pid.c): a list per pid, in the order added. */
 struct pid_ids {
 	int32_t pid;
 	uint32_t *ids;
@@ -278,7 +282,7 @@ struct sp_symbolizer {
 	struct sp_symbolizer_stats stats;
 	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */
 	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
-	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbols/stack_cache.c) */
+	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbols/streamed_stacks.c) */
 	struct sp_tail *tail;            /* the tail followed (sp_tail_symbolizer), or NULL */
 	struct sym_follow follow;        /* with a tail */
 };
@@ -298,7 +302,7 @@ static inline const struct sp_module *sp_sym_file_rep(const struct sp_symbolizer
 	return sp_spool_module(sym->spool, f->rep);
 }
 
-/* ---- growing with a followed spool (symbolizer.c) ---------------------- */
+/* ---- growing with a followed spool (id_tables.c, resolve_order.c) ------ */
 
 /*
  * Take in modules up to n (indexed, files shared by key, display names) and
@@ -332,7 +336,7 @@ static inline bool sp_sym_has_file(const struct sp_module *m)
 	return m->path && (m->path[0] == '/' || (sp_sym_is_vdso(m->path) && m->build_id_len));
 }
 
-/* ---- inline chain storage (chains.c) ----------------------------------- */
+/* ---- inline chain storage (id_tables.c) -------------------------------- */
 
 /* Room for n resolved frames that stay where they are for the symbolizer's life; NULL: no memory. */
 struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n);
@@ -391,7 +395,7 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
  */
 bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry *f);
 
-/* ---- answers per (file, address), the symbol cache (symbol_hits.c) ----- */
+/* ---- answers per (file, address), the symbol cache (file_lookups.c) ---- */
 
 /* The names of svma in proven file f, found once: *out lives as long as sym. */
 int sp_sym_lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
@@ -462,7 +466,7 @@ int sp_sym_native_take_modules(struct sp_symbolizer *sym, size_t first);
 int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
 			  const struct sp_frame *fr, struct sp_resolved_frame *rf);
 
-/* ---- streamed stacks (stack_cache.c, symbolizer_api.c) ----------------- */
+/* ---- streamed stacks' cache (id_tables.c; filled by streamed_stacks.c) -- */
 
 /* One streamed (pid, stack id) pair: its frame ids, leaf first, in cache->ids. */
 struct stack_entry {

@@ -2,22 +2,27 @@
 /*
  * lib/symbols/: names for a spool's frames (private, not installed).
  *
- * Owns: the symbolizer and its resolution order (symbolizer.c, over the
- * private layout in symbolizer.h), one file per source of names: module
- * files proven to be the recorded ones (elf_files.c), ELF symbols
- * (elf_symbols.c, symtab.c), DWARF inline chains and lines (dwarf_inline.c),
- * the answers kept per file address and the symbol cache (symbol_hits.c,
- * symcache.c), separate debug files (debug_search.c, debugfile.c,
- * debugcache.c), the cache directory and its size bound (cache_dir.c), kernel frames from kallsyms (kernel_frames.c, over lib/formats/kallsyms.c),
- * anonymous code from perf maps (perfmap_frames.c, over lib/formats/), names stored
- * in the spool (stored_frames.c, over lib/spool/spool_symrec.c), a native plug-in
- * (native_frames.c, native_backend.c), C++ demangling (demangle.c), inline
- * chain storage (chains.c); and on top of the symbolizer, streamed stacks
- * (symbolizer_api.c, stack_cache.c), following a spool as it is written
- * (symbolizer_tail.c, pid_ids.c), `symbolize` and the naming of replaced
- * images at record end (symbolize.c).
- * May call: formats, spool (reader, writer, stack walks) and util.  Never record,
- * unwind or report.
+ * Owns: the symbolizer, over the private layout in symbolizer.h: its tables
+ * by module and frame id (id_tables.c) and the order in which a frame's
+ * sources of names are asked (resolve_order.c); one file per source of
+ * names: module files proven to be the recorded ones (elf_files.c), ELF
+ * symbols (elf_symbols.c, symtab.c), DWARF inline chains and lines
+ * (dwarf_inline.c), the answers kept per file address and the symbol cache
+ * (file_lookups.c, symcache.c), separate debug files (debug_search.c,
+ * debugfile.c, debugcache.c), the cache directory and its size bound
+ * (cache_dir.c), kernel frames from kallsyms (kernel_frames.c), anonymous
+ * code from perf maps and jitdumps (perfmap_frames.c), names stored in the
+ * spool (stored_frames.c), a native plug-in (native_frames.c,
+ * native_backend.c), C++ and Rust demangling (demangle.c); and on top of the
+ * symbolizer, streamed stacks (streamed_stacks.c), Python processes
+ * (python_pids.c), following a spool as it is written (followed_spool.c,
+ * ids_by_pid.c), and names written into spools: `symbolize`, and the naming
+ * of replaced images and containers' JIT code at record end
+ * (names_to_spool.c).  The files others write (kallsyms, perf maps,
+ * jitdumps) are parsed in lib/formats/; symbol records are encoded and
+ * decoded in lib/spool/spool_symrec.c.
+ * May call: formats, spool (reader, writer, stack walks) and util.  Never
+ * record, unwind or report.
  */
 #ifndef SP_SYMBOLS_H
 #define SP_SYMBOLS_H
@@ -285,7 +290,7 @@ int sp_symcache_each(const struct sp_symcache_file *cf, struct sp_arena *a,
 		     int (*fn)(void *ctx, const struct sp_symcache_hit *h), void *ctx);
 
 /* ---- what `symbolize` and the recorder ask of a symbolizer ------------- */
-/* (lib/symbols/symbolizer.c, elf_files.c for use_file, debug_search.c for lookup places) */
+/* (lib/symbols/resolve_order.c, elf_files.c for use_file, debug_search.c for lookup places) */
 
 /* Where a resolved frame came from. */
 enum sp_frame_src {
@@ -373,7 +378,7 @@ void sp_native_groups_free(struct sp_native_groups *ng);
 int sp_native_groups_symbolize(struct sp_native_groups *ng, uint32_t module_id, uint64_t addr,
 			       const struct sp_native_symbol **syms, size_t *n);
 
-/* ---- streamed stacks (symbolizer_api.c, stack_cache.c), pid order ------- */
+/* ---- streamed stacks (streamed_stacks.c, id_tables.c), pid order -------- */
 
 /* Frame ids of the (pid, stack id) pairs streamed so far. */
 struct sp_stack_cache;
@@ -384,14 +389,15 @@ void sp_stack_cache_add_stats(const struct sp_stack_cache *c, struct sp_symboliz
 /* qsort/bsearch order of int32_t pids (lib/symbols/perfmap_frames.c). */
 int sp_cmp_pid(const void *a, const void *b);
 
-/* ---- naming replaced images at record end (symbolize.c) ---------------- */
+/* ---- naming replaced images at record end (names_to_spool.c) ----------- */
 
 /*
  * At record end, name the frames of modules whose file was deleted or
- * replaced from the images the recorder kept open (DESIGN decision 7):
+ * replaced from the images the recorder kept open (docs/DESIGN.md,
+ * decision 7: a module is named from the very image that was sampled):
  * fd_by_module[id] (n entries) is such an image's fd, or -1.  Reads the
  * spool written so far back, resolves the frames of those modules that the
- * samples use, and appends their symbol records to w (lib/symbols/symbolize.c).
+ * samples use, and appends their symbol records to w (lib/symbols/names_to_spool.c).
  * *frames gets how many were stored.  0 or -errno.
  */
 int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,

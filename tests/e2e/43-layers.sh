@@ -37,7 +37,7 @@ refused formats/perfmap.c '#include "symbols/symbols.h"' "formats may not use sy
 	"a parser of lib/formats/ including the symbolizer's header"
 refused formats/kallsyms.c '#include "spool/spool.h"' "formats may not use spool" \
 	"a parser of lib/formats/ including the spool's header"
-refused unwind/jitcode.c '#include "symbols/symbols.h"' "unwind may not use symbols" \
+refused unwind/live_jit_code.c '#include "symbols/symbols.h"' "unwind may not use symbols" \
 	"the unwinder including the symbolizer's header"
 plant report/aggregate.h '#include "report/views.h"'
 [ $? -eq 1 ] && grep -q "include circle: .*report/aggregate.h.*report/views.h" planted.out &&

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A symbolizer following a spool as it is written (the seeds' Tail): each batch taken in, and what a caller's cache must drop. */
+/*
+ * A symbolizer following a spool as it is written (a tail, sp_tail_symbolizer):
+ * each batch taken in, and what a caller's cache must drop.
+ */
 #include "symbols/symbolizer.h"
 
 #include <errno.h>

@@ -35,6 +35,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	    !(sym->opts.kallsyms_path = sp_arena_strndup(&sym->strings, sym->opts.kallsyms_path,
 							  strlen(sym->opts.kallsyms_path))))
 		goto fail;
+	sp_sym_kernel_init(&sym->kernel, s, &sym->opts, &sym->strings, &sym->stats);
 	if (!sym->opts.perf_map_dir)
 		sym->opts.perf_map_dir = DEFAULT_PERF_MAP_DIR;
 	else if (!(sym->opts.perf_map_dir = sp_arena_strndup(&sym->strings,
@@ -166,10 +167,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	}
 	free(sym->hits);
 	free(sym->src);
-	sp_kallsyms_free(sym->ksyms);
-	for (size_t i = 0; i < sym->nksyms_more; i++)
-		sp_kallsyms_free(sym->ksyms_more[i]);
-	free(sym->ksyms_more);
+	sp_sym_kernel_release(&sym->kernel);
 	for (size_t i = 0; i < sym->nmaps; i++)
 		sp_perf_map_release(&sym->maps[i].map);
 	free(sym->maps);
@@ -254,7 +252,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	}
 	const struct sp_module *m = sp_spool_module(sym->spool, fr->module_id);
 	if (m && (m->flags & SP_MODULE_KERNEL))
-		return sp_sym_resolve_kernel(sym, frame_id, fr, rf);
+		return sp_sym_resolve_kernel(&sym->kernel, sym->nframes, frame_id, fr, rf);
 	rf->module = sym->module_name[fr->module_id];
 	if (m && (m->flags & SP_MODULE_ANON)) {
 		int err = sp_sym_resolve_perf_map(sym, m->pid, frame_id, fr, true, rf);
@@ -350,8 +348,9 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 		rf->kind = SP_KIND_TRUNCATED;
 		rf->flags = SP_RFRAME_TRUNCATED;
 	} else if (!stored) {
-		err = fr->mode == SP_FRAME_KERNEL ? sp_sym_resolve_kernel(sym, frame_id, fr, rf)
-						  : resolve_user(sym, frame_id, fr, rf);
+		err = fr->mode == SP_FRAME_KERNEL
+			      ? sp_sym_resolve_kernel(&sym->kernel, sym->nframes, frame_id, fr, rf)
+			      : resolve_user(sym, frame_id, fr, rf);
 	}
 	if (!err && rf->kind == SP_KIND_NATIVE)
 		err = sp_sym_flag_python_runtime(sym, frame_id, fr);
@@ -487,7 +486,7 @@ int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_i
 	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
 	const struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
 	if (rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
-		return sp_sym_kernel_frame_source(sym, fr, out);
+		return sp_sym_kernel_frame_source(&sym->kernel, fr, out);
 	if (rf->origin == SP_ORIGIN_PERF_MAP)
 		return sp_sym_perf_map_frame_source(sym, frame_id, fr, out);
 	return 0;

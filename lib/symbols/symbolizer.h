@@ -226,6 +226,25 @@ struct sym_follow {
 	uint8_t *counted;            /* by frame id: enum frame_counted */
 };
 
+/*
+ * The kernel frames' source of names (kernel_frames.c): kallsyms, read for
+ * the kernel frames of the spool at once, and again for those a followed
+ * spool brings.  What it borrows from the symbolizer is given once, by
+ * sp_sym_kernel_init.
+ */
+struct kernel_names {
+	const struct sp_spool *spool;
+	const char *kallsyms_path;         /* opts.kallsyms_path: NULL for the running kernel's */
+	bool off;                          /* opts.no_kernel_symbols */
+	struct sp_arena *strings;          /* the symbolizer's: names made here */
+	struct sp_symbolizer_stats *stats; /* the symbolizer's: kallsyms_* and kernel_frames_* */
+	struct sp_kallsyms *ksyms;   /* sparse: the symbols of this spool's kernel frames */
+	uint8_t state;               /* enum source_state */
+	size_t upto;                 /* kernel frames below this id were asked of kallsyms */
+	struct sp_kallsyms **more;   /* read again for kernel frames a followed spool brought */
+	size_t nmore;
+};
+
 /* Resolved frames of inline chains, allocated in blocks that never move. */
 struct chain_block {
 	struct chain_block *next;
@@ -266,11 +285,7 @@ struct sp_symbolizer {
 	size_t nsrc, src_cap;
 	struct cu_funcs *cus;        /* the function ranges of every CU looked into */
 	size_t ncus, cus_cap;
-	struct sp_kallsyms *ksyms;   /* sparse: the symbols of this spool's kernel frames */
-	uint8_t ksyms_state;         /* enum source_state */
-	size_t ksyms_upto;           /* kernel frames below this id were asked of kallsyms */
-	struct sp_kallsyms **ksyms_more; /* read again for kernel frames a followed spool brought */
-	size_t nksyms_more;
+	struct kernel_names kernel;  /* kallsyms (kernel_frames.c) */
 	struct proc_map *maps;
 	size_t nmaps, maps_cap;
 	struct sp_map map_index;     /* pid -> index into maps */
@@ -405,14 +420,20 @@ void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f);
 
 /* ---- kernel frames (kernel_frames.c) ----------------------------------- */
 
+/* Set k up over the symbolizer's spool, options, strings and stats, which outlive it. */
+void sp_sym_kernel_init(struct kernel_names *k, const struct sp_spool *s,
+			const struct sp_symbolizer_opts *opts, struct sp_arena *strings,
+			struct sp_symbolizer_stats *stats);
+void sp_sym_kernel_release(struct kernel_names *k);
 /*
  * Name kernel frame frame_id from kallsyms (read once, and again for frames a
- * followed spool brought since), else [kernel]+0xADDR.  0 or -ENOMEM.
+ * followed spool brought since), else [kernel]+0xADDR.  nframes: the frames
+ * taken in so far, all asked for at the next read.  0 or -ENOMEM.
  */
-int sp_sym_resolve_kernel(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
-			  struct sp_resolved_frame *rf);
-/* 1 and *out when frame fr (resolved, named from kallsyms) has its symbol in sym->ksyms. */
-int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
+int sp_sym_resolve_kernel(struct kernel_names *k, size_t nframes, uint32_t frame_id,
+			  const struct sp_frame *fr, struct sp_resolved_frame *rf);
+/* 1 and *out when frame fr (resolved, named from kallsyms) has its symbol in the sets read. */
+int sp_sym_kernel_frame_source(const struct kernel_names *k, const struct sp_frame *fr,
 			       struct sp_frame_source *out);
 
 /* ---- anonymous code: perf maps (perfmap_frames.c) ---------------------- */

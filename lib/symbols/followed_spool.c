@@ -108,6 +108,7 @@ int sp_tail_symbolizer(struct sp_tail *t, const struct sp_symbolizer_opts *opts,
 	if (err)
 		return err;
 	sym->tail = t;
+	sym->perf_maps.following = true;
 	sym->follow.nexecs = s->nexecs;
 	sym->follow.nowners = s->nowners;
 	sym->follow.npmlines = s->npmlines;
@@ -188,12 +189,12 @@ static int note_records(struct sp_symbolizer *sym, struct vec32 *pids, struct ve
 static int note_grown_maps(struct sp_symbolizer *sym, size_t first, size_t end, bool finished,
 			   struct vec32 *retry)
 {
-	if (!sym->nmaps)
+	if (!sym->perf_maps.nprocs)
 		return 0;
 	if (finished) {
-		for (size_t i = 0; i < sym->nmaps; i++)
-			if (sp_sym_perf_map_changed(sym, sym->maps[i].pid) &&
-			    push_pid(retry, sym->maps[i].pid))
+		for (size_t i = 0; i < sym->perf_maps.nprocs; i++)
+			if (sp_sym_perf_map_changed(&sym->perf_maps, sym->perf_maps.procs[i].pid) &&
+			    push_pid(retry, sym->perf_maps.procs[i].pid))
 				return -ENOMEM;
 		return 0;
 	}
@@ -207,7 +208,7 @@ static int note_grown_maps(struct sp_symbolizer *sym, size_t first, size_t end, 
 		if (!t || sp_map_get(&seen, (uint64_t)(uint32_t)t->pid, &v))
 			continue;
 		err = sp_map_put(&seen, (uint64_t)(uint32_t)t->pid, 1);
-		if (!err && sp_sym_perf_map_changed(sym, t->pid))
+		if (!err && sp_sym_perf_map_changed(&sym->perf_maps, t->pid))
 			err = push_pid(retry, t->pid);
 	}
 	sp_map_release(&seen);
@@ -222,7 +223,7 @@ static int forget_maps(struct sp_symbolizer *sym, struct vec32 *retry, struct ve
 	for (size_t i = 0; i < retry->n && !err; i++) {
 		uint32_t *frames;
 		size_t n;
-		err = sp_sym_perf_map_forget(sym, (int32_t)retry->v[i], &frames, &n);
+		err = sp_sym_perf_map_forget(&sym->perf_maps, (int32_t)retry->v[i], &frames, &n);
 		for (size_t j = 0; j < n && !err; j++)
 			err = vec_push(again, frames[j]);
 		free(frames);

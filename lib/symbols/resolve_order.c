@@ -26,7 +26,8 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	if (opts)
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
-	sp_map_init(&sym->map_index);
+	sp_sym_perf_maps_init(&sym->perf_maps, s, &sym->opts, &sym->strings, &sym->stats,
+			      &sym->follow);
 	sp_map_init(&sym->file_keys);
 	sp_pid_ids_init(&sym->follow.modules);
 	sp_pid_ids_init(&sym->follow.map_deps);
@@ -115,7 +116,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	};
 	err = sp_sym_take_modules(sym, sp_spool_module_count(s));
 	if (!err)
-		err = sp_sym_setup_perf_map_pids(sym);
+		err = sp_sym_setup_perf_map_pids(&sym->perf_maps, &sym->opts);
 	if (!err)
 		err = sp_sym_setup_native(sym);
 	if (err)
@@ -168,16 +169,12 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym->hits);
 	free(sym->src);
 	sp_sym_kernel_release(&sym->kernel);
-	for (size_t i = 0; i < sym->nmaps; i++)
-		sp_perf_map_release(&sym->maps[i].map);
-	free(sym->maps);
-	sp_map_release(&sym->map_index);
+	sp_sym_perf_maps_release(&sym->perf_maps);
 	free(sym->frame_pid);
 	free(sym->stack_pid);
 	sp_pid_ids_release(&sym->follow.modules);
 	sp_pid_ids_release(&sym->follow.map_deps);
 	free(sym->follow.counted);
-	free(sym->perf_map_pids);
 	sp_native_groups_free(sym->native);
 	sp_stack_cache_free(sym->stacks);
 	free(sym->stored);
@@ -241,7 +238,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		}
 		int32_t pid = sym->frame_pid[frame_id];
 		if (pid != PID_NONE && pid != PID_MANY) {
-			int err = sp_sym_resolve_perf_map(sym, pid, frame_id, fr, false, rf);
+			int err = sp_sym_resolve_perf_map(&sym->perf_maps, pid, frame_id, fr, false, rf);
 			if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 				return err;
 		}
@@ -255,7 +252,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		return sp_sym_resolve_kernel(&sym->kernel, sym->nframes, frame_id, fr, rf);
 	rf->module = sym->module_name[fr->module_id];
 	if (m && (m->flags & SP_MODULE_ANON)) {
-		int err = sp_sym_resolve_perf_map(sym, m->pid, frame_id, fr, true, rf);
+		int err = sp_sym_resolve_perf_map(&sym->perf_maps, m->pid, frame_id, fr, true, rf);
 		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 			return err;
 	}
@@ -487,7 +484,11 @@ int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_i
 	const struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
 	if (rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
 		return sp_sym_kernel_frame_source(&sym->kernel, fr, out);
-	if (rf->origin == SP_ORIGIN_PERF_MAP)
-		return sp_sym_perf_map_frame_source(sym, frame_id, fr, out);
+	if (rf->origin == SP_ORIGIN_PERF_MAP) {
+		const struct sp_module *m = fr->module_id == SP_NO_MODULE
+						    ? NULL : sp_spool_module(sym->spool, fr->module_id);
+		int32_t pid = m ? m->pid : sym->frame_pid ? sym->frame_pid[frame_id] : PID_NONE;
+		return sp_sym_perf_map_frame_source(&sym->perf_maps, pid, fr, out);
+	}
 	return 0;
 }

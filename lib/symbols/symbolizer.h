@@ -7,7 +7,7 @@
  * DWARF inline chains (dwarf_inline.c), the answers kept per file address
  * and the symbol cache (file_lookups.c), separate debug files
  * (debug_search.c), kallsyms (kernel_frames.c), perf maps and jitdumps
- * (perfmap_frames.c), the spool's stored names (stored_frames.c), a native
+ * (perfmap_frames.c, frame_pids.c), the spool's stored names (stored_frames.c), a native
  * plug-in (native_frames.c); on top, streamed stacks (streamed_stacks.c),
  * Python processes (python_pids.c) and following a growing spool
  * (followed_spool.c, with frame ids by process: ids_by_pid.c).
@@ -245,6 +245,24 @@ struct kernel_names {
 	size_t nmore;
 };
 
+/*
+ * The perf maps' source of names (perfmap_frames.c): one map per process,
+ * read on its first frame in anonymous code, under the map policy.  What it
+ * borrows from the symbolizer is given once, by sp_sym_perf_maps_init.
+ */
+struct perf_map_names {
+	const struct sp_spool *spool;
+	const struct sp_symbolizer_opts *opts; /* perf_map_policy, perf_map_dir, no_demangle */
+	struct sp_arena *strings;          /* the symbolizer's: names made here */
+	struct sp_symbolizer_stats *stats; /* the symbolizer's: perf_map* and python_runtime_frames */
+	struct sym_follow *follow;         /* the symbolizer's: counted frames, map dependencies */
+	bool following;                    /* a tail is followed: stamps kept, dependencies noted */
+	struct proc_map *procs;
+	size_t nprocs, procs_cap;
+	struct sp_map index;               /* pid -> index into procs */
+	int32_t *pids;                     /* SP_PERF_MAPS_PIDS: sorted copy of opts->perf_map_pids */
+};
+
 /* Resolved frames of inline chains, allocated in blocks that never move. */
 struct chain_block {
 	struct chain_block *next;
@@ -286,16 +304,13 @@ struct sp_symbolizer {
 	struct cu_funcs *cus;        /* the function ranges of every CU looked into */
 	size_t ncus, cus_cap;
 	struct kernel_names kernel;  /* kallsyms (kernel_frames.c) */
-	struct proc_map *maps;
-	size_t nmaps, maps_cap;
-	struct sp_map map_index;     /* pid -> index into maps */
+	struct perf_map_names perf_maps; /* perf maps and jitdumps (perfmap_frames.c) */
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
 	int32_t *stack_pid;          /* following: by stack node, its samples' process (or PID_MANY) */
 	size_t stack_pid_cap;
 	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/spool/spool_symrec.c) */
 	uint8_t *frame_src;          /* by frame id: enum sp_frame_src */
 	struct sp_symbolizer_stats stats;
-	int32_t *perf_map_pids;      /* SP_PERF_MAPS_PIDS: sorted copy of opts.perf_map_pids */
 	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
 	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbols/streamed_stacks.c) */
 	struct sp_tail *tail;            /* the tail followed (sp_tail_symbolizer), or NULL */
@@ -436,9 +451,9 @@ int sp_sym_resolve_kernel(struct kernel_names *k, size_t nframes, uint32_t frame
 int sp_sym_kernel_frame_source(const struct kernel_names *k, const struct sp_frame *fr,
 			       struct sp_frame_source *out);
 
-/* ---- anonymous code: perf maps (perfmap_frames.c) ---------------------- */
+/* ---- anonymous code: perf maps (frame_pids.c, perfmap_frames.c) ------- */
 
-/* sym->frame_pid: the one process whose samples hold each frame.  0 or -ENOMEM. */
+/* sym->frame_pid: the one process whose samples hold each frame (frame_pids.c).  0 or -ENOMEM. */
 int sp_sym_compute_frame_pids(struct sp_symbolizer *sym);
 /*
  * Fold samples [first, end) into sym->frame_pid (when computed): the frames
@@ -447,28 +462,33 @@ int sp_sym_compute_frame_pids(struct sp_symbolizer *sym);
  */
 int sp_sym_frame_pids_add(struct sp_symbolizer *sym, size_t first, size_t end,
 			  uint32_t **changed, size_t *n, size_t *cap);
+/* Set maps up over the symbolizer's spool, options, strings, stats and follower state. */
+void sp_sym_perf_maps_init(struct perf_map_names *maps, const struct sp_spool *s,
+			   const struct sp_symbolizer_opts *opts, struct sp_arena *strings,
+			   struct sp_symbolizer_stats *stats, struct sym_follow *follow);
+void sp_sym_perf_maps_release(struct perf_map_names *maps);
 /* Name frame_id, anonymous code of pid, from its perf map; rf untouched when it cannot. */
-int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, uint32_t frame_id,
+int sp_sym_resolve_perf_map(struct perf_map_names *maps, int32_t pid, uint32_t frame_id,
 			    const struct sp_frame *fr, bool in_anon, struct sp_resolved_frame *rf);
 /* Flag a Python runtime frame that a perf map's py:: frames stand in for. */
 int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
 			       const struct sp_frame *fr);
-/* Copy opts.perf_map_pids (the caller's), sorted.  0 or -ENOMEM. */
-int sp_sym_setup_perf_map_pids(struct sp_symbolizer *sym);
+/* Copy o->perf_map_pids (the caller's), sorted, into maps->pids, and point o at it.  0 or -ENOMEM. */
+int sp_sym_setup_perf_map_pids(struct perf_map_names *maps, struct sp_symbolizer_opts *o);
 /*
  * Followed spools: has the file pid's perf map was read from (or looked for
  * and not used) changed since?  False when it was not looked for.
  */
-bool sp_sym_perf_map_changed(struct sp_symbolizer *sym, int32_t pid);
+bool sp_sym_perf_map_changed(struct perf_map_names *maps, int32_t pid);
 /*
  * Forget pid's perf map, to be looked for again on the next need, with its
  * counts in the stats; the frames whose names it decided move to *frames
  * (*n, malloc'd, NULL when none), to be resolved again.  0 or -ENOMEM.
  */
-int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **frames,
+int sp_sym_perf_map_forget(struct perf_map_names *maps, int32_t pid, uint32_t **frames,
 			   size_t *n);
-/* 1 and *out when frame_id (resolved, named from a perf map) has its line in a loaded map. */
-int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+/* 1 and *out when frame fr of pid (resolved, named from a perf map) has its line in pid's loaded map. */
+int sp_sym_perf_map_frame_source(const struct perf_map_names *maps, int32_t pid,
 				 const struct sp_frame *fr, struct sp_frame_source *out);
 
 /* ---- the spool's stored names (stored_frames.c) ------------------------ */

@@ -138,17 +138,17 @@ static int take_stored(struct sp_symbolizer *sym, struct vec32 *again)
 	if (first >= s->nsymframes || sym->opts.stored_symbols == SP_STORED_NONE ||
 	    sym->opts.no_demangle)
 		return 0;
-	if (!sym->stored) {
-		if (!(sym->stored = malloc(sym->frames_cap * sizeof(*sym->stored))))
+	if (!sym->stored_names.by_frame) {
+		if (!(sym->stored_names.by_frame = malloc(sym->frames_cap * sizeof(*sym->stored_names.by_frame))))
 			return -ENOMEM;
 		for (size_t i = 0; i < sym->frames_cap; i++)
-			sym->stored[i] = UINT32_MAX;
+			sym->stored_names.by_frame[i] = UINT32_MAX;
 	}
 	for (size_t i = first; i < s->nsymframes; i++) {
 		uint32_t f = s->symframes[i].frame;
 		if (f >= sym->nframes)
 			continue;
-		sym->stored[f] = (uint32_t)i;
+		sym->stored_names.by_frame[f] = (uint32_t)i;
 		if (sym->resolved[f] && vec_push(again, f))
 			return -ENOMEM;
 	}
@@ -262,7 +262,7 @@ int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_tail_batch *
 	int err = sp_sym_take_modules(sym, sp_spool_module_count(s));
 	if (!err) {
 		use_images(sym, first_module);
-		err = sp_sym_native_take_modules(sym, first_module);
+		err = sp_sym_native_take_modules(&sym->native, first_module, sym->nmodules);
 	}
 	if (!err)
 		err = note_modules(sym, first_module, &pids, &retry);

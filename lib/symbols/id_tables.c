@@ -159,19 +159,20 @@ int sp_sym_take_frames(struct sp_symbolizer *sym, size_t n)
 		size_t old = sym->frames_cap, cap = grown_cap(old, n);
 		int err = grow_zeroed((void **)&sym->resolved, old, cap, sizeof(*sym->resolved));
 		if (!err)
-			err = grow_zeroed((void **)&sym->chain, old, cap, sizeof(*sym->chain));
+			err = grow_zeroed((void **)&sym->chains.by_frame, old, cap,
+					  sizeof(*sym->chains.by_frame));
 		if (!err)
-			err = grow_zeroed((void **)&sym->chain_len, old, cap, sizeof(*sym->chain_len));
+			err = grow_zeroed((void **)&sym->chains.len, old, cap, sizeof(*sym->chains.len));
 		if (!err)
 			err = grow_zeroed((void **)&sym->frame_src, old, cap, sizeof(*sym->frame_src));
 		if (!err && sym->frame_pid &&
 		    !(err = grow_zeroed((void **)&sym->frame_pid, old, cap, sizeof(*sym->frame_pid))))
 			for (size_t i = old; i < cap; i++)
 				sym->frame_pid[i] = PID_NONE;
-		if (!err && sym->stored &&
-		    !(err = grow_zeroed((void **)&sym->stored, old, cap, sizeof(*sym->stored))))
+		if (!err && sym->stored_names.by_frame &&
+		    !(err = grow_zeroed((void **)&sym->stored_names.by_frame, old, cap, sizeof(*sym->stored_names.by_frame))))
 			for (size_t i = old; i < cap; i++)
-				sym->stored[i] = UINT32_MAX;
+				sym->stored_names.by_frame[i] = UINT32_MAX;
 		if (!err && sym->tail)
 			err = grow_zeroed((void **)&sym->follow.counted, old, cap,
 					  sizeof(*sym->follow.counted));
@@ -197,9 +198,9 @@ int sp_sym_take_frames(struct sp_symbolizer *sym, size_t n)
 
 /* ---- inline chains ----------------------------------------------------- */
 
-struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n)
+struct sp_resolved_frame *sp_sym_chain_alloc(struct inline_chains *ch, size_t n)
 {
-	struct chain_block *b = sym->chain_blocks;
+	struct chain_block *b = ch->blocks;
 	if (!b || b->cap - b->used < n) {
 		size_t cap = n > 256 ? n : 256;
 		struct chain_block *nb = malloc(sizeof(*nb) + cap * sizeof(nb->f[0]));
@@ -208,19 +209,19 @@ struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n
 		nb->used = 0;
 		nb->cap = cap;
 		nb->next = b;
-		sym->chain_blocks = b = nb;
+		ch->blocks = b = nb;
 	}
 	struct sp_resolved_frame *f = b->f + b->used;
 	b->used += n;
 	return f;
 }
 
-void sp_sym_chain_set(struct sp_symbolizer *sym, uint32_t frame_id, struct sp_resolved_frame *c,
+void sp_sym_chain_set(struct inline_chains *ch, uint32_t frame_id, struct sp_resolved_frame *c,
 		      size_t n)
 {
-	sym->chain[frame_id] = c;
-	sym->chain_len[frame_id] = (uint32_t)n;
-	sym->stats.inline_frames += n - 1;
+	ch->by_frame[frame_id] = c;
+	ch->len[frame_id] = (uint32_t)n;
+	*ch->inline_frames += n - 1;
 }
 
 /* ---- the streamed stacks' cache ---------------------------------------- */

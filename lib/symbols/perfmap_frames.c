@@ -452,8 +452,9 @@ int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
 		return err;
 	const uint32_t flags = SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT;
 	sp_sym_frame(sym, frame_id)->flags |= flags;
-	for (uint32_t i = 0; sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
-		sym->chain[frame_id][i].flags |= flags;
+	const struct inline_chains *ch = &sym->chains;
+	for (uint32_t i = 0; ch->by_frame[frame_id] && i < ch->len[frame_id]; i++)
+		ch->by_frame[frame_id][i].flags |= flags;
 	maps->stats->python_runtime_frames++;
 	return 0;
 }

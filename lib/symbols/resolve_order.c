@@ -26,6 +26,8 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	if (opts)
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
+	sym->chains.inline_frames = &sym->stats.inline_frames;
+	sp_sym_stored_init(&sym->stored_names, s, &sym->opts, &sym->stats, &sym->chains);
 	sp_sym_perf_maps_init(&sym->perf_maps, s, &sym->opts, &sym->strings, &sym->stats,
 			      &sym->follow);
 	sp_map_init(&sym->file_keys);
@@ -49,7 +51,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		goto fail;
 	/* Stored names are demangled: --no-demangle needs the files. */
 	if (sym->opts.stored_symbols != SP_STORED_NONE && !sym->opts.no_demangle &&
-	    sp_symstore_index(s, &sym->stored))
+	    sp_symstore_index(s, &sym->stored_names.by_frame))
 		goto fail;
 
 	/*
@@ -118,7 +120,8 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	if (!err)
 		err = sp_sym_setup_perf_map_pids(&sym->perf_maps, &sym->opts);
 	if (!err)
-		err = sp_sym_setup_native(sym);
+		err = sp_sym_setup_native(&sym->native, s, &sym->opts, &sym->strings, &sym->stats,
+					  &sym->chains, sym->nmodules);
 	if (err)
 		goto fail;
 	sp_elf_init();
@@ -160,9 +163,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		free(sym->frame_blocks[i]);
 	free(sym->frame_blocks);
 	free(sym->resolved);
-	free(sym->chain);
-	free(sym->chain_len);
-	for (struct chain_block *b = sym->chain_blocks, *next; b; b = next) {
+	free(sym->chains.by_frame);
+	free(sym->chains.len);
+	for (struct chain_block *b = sym->chains.blocks, *next; b; b = next) {
 		next = b->next;
 		free(b);
 	}
@@ -175,9 +178,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	sp_pid_ids_release(&sym->follow.modules);
 	sp_pid_ids_release(&sym->follow.map_deps);
 	free(sym->follow.counted);
-	sp_native_groups_free(sym->native);
+	sp_native_groups_free(sym->native.groups);
 	sp_stack_cache_free(sym->stacks);
-	free(sym->stored);
+	free(sym->stored_names.by_frame);
 	free(sym->frame_src);
 	free(sym->debuginfo_path);
 	free(sym->cache_dir);
@@ -210,7 +213,7 @@ static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
 		sym->stats.frames_with_lines++;
 	if (n == 1 || sym->opts.no_inline)
 		return 0;
-	struct sp_resolved_frame *c = sp_sym_chain_alloc(sym, n);
+	struct sp_resolved_frame *c = sp_sym_chain_alloc(&sym->chains, n);
 	if (!c)
 		return -ENOMEM;
 	for (size_t i = 0; i + 1 < n; i++) {
@@ -222,7 +225,7 @@ static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
 		c[i].symbol_offset = 0;
 	}
 	c[n - 1] = *rf;
-	sp_sym_chain_set(sym, frame_id, c, n);
+	sp_sym_chain_set(&sym->chains, frame_id, c, n);
 	return 0;
 }
 
@@ -256,13 +259,13 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 			return err;
 	}
-	if (sym->native && m && sp_sym_has_file(m)) {
-		int err = sp_sym_resolve_native(sym, frame_id, fr, rf);
+	if (sym->native.groups && m && sp_sym_has_file(m)) {
+		int err = sp_sym_resolve_native(&sym->native, frame_id, fr, rf);
 		if (err || rf->origin == SP_ORIGIN_ELF)
 			return err;
 	}
 	/* A plug-in replaces the built-in ELF/DWARF backend for every module. */
-	uint32_t fi = sym->native ? NO_FILE : sym->module_file[fr->module_id];
+	uint32_t fi = sym->native.groups ? NO_FILE : sym->module_file[fr->module_id];
 	if (m && fi != NO_FILE) {
 		struct file_entry *f = &sym->files[fi];
 		if (f->state == FILE_UNOPENED)
@@ -318,7 +321,7 @@ static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *
 	return 0;
 }
 
-/* Resolve frame_id into its place (sp_sym_frame, and sym->chain), once. */
+/* Resolve frame_id into its place (sp_sym_frame, and sym->chains), once. */
 static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 {
 	struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
@@ -333,8 +336,9 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 	};
 	int err = 0;
 	bool stored = false;
-	if (fr->mode != SP_FRAME_TRUNCATED && sym->stored) {
-		err = sp_sym_resolve_stored(sym, frame_id, rf, &stored);
+	if (fr->mode != SP_FRAME_TRUNCATED && sym->stored_names.by_frame) {
+		err = sp_sym_resolve_stored(&sym->stored_names, frame_id, rf, &sym->frame_src[frame_id],
+					    &stored);
 		if (err)
 			return err;
 	}
@@ -352,8 +356,9 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 	if (!err && rf->kind == SP_KIND_NATIVE)
 		err = sp_sym_flag_python_runtime(sym, frame_id, fr);
 	err = err ? err : printable_frame(sym, rf, stored);
-	for (size_t i = 0; !err && sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
-		err = printable_frame(sym, &sym->chain[frame_id][i], stored);
+	for (size_t i = 0; !err && sym->chains.by_frame[frame_id] && i < sym->chains.len[frame_id];
+	     i++)
+		err = printable_frame(sym, &sym->chains.by_frame[frame_id][i], stored);
 	if (err)
 		return err;
 	if (rf->kind != SP_KIND_TRUNCATED) {
@@ -376,9 +381,9 @@ int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
 		if (err)
 			return err;
 	}
-	if (sym->chain[frame_id]) {
-		*frames = sym->chain[frame_id];
-		*n = sym->chain_len[frame_id];
+	if (sym->chains.by_frame[frame_id]) {
+		*frames = sym->chains.by_frame[frame_id];
+		*n = sym->chains.len[frame_id];
 	} else {
 		*frames = sp_sym_frame(sym, frame_id);
 		*n = 1;
@@ -435,12 +440,12 @@ int sp_sym_resolve_again(struct sp_symbolizer *sym, uint32_t frame_id, bool *cha
 		return 0;
 	/* The old chain stays where it is (chains never move): compare with it. */
 	struct sp_resolved_frame before = *sp_sym_frame(sym, frame_id);
-	const struct sp_resolved_frame *old_chain = sym->chain[frame_id];
-	size_t old_n = old_chain ? sym->chain_len[frame_id] : 1;
+	const struct sp_resolved_frame *old_chain = sym->chains.by_frame[frame_id];
+	size_t old_n = old_chain ? sym->chains.len[frame_id] : 1;
 	uncount_frame(sym, frame_id, &before, old_n);
 	sym->resolved[frame_id] = 0;
-	sym->chain[frame_id] = NULL;
-	sym->chain_len[frame_id] = 0;
+	sym->chains.by_frame[frame_id] = NULL;
+	sym->chains.len[frame_id] = 0;
 	sym->frame_src[frame_id] = SP_FRAME_SRC_NONE;
 	int err = resolve_frame(sym, frame_id);
 	if (err)

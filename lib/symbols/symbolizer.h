@@ -246,6 +246,33 @@ struct kernel_names {
 };
 
 /*
+ * The names the spool stores as its source (stored_frames.c): chains that
+ * `symbolize` or the recorder's end wrote, used as they are.  What it
+ * borrows from the symbolizer is given once, by sp_sym_stored_init.
+ */
+struct stored_names {
+	const struct sp_spool *spool;
+	const struct sp_symbolizer_opts *opts; /* stored_symbols, no_kernel_symbols, perf_map_policy, no_inline */
+	struct sp_symbolizer_stats *stats;     /* the symbolizer's */
+	struct inline_chains *chains;          /* the symbolizer's */
+	uint32_t *by_frame; /* by frame id: the spool's symbol record, or NULL (lib/spool/spool_symrec.c) */
+};
+
+/*
+ * A native symbolizer plug-in as the source of names of file-backed modules
+ * (native_frames.c), in place of ELF/DWARF.  What it borrows from the
+ * symbolizer is given once, by sp_sym_setup_native.
+ */
+struct native_names {
+	const struct sp_spool *spool;
+	struct sp_arena *strings;          /* the symbolizer's: names copied here */
+	struct sp_symbolizer_stats *stats; /* the symbolizer's: native_backend_errors, frames_with_lines */
+	struct inline_chains *chains;      /* the symbolizer's */
+	bool no_inline;                    /* opts.no_inline */
+	struct sp_native_groups *groups;   /* NULL: no plug-in */
+};
+
+/*
  * The perf maps' source of names (perfmap_frames.c): one map per process,
  * read on its first frame in anonymous code, under the map policy.  What it
  * borrows from the symbolizer is given once, by sp_sym_perf_maps_init.
@@ -268,6 +295,15 @@ struct chain_block {
 	struct chain_block *next;
 	size_t used, cap;
 	struct sp_resolved_frame f[];
+};
+
+/* The inline chains of resolved frames, which the sources of names fill. */
+struct inline_chains {
+	/* By frame id: the inline chain (innermost first, the frame's copy last), or NULL. */
+	struct sp_resolved_frame **by_frame;
+	uint32_t *len;
+	struct chain_block *blocks;
+	uint64_t *inline_frames; /* the symbolizer's stats.inline_frames */
 };
 
 struct sp_symbolizer {
@@ -293,10 +329,7 @@ struct sp_symbolizer {
 	uint8_t *resolved;                /* by frame id: the frame is filled */
 	size_t nframes, frames_cap;       /* frames taken in; room in every by-frame-id array */
 	size_t nsamples, nstacks;         /* samples and stack nodes taken in */
-	/* By frame id: the inline chain (innermost first, frames[i]'s copy last), or NULL. */
-	struct sp_resolved_frame **chain;
-	uint32_t *chain_len;
-	struct chain_block *chain_blocks;
+	struct inline_chains chains; /* by frame id (id_tables.c) */
 	struct sym_hit *hits;
 	size_t nhits, hits_cap;
 	struct src_entry *src;       /* DWARF functions of every hit, by hit->src */
@@ -308,10 +341,10 @@ struct sp_symbolizer {
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
 	int32_t *stack_pid;          /* following: by stack node, its samples' process (or PID_MANY) */
 	size_t stack_pid_cap;
-	uint32_t *stored;            /* by frame id: the spool's symbol record, or NULL (lib/spool/spool_symrec.c) */
+	struct stored_names stored_names; /* the spool's symbol records (stored_frames.c) */
 	uint8_t *frame_src;          /* by frame id: enum sp_frame_src */
 	struct sp_symbolizer_stats stats;
-	struct sp_native_groups *native; /* a plug-in in place of ELF/DWARF, or NULL */
+	struct native_names native;      /* a plug-in in place of ELF/DWARF (native_frames.c) */
 	struct sp_stack_cache *stacks;   /* streamed (pid, stack id) pairs (lib/symbols/streamed_stacks.c) */
 	struct sp_tail *tail;            /* the tail followed (sp_tail_symbolizer), or NULL */
 	struct sym_follow follow;        /* with a tail */
@@ -369,9 +402,9 @@ static inline bool sp_sym_has_file(const struct sp_module *m)
 /* ---- inline chain storage (id_tables.c) -------------------------------- */
 
 /* Room for n resolved frames that stay where they are for the symbolizer's life; NULL: no memory. */
-struct sp_resolved_frame *sp_sym_chain_alloc(struct sp_symbolizer *sym, size_t n);
+struct sp_resolved_frame *sp_sym_chain_alloc(struct inline_chains *ch, size_t n);
 /* frame_id's inline chain is c[0..n), innermost first: kept and counted. */
-void sp_sym_chain_set(struct sp_symbolizer *sym, uint32_t frame_id, struct sp_resolved_frame *c,
+void sp_sym_chain_set(struct inline_chains *ch, uint32_t frame_id, struct sp_resolved_frame *c,
 		      size_t n);
 
 /* ---- module files (elf_files.c) ---------------------------------------- */
@@ -493,18 +526,32 @@ int sp_sym_perf_map_frame_source(const struct perf_map_names *maps, int32_t pid,
 
 /* ---- the spool's stored names (stored_frames.c) ------------------------ */
 
-/* Take frame_id's chain from the spool's symbol records: *done when it was used. */
-int sp_sym_resolve_stored(struct sp_symbolizer *sym, uint32_t frame_id,
-			  struct sp_resolved_frame *rf, bool *done);
+/* Set st up over the symbolizer's spool, options, stats and chains (no records indexed yet). */
+void sp_sym_stored_init(struct stored_names *st, const struct sp_spool *s,
+			const struct sp_symbolizer_opts *opts, struct sp_symbolizer_stats *stats,
+			struct inline_chains *chains);
+/*
+ * Take frame_id's chain from the spool's symbol records: *done when it was
+ * used; *src (the frame's enum sp_frame_src) says whether it was.
+ */
+int sp_sym_resolve_stored(struct stored_names *st, uint32_t frame_id,
+			  struct sp_resolved_frame *rf, uint8_t *src, bool *done);
 
 /* ---- a native plug-in (native_frames.c) -------------------------------- */
 
-/* Set up opts.native's groups (the plug-in is copied).  0, -ENOMEM or its error. */
-int sp_sym_setup_native(struct sp_symbolizer *sym);
-/* Give modules [first, sym->nmodules) their groups (a followed spool's new ones).  0 or -ENOMEM. */
-int sp_sym_native_take_modules(struct sp_symbolizer *sym, size_t first);
+/*
+ * Set nn up over the symbolizer's spool, strings, stats and chains, and
+ * o->native's groups for modules [0, nmodules) (the plug-in is copied;
+ * o->native is cleared).  0, -ENOMEM or the plug-in's error.
+ */
+int sp_sym_setup_native(struct native_names *nn, const struct sp_spool *s,
+			struct sp_symbolizer_opts *o, struct sp_arena *strings,
+			struct sp_symbolizer_stats *stats, struct inline_chains *chains,
+			size_t nmodules);
+/* Give modules [first, nmodules) their groups (a followed spool's new ones).  0 or -ENOMEM. */
+int sp_sym_native_take_modules(struct native_names *nn, size_t first, size_t nmodules);
 /* Name a file-backed module's frame through the plug-in; rf untouched when it knows nothing. */
-int sp_sym_resolve_native(struct sp_symbolizer *sym, uint32_t frame_id,
+int sp_sym_resolve_native(struct native_names *nn, uint32_t frame_id,
 			  const struct sp_frame *fr, struct sp_resolved_frame *rf);
 
 /* ---- streamed stacks' cache (id_tables.c; filled by streamed_stacks.c) -- */

@@ -91,7 +91,7 @@ static int grow_modules(struct sp_symbolizer *sym, size_t n)
 	if (n <= sym->modules_cap && sym->module_file)
 		return 0;
 	size_t cap = grown_cap(sym->modules_cap, n);
-	struct file_entry *old_files = sym->files;
+	struct file_entry *old_files = sym->elf.files;
 	int err = grow_zeroed((void **)&sym->module_file, sym->modules_cap, cap,
 			      sizeof(*sym->module_file));
 	if (!err)
@@ -99,11 +99,11 @@ static int grow_modules(struct sp_symbolizer *sym, size_t n)
 				  sizeof(*sym->module_name));
 	/* At most one file per module. */
 	if (!err)
-		err = grow_zeroed((void **)&sym->files, sym->files_cap, cap, sizeof(*sym->files));
+		err = grow_zeroed((void **)&sym->elf.files, sym->elf.files_cap, cap, sizeof(*sym->elf.files));
 	if (!err)
-		sym->files_cap = cap;
-	if (sym->files != old_files && old_files)
-		sp_sym_files_moved(sym);
+		sym->elf.files_cap = cap;
+	if (sym->elf.files != old_files && old_files)
+		sp_sym_files_moved(&sym->elf);
 	if (!err)
 		sym->modules_cap = cap;
 	return err;
@@ -123,12 +123,12 @@ int sp_sym_take_modules(struct sp_symbolizer *sym, size_t n)
 			/* Probe past hash collisions: the key hash is not the key. */
 			uint64_t h = file_key_hash(m);
 			uint32_t idx;
-			while (sp_map_get(&sym->file_keys, h, &idx) &&
-			       !same_file_key(sp_sym_file_rep(sym, &sym->files[idx]), m))
+			while (sp_map_get(&sym->elf.file_keys, h, &idx) &&
+			       !same_file_key(sp_sym_file_rep(&sym->elf, &sym->elf.files[idx]), m))
 				h = sp_hash64(h + 1);
-			if (!sp_map_get(&sym->file_keys, h, &idx)) {
-				idx = (uint32_t)sym->nfiles;
-				struct file_entry *f = &sym->files[idx];
+			if (!sp_map_get(&sym->elf.file_keys, h, &idx)) {
+				idx = (uint32_t)sym->elf.nfiles;
+				struct file_entry *f = &sym->elf.files[idx];
 				f->rep = (uint32_t)i;
 				/*
 				 * A deleted file is looked for at its old path: whatever
@@ -140,11 +140,11 @@ int sp_sym_take_modules(struct sp_symbolizer *sym, size_t n)
 					return -ENOMEM;
 				sp_map_init(&f->cache);
 				sp_map_init(&f->cu_index);
-				f->owner = sym;
-				err = sp_map_put(&sym->file_keys, h, idx);
+				f->owner = &sym->elf;
+				err = sp_map_put(&sym->elf.file_keys, h, idx);
 				if (err)
 					return err;
-				sym->nfiles++;
+				sym->elf.nfiles++;
 			}
 			sym->module_file[i] = idx;
 		}

@@ -27,10 +27,11 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
 	sym->chains.inline_frames = &sym->stats.inline_frames;
+	sp_sym_elf_init(&sym->elf, s, &sym->opts, &sym->strings, &sym->stats);
 	sp_sym_stored_init(&sym->stored_names, s, &sym->opts, &sym->stats, &sym->chains);
 	sp_sym_perf_maps_init(&sym->perf_maps, s, &sym->opts, &sym->strings, &sym->stats,
 			      &sym->follow);
-	sp_map_init(&sym->file_keys);
+	sp_map_init(&sym->elf.file_keys);
 	sp_pid_ids_init(&sym->follow.modules);
 	sp_pid_ids_init(&sym->follow.map_deps);
 	/* The caller's strings need not outlive this call. */
@@ -64,20 +65,20 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	const char *dirs = sym->opts.debug_dirs ? sym->opts.debug_dirs
 						: getenv("STACKPULSE_DEBUG_DIRS");
 	if (dirs && *dirs) {
-		if (!(sym->debug_dirs = sp_arena_strndup(&sym->strings, dirs, strlen(dirs))))
+		if (!(sym->elf.debug_dirs = sp_arena_strndup(&sym->strings, dirs, strlen(dirs))))
 			goto fail;
-		if (asprintf(&sym->debuginfo_path, "%s:%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
-			sym->debuginfo_path = NULL;
+		if (asprintf(&sym->elf.debuginfo_path, "%s:%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
+			sym->elf.debuginfo_path = NULL;
 			goto fail;
 		}
-	} else if (!(sym->debuginfo_path = strdup(DEFAULT_DEBUG_PATH))) {
+	} else if (!(sym->elf.debuginfo_path = strdup(DEFAULT_DEBUG_PATH))) {
 		goto fail;
 	}
-	sym->opts.debug_dirs = sym->debug_dirs;
-	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
+	sym->opts.debug_dirs = sym->elf.debug_dirs;
+	sym->elf.cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
 	sym->opts.cache_dir = NULL;
 	const char *invalid;
-	sym->stats.cache_max_bytes = sym->cache_max =
+	sym->stats.cache_max_bytes = sym->elf.cache_max =
 		sp_cache_max_bytes(sym->opts.cache_max_bytes, &invalid);
 	if (invalid &&
 	    !(sym->stats.cache_size_invalid = sp_arena_strndup(&sym->strings, invalid,
@@ -87,18 +88,18 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	 * Root must not read or write through another user's directory: the
 	 * cache and the subdirectories already in it are checked before any use.
 	 */
-	for (int i = 0; sym->cache_dir && i < 3; i++) {
+	for (int i = 0; sym->elf.cache_dir && i < 3; i++) {
 		static const char *const sub[] = {"", "/symbols", "/debug"};
 		char *path = NULL;
-		if (asprintf(&path, "%s%s", sym->cache_dir, sub[i]) < 0)
+		if (asprintf(&path, "%s%s", sym->elf.cache_dir, sub[i]) < 0)
 			goto fail;
 		const char *why = NULL;
 		int r = sp_cache_dir_check(path, false, &why);
 		if (r && r != -ENOENT) {
-			sym->stats.cache_dir_refused = sym->cache_dir_refused = path;
+			sym->stats.cache_dir_refused = sym->elf.cache_dir_refused = path;
 			sym->stats.cache_dir_refusal = why ? why : "cannot be read";
-			free(sym->cache_dir);
-			sym->cache_dir = NULL;
+			free(sym->elf.cache_dir);
+			sym->elf.cache_dir = NULL;
 		} else {
 			free(path);
 		}
@@ -106,15 +107,15 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	const char *urls = getenv("DEBUGINFOD_URLS");
 #ifdef SP_NO_DEBUGINFOD
 	(void)urls; /* built with configure --disable-debuginfod */
-	sym->debuginfod = false;
+	sym->elf.debuginfod = false;
 #else
-	sym->debuginfod = urls && *urls;
+	sym->elf.debuginfod = urls && *urls;
 #endif
-	sym->callbacks = (Dwfl_Callbacks){
+	sym->elf.callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
 		.find_debuginfo = sp_sym_find_debuginfo,
 		.section_address = dwfl_offline_section_address,
-		.debuginfo_path = &sym->debuginfo_path,
+		.debuginfo_path = &sym->elf.debuginfo_path,
 	};
 	err = sp_sym_take_modules(sym, sp_spool_module_count(s));
 	if (!err)
@@ -136,10 +137,10 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 {
 	if (!sym)
 		return;
-	for (size_t i = 0; i < sym->nfiles; i++) {
-		struct file_entry *f = &sym->files[i];
+	for (size_t i = 0; i < sym->elf.nfiles; i++) {
+		struct file_entry *f = &sym->elf.files[i];
 		if (f->symcache_new)
-			sp_sym_symcache_save(sym, f);
+			sp_sym_symcache_save(&sym->elf, f);
 		free(f->fhits);
 		if (f->dwfl)
 			dwfl_end(f->dwfl);
@@ -152,11 +153,11 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 			close(f->given_fd - 1);
 		free(f->map_files);
 	}
-	for (size_t i = 0; i < sym->ncus; i++)
-		free(sym->cus[i].r);
-	free(sym->cus);
-	free(sym->files);
-	sp_map_release(&sym->file_keys);
+	for (size_t i = 0; i < sym->elf.ncus; i++)
+		free(sym->elf.cus[i].r);
+	free(sym->elf.cus);
+	free(sym->elf.files);
+	sp_map_release(&sym->elf.file_keys);
 	free(sym->module_file);
 	free(sym->module_name);
 	for (size_t i = 0; i < sym->nframe_blocks; i++)
@@ -169,8 +170,8 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		next = b->next;
 		free(b);
 	}
-	free(sym->hits);
-	free(sym->src);
+	free(sym->elf.hits);
+	free(sym->elf.src);
 	sp_sym_kernel_release(&sym->kernel);
 	sp_sym_perf_maps_release(&sym->perf_maps);
 	free(sym->frame_pid);
@@ -182,9 +183,9 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	sp_stack_cache_free(sym->stacks);
 	free(sym->stored_names.by_frame);
 	free(sym->frame_src);
-	free(sym->debuginfo_path);
-	free(sym->cache_dir);
-	free(sym->cache_dir_refused);
+	free(sym->elf.debuginfo_path);
+	free(sym->elf.cache_dir);
+	free(sym->elf.cache_dir_refused);
 	sp_arena_release(&sym->strings);
 	free(sym);
 }
@@ -205,7 +206,7 @@ static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
 {
 	if (!hit->nsrc)
 		return 0;
-	const struct src_entry *src = &sym->src[hit->src];
+	const struct src_entry *src = &sym->elf.src[hit->src];
 	size_t n = hit->nsrc;
 	rf->file = src[n - 1].file;
 	rf->line = src[n - 1].line;
@@ -267,13 +268,13 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	/* A plug-in replaces the built-in ELF/DWARF backend for every module. */
 	uint32_t fi = sym->native.groups ? NO_FILE : sym->module_file[fr->module_id];
 	if (m && fi != NO_FILE) {
-		struct file_entry *f = &sym->files[fi];
+		struct file_entry *f = &sym->elf.files[fi];
 		if (f->state == FILE_UNOPENED)
-			sp_sym_open_file(sym, f);
+			sp_sym_open_file(&sym->elf, f);
 		uint64_t svma;
 		if (f->state == FILE_PROVEN && sp_sym_frame_svma(m, f, fr, &svma)) {
 			const struct sym_hit *hit;
-			int err = sp_sym_lookup_symbol(sym, f, svma, &hit);
+			int err = sp_sym_lookup_symbol(&sym->elf, f, svma, &hit);
 			if (err)
 				return err;
 			if (hit->name) {

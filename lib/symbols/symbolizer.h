@@ -84,7 +84,7 @@ struct proc_map {
 /*
  * One function at an address as DWARF describes it: an inlined function, or
  * the function that holds the code.  Entries of one address are contiguous
- * in sym->src, innermost first.
+ * in elf_names.src, innermost first.
  */
 struct src_entry {
 	const char *name; /* NULL: the containing function, unknown to DWARF (the ELF symbol names it) */
@@ -97,7 +97,7 @@ struct src_entry {
 struct sym_hit {
 	const char *name; /* NULL: no symbol covers the address */
 	uint64_t offset;  /* svma - symbol start */
-	uint32_t src;     /* first entry in sym->src */
+	uint32_t src;     /* first entry in elf_names.src */
 	uint32_t nsrc;    /* entries; 0 when DWARF says nothing of the address */
 	bool used;        /* asked for by this symbolizer (not only read from the cache) */
 };
@@ -125,7 +125,7 @@ enum symcache_state {
 /* A lookup's answer, by address, as the cache file keeps it. */
 struct file_hit {
 	uint64_t svma;
-	uint32_t hit; /* index into sym->hits */
+	uint32_t hit; /* index into elf_names.hits */
 };
 
 /* Separate debug file search of one module file. */
@@ -134,6 +134,8 @@ enum debug_state {
 	DEBUG_FOUND,     /* debug_path names it */
 	DEBUG_NONE,      /* searched, nothing usable */
 };
+
+struct elf_names;
 
 /*
  * One module file, shared by every module (in any process) that maps it.
@@ -149,8 +151,8 @@ struct file_entry {
 	struct sp_elf_info info;     /* PT_LOAD segments, for modules without a recorded bias */
 	struct sp_symtab symtab;     /* built on the first lookup */
 	bool symtab_built;
-	struct sp_map cache;         /* svma -> index into sym->hits */
-	struct sp_symbolizer *owner; /* for the debug file search, called back by libdwfl */
+	struct sp_map cache;         /* svma -> index into elf_names.hits */
+	struct elf_names *owner;     /* for the debug file search, called back by libdwfl */
 	const char *debuglink;       /* the file's .gnu_debuglink name, or NULL */
 	uint32_t debuglink_crc;
 	uint8_t debug_state;         /* enum debug_state */
@@ -159,7 +161,7 @@ struct file_entry {
 	bool debug_bounded;          /* its sections past the inflation bounds were counted */
 	bool debug_debuginfod;       /* debug_path came from a debuginfod server */
 	bool own_dwarf;              /* the proven image has DWARF of its own (.debug_info) */
-	struct sp_map cu_index;      /* CU DIE offset -> index into sym->cus */
+	struct sp_map cu_index;      /* CU DIE offset -> index into elf_names.cus */
 	/* CUs by their address ranges, for files without .debug_aranges (built on first need) */
 	struct cu_range *cu_ranges;
 	size_t ncu_ranges;
@@ -297,6 +299,36 @@ struct chain_block {
 	struct sp_resolved_frame f[];
 };
 
+/*
+ * The module files' source of names: each file opened and proven once
+ * (elf_files.c), its ELF symbols (elf_symbols.c) and DWARF chains and lines
+ * (dwarf_inline.c), the answers kept per file address and in the symbol
+ * cache (file_lookups.c), separate debug files (debug_search.c).  What it
+ * borrows from the symbolizer is given once, by sp_sym_elf_init.
+ */
+struct elf_names {
+	const struct sp_spool *spool;
+	const struct sp_symbolizer_opts *opts; /* no_demangle */
+	struct sp_arena *strings;          /* the symbolizer's: names made here */
+	struct sp_symbolizer_stats *stats; /* the symbolizer's */
+	Dwfl_Callbacks callbacks;    /* must outlive every Dwfl */
+	char *debuginfo_path;        /* pointed to by callbacks (alternate files, debuginfod) */
+	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
+	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
+	char *cache_dir;             /* decompressed debug file copies, or NULL */
+	uint64_t cache_max;          /* the cache's size bound, bytes (sp_cache_max_bytes) */
+	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
+	struct file_entry *files;
+	size_t nfiles, files_cap;
+	struct sp_map file_keys;     /* file key hash -> index into files (probing past collisions) */
+	struct sym_hit *hits;
+	size_t nhits, hits_cap;
+	struct src_entry *src;       /* DWARF functions of every hit, by hit->src */
+	size_t nsrc, src_cap;
+	struct cu_funcs *cus;        /* the function ranges of every CU looked into */
+	size_t ncus, cus_cap;
+};
+
 /* The inline chains of resolved frames, which the sources of names fill. */
 struct inline_chains {
 	/* By frame id: the inline chain (innermost first, the frame's copy last), or NULL. */
@@ -310,17 +342,8 @@ struct sp_symbolizer {
 	const struct sp_spool *spool;
 	struct sp_symbolizer_opts opts;
 	struct sp_arena strings;
-	Dwfl_Callbacks callbacks;    /* must outlive every Dwfl */
-	char *debuginfo_path;        /* pointed to by callbacks (alternate files, debuginfod) */
-	const char *debug_dirs;      /* searched first for separate debug files, or NULL */
-	bool debuginfod;             /* DEBUGINFOD_URLS is set: ask servers last */
-	char *cache_dir;             /* decompressed debug file copies, or NULL */
-	uint64_t cache_max;          /* the cache's size bound, bytes (sp_cache_max_bytes) */
-	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
 	const char *printable_seen[61]; /* strings found printable, by address (printable_frame) */
-	struct file_entry *files;
-	size_t nfiles, files_cap;
-	struct sp_map file_keys;     /* file key hash -> index into files (probing past collisions) */
+	struct elf_names elf;        /* module files: ELF, DWARF, debug files, symbol cache */
 	uint32_t *module_file;       /* by module id: file index or NO_FILE */
 	const char **module_name;    /* by module id: display basename */
 	size_t nmodules, modules_cap;
@@ -330,12 +353,6 @@ struct sp_symbolizer {
 	size_t nframes, frames_cap;       /* frames taken in; room in every by-frame-id array */
 	size_t nsamples, nstacks;         /* samples and stack nodes taken in */
 	struct inline_chains chains; /* by frame id (id_tables.c) */
-	struct sym_hit *hits;
-	size_t nhits, hits_cap;
-	struct src_entry *src;       /* DWARF functions of every hit, by hit->src */
-	size_t nsrc, src_cap;
-	struct cu_funcs *cus;        /* the function ranges of every CU looked into */
-	size_t ncus, cus_cap;
 	struct kernel_names kernel;  /* kallsyms (kernel_frames.c) */
 	struct perf_map_names perf_maps; /* perf maps and jitdumps (perfmap_frames.c) */
 	int32_t *frame_pid;          /* by frame id: the one process whose samples hold it */
@@ -358,11 +375,11 @@ static inline struct sp_resolved_frame *sp_sym_frame(const struct sp_symbolizer 
 }
 
 /* The module that gave f its path and identity. */
-static inline const struct sp_module *sp_sym_file_rep(const struct sp_symbolizer *sym,
+static inline const struct sp_module *sp_sym_file_rep(const struct elf_names *names,
 						      const struct file_entry *f)
 {
 	/* By id: a followed spool's module array moves as it grows. */
-	return sp_spool_module(sym->spool, f->rep);
+	return sp_spool_module(names->spool, f->rep);
 }
 
 /* ---- growing with a followed spool (id_tables.c, resolve_order.c) ------ */
@@ -409,13 +426,18 @@ void sp_sym_chain_set(struct inline_chains *ch, uint32_t frame_id, struct sp_res
 
 /* ---- module files (elf_files.c) ---------------------------------------- */
 
+/* Give names the symbolizer's spool, options, strings and stats, which outlive it. */
+void sp_sym_elf_init(struct elf_names *names, const struct sp_spool *s,
+		     const struct sp_symbolizer_opts *opts, struct sp_arena *strings,
+		     struct sp_symbolizer_stats *stats);
+
 /*
  * Open, prove and hand f to libdwfl, once; the outcome is kept in f->state
  * (FILE_PROVEN: f->dwfl and f->mod are usable) and counted.
  */
-void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f);
-/* sym->files moved (grown): point libdwfl's userdata of each open file at its new place. */
-void sp_sym_files_moved(struct sp_symbolizer *sym);
+void sp_sym_open_file(struct elf_names *names, struct file_entry *f);
+/* names->files moved (grown): point libdwfl's userdata of each open file at its new place. */
+void sp_sym_files_moved(struct elf_names *names);
 /* Static address of a frame in its module's file, or false when it has none. */
 bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
 		       const struct sp_frame *fr, uint64_t *svma);
@@ -427,18 +449,18 @@ bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
  * no_demangle, symbol version cut) and hit->offset; hit->name NULL when no
  * symbol holds it.  0 or -ENOMEM.
  */
-int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+int sp_sym_elf_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
 		      struct sym_hit *hit);
 
 /* ---- DWARF inline chains and lines (dwarf_inline.c) -------------------- */
 
-/* Append e to sym->src.  0 or -ENOMEM. */
-int sp_sym_push_src(struct sp_symbolizer *sym, const struct src_entry *e);
+/* Append e to names->src.  0 or -ENOMEM. */
+int sp_sym_push_src(struct elf_names *names, const struct src_entry *e);
 /*
- * The functions DWARF places at svma in f, innermost first, into sym->src
+ * The functions DWARF places at svma in f, innermost first, into names->src
  * (hit->src, hit->nsrc; 0 entries without DWARF).  0 or -ENOMEM.
  */
-int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+int sp_sym_lookup_source(struct elf_names *names, struct file_entry *f, uint64_t svma,
 			 struct sym_hit *hit);
 
 /* ---- separate debug files (debug_search.c) ----------------------------- */
@@ -447,7 +469,7 @@ int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64
  * Count n compressed sections of the file at path skipped for the inflation
  * bounds (the first such path is kept for the warning).
  */
-void sp_sym_note_not_inflated(struct sp_symbolizer *sym, uint32_t n, const char *path);
+void sp_sym_note_not_inflated(struct elf_names *names, uint32_t n, const char *path);
 /* libdwfl's find_debuginfo callback (Dwfl_Callbacks): the search of lib/symbols/debugfile.c, counted. */
 int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
@@ -456,15 +478,15 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
  * Is f's separate debug file on this machine (not from debuginfod)?  Found,
  * it is counted and kept as the callback would.
  */
-bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry *f);
+bool sp_sym_debug_file_found_again(struct elf_names *names, struct file_entry *f);
 
 /* ---- answers per (file, address), the symbol cache (file_lookups.c) ---- */
 
-/* The names of svma in proven file f, found once: *out lives as long as sym. */
-int sp_sym_lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+/* The names of svma in proven file f, found once: *out lives as long as the symbolizer. */
+int sp_sym_lookup_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
 			 const struct sym_hit **out);
 /* Write f's answers to its symbol cache file when worth keeping; failures are silent. */
-void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f);
+void sp_sym_symcache_save(struct elf_names *names, struct file_entry *f);
 
 /* ---- kernel frames (kernel_frames.c) ----------------------------------- */
 

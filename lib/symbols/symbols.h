@@ -4,16 +4,19 @@
  *
  * Owns: the symbolizer, over the private layout in symbolizer.h: its tables
  * by module and frame id (id_tables.c) and the order in which a frame's
- * sources of names are asked (resolve_order.c); one file per source of
- * names: module files proven to be the recorded ones (elf_files.c), ELF
- * symbols (elf_symbols.c, symtab.c), DWARF inline chains and lines
+ * sources of names are asked (resolve_order.c); the sources of names, each
+ * working on a context of its own embedded in the symbolizer (struct
+ * elf_names, kernel_names, perf_map_names, stored_names, native_names):
+ * module files proven to be the recorded ones (elf_files.c), ELF symbols
+ * (elf_symbols.c, symtab.c), DWARF inline chains and lines
  * (dwarf_inline.c), the answers kept per file address and the symbol cache
  * (file_lookups.c, symcache.c), separate debug files (debug_search.c,
  * debugfile.c, debugcache.c), the cache directory and its size bound
  * (cache_dir.c), kernel frames from kallsyms (kernel_frames.c), anonymous
- * code from perf maps and jitdumps (perfmap_frames.c), names stored in the
- * spool (stored_frames.c), a native plug-in (native_frames.c,
- * native_backend.c), C++ and Rust demangling (demangle.c); and on top of the
+ * code from perf maps and jitdumps (perfmap_frames.c, by the process of each
+ * frame: frame_pids.c), names stored in the spool (stored_frames.c), a
+ * native plug-in (native_frames.c, native_backend.c), C++ and Rust
+ * demangling (demangle.c); and on top of the
  * symbolizer, streamed stacks (streamed_stacks.c), Python processes
  * (python_pids.c), following a spool as it is written (followed_spool.c,
  * ids_by_pid.c), and names written into spools: `symbolize`, and the naming

@@ -53,7 +53,7 @@ check-deps:
 	  echo "stackpulse: missing libiberty (the C++ and Rust demangler): apt-get install libiberty-dev (or run scripts/install-deps)" >&2; exit 1; }
 
 libstackpulse.a: $(LIB_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 lib/%.o: lib/%.c $(LIB_HDR) | check-deps
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
@@ -169,7 +169,7 @@ build-fuzz/lib/%.o: lib/%.c $(LIB_HDR) | check-deps
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 build-fuzz/libstackpulse.a: $(FUZZ_LIB_OBJ)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 build-fuzz/%: tests/fuzz/%.c build-fuzz/libstackpulse.a $(LIB_HDR)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< build-fuzz/libstackpulse.a $(LIBS)
 # The small ELF the report harness symbolizes against (tests/fuzz/report.c).

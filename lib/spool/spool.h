@@ -5,8 +5,11 @@
  * Owns: the format, version 1 (stackpulse-spool(5)): its constants and the
  * reader's tables (this header); the writer the recorder appends to
  * (spool_writer.c), the validating reader that keeps a damaged file's intact
- * prefix (spool_reader.c), stack expansion over the prefix tree
- * (spool_stack.c), and the record-by-record dump (spool_dump.c).
+ * prefix (spool_reader.c), the symbol records, encoded and decoded
+ * (spool_symrec.c), following a spool as it is written (spool_tail.c),
+ * stack expansion over the prefix tree (spool_stack.c), the names of the
+ * sampling events, in perf's spelling (event_names.c), and the
+ * record-by-record dump (spool_dump.c).
  * May call: util only.
  */
 #ifndef SP_SPOOL_H
@@ -16,6 +19,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* "SPSPOOL" plus a NUL, so `file` and `head` show what the file is. */
 #define SP_SPOOL_MAGIC "SPSPOOL"
@@ -43,7 +47,7 @@ enum sp_spool_record {
 	SP_REC_EXEC = 8,
 	SP_REC_LOST = 9,
 	SP_REC_SUMMARY = 10,
-	/* Symbol records, written by `stackpulse symbolize` and at record end (lib/symbols/symstore.c). */
+	/* Symbol records, written by `stackpulse symbolize` and at record end (lib/spool/spool_symrec.c). */
 	SP_REC_SYM_STRINGS = 11,
 	SP_REC_SYM_FRAME = 12,
 	SP_REC_SYM_KERNEL = 13,
@@ -207,6 +211,108 @@ struct sp_spool {
 	size_t nlog, log_cap;
 };
 
+/* ---- decoding records (spool_reader.c, spool_symrec.c) ----------------- */
+
+/* A bounded cursor over one record's payload. */
+struct sp_cur {
+	const uint8_t *p, *end;
+};
+
+static inline int sp_cur_u64(struct sp_cur *c, uint64_t *v)
+{
+	return sp_get_uvarint(&c->p, c->end, v);
+}
+
+static inline int sp_cur_u32(struct sp_cur *c, uint32_t *v)
+{
+	uint64_t u;
+	if (sp_get_uvarint(&c->p, c->end, &u) || u > UINT32_MAX)
+		return -SP_E_SPOOL_CORRUPT;
+	*v = (uint32_t)u;
+	return 0;
+}
+
+static inline int sp_cur_i32(struct sp_cur *c, int32_t *v)
+{
+	int64_t s;
+	if (sp_get_svarint(&c->p, c->end, &s) || s < INT32_MIN || s > INT32_MAX)
+		return -SP_E_SPOOL_CORRUPT;
+	*v = (int32_t)s;
+	return 0;
+}
+
+/*
+ * A length-prefixed string, copied and NUL-terminated.  The length is checked
+ * against the payload before anything is allocated; embedded NULs are
+ * rejected because a C string would silently cut them.
+ */
+static inline int sp_cur_str(struct sp_cur *c, char **out)
+{
+	uint64_t n;
+	if (sp_cur_u64(c, &n) || n > (uint64_t)(c->end - c->p) || memchr(c->p, 0, (size_t)n))
+		return -SP_E_SPOOL_CORRUPT;
+	char *s = strndup((const char *)c->p, (size_t)n);
+	if (!s)
+		return -ENOMEM;
+	c->p += n;
+	*out = s;
+	return 0;
+}
+
+/* Note that type's index-th record came next in the file (s->log).  0 or -ENOMEM. */
+static inline int sp_spool_log_record(struct sp_spool *s, uint8_t type, size_t index)
+{
+	int err = SP_GROW(s->log, s->nlog, s->log_cap);
+	if (err)
+		return err;
+	s->log[s->nlog].type = type;
+	s->log[s->nlog].index = (uint32_t)index;
+	s->nlog++;
+	return 0;
+}
+/*
+ * Decode one symbol record (SYM_STRINGS, SYM_FRAME, SYM_KERNEL or
+ * SYM_PERF_MAP, by type) into s's tables.  0; -SP_E_SPOOL_CORRUPT (s keeps
+ * none of it); -ENOMEM.  (spool_symrec.c)
+ */
+int sp_spool_parse_symrec(struct sp_spool *s, uint8_t type, struct sp_cur *c);
+
+/* ---- symbol records: encoding and finding by frame (spool_symrec.c) --- */
+
+/*
+ * Encodes resolved frames as the spool's symbol records (stackpulse-spool(5),
+ * types 11 to 14), to be appended after the records of s.  Strings are
+ * interned, reusing those s already stores.  s must outlive the encoder.
+ */
+struct sp_symenc;
+
+int sp_symenc_new(const struct sp_spool *s, struct sp_symenc **out);
+void sp_symenc_free(struct sp_symenc *e);
+/* One SYM_FRAME record: the n >= 1 frames of frame_id's chain, innermost first. */
+int sp_symenc_add_frame(struct sp_symenc *e, uint32_t frame_id,
+			const struct sp_resolved_frame *chain, size_t n);
+/* A kallsyms symbol a frame was named from (size 0: unknown; module NULL: vmlinux). */
+int sp_symenc_add_kernel_symbol(struct sp_symenc *e, uint64_t addr, uint64_t size,
+				const char *name, const char *module);
+/* A perf map line a frame was named from, as the map wrote it. */
+int sp_symenc_add_perf_map_line(struct sp_symenc *e, int32_t pid, uint64_t start,
+				uint64_t size, const char *name);
+uint64_t sp_symenc_frames(const struct sp_symenc *e);
+/* Append every record to out: the strings first, then the rest.  0 or -ENOMEM. */
+int sp_symenc_finish(struct sp_symenc *e, struct sp_buf *out);
+
+/*
+ * Index of the stored chains of s by frame id (*by_frame malloc'd, NULL
+ * when s stores none; the latest record of a frame wins).  0 or -ENOMEM.
+ */
+int sp_symstore_index(const struct sp_spool *s, uint32_t **by_frame);
+/*
+ * The stored chain of frame_id into out[0..min(n, max)), innermost first;
+ * returns n, the chain's length (0: nothing stored).  Strings are the spool's.
+ */
+size_t sp_symstore_get(const struct sp_spool *s, const uint32_t *by_frame, uint32_t frame_id,
+		       struct sp_resolved_frame *out, size_t max);
+
 /* ---- reading a spool as it grows (spool_reader.c, spool_tail.c) ------- */
 
 /*
@@ -242,7 +348,7 @@ int sp_tail_put_image(struct sp_tail *t, uint32_t module_id, int fd);
 
 /* ---- writer extras for symbol records (spool_writer.c) ----------------- */
 
-/* Append whole, already encoded records (lib/symbols/symstore.c's output).  0 or -errno. */
+/* Append whole, already encoded records (sp_symenc_finish's output).  0 or -errno. */
 int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);
 /* Flush, then read the spool written so far back into *out.  0 or -errno. */
 int sp_spool_writer_read_back(struct sp_spool_writer *w, struct sp_spool **out);

@@ -10,99 +10,42 @@
 
 #define CORRUPT (-SP_E_SPOOL_CORRUPT)
 
-/* A bounded cursor over one record's payload. */
-struct cur {
-	const uint8_t *p, *end;
-};
-
-static int get_u64(struct cur *c, uint64_t *v)
-{
-	return sp_get_uvarint(&c->p, c->end, v);
-}
-
-static int get_u32(struct cur *c, uint32_t *v)
-{
-	uint64_t u;
-	if (sp_get_uvarint(&c->p, c->end, &u) || u > UINT32_MAX)
-		return CORRUPT;
-	*v = (uint32_t)u;
-	return 0;
-}
-
-static int get_i32(struct cur *c, int32_t *v)
-{
-	int64_t s;
-	if (sp_get_svarint(&c->p, c->end, &s) || s < INT32_MIN || s > INT32_MAX)
-		return CORRUPT;
-	*v = (int32_t)s;
-	return 0;
-}
-
-/*
- * A length-prefixed string, copied and NUL-terminated.  The length is checked
- * against the payload before anything is allocated; embedded NULs are
- * rejected because a C string would silently cut them.
- */
-static int get_str(struct cur *c, char **out)
-{
-	uint64_t n;
-	if (get_u64(c, &n) || n > (uint64_t)(c->end - c->p) || memchr(c->p, 0, (size_t)n))
-		return CORRUPT;
-	char *s = strndup((const char *)c->p, (size_t)n);
-	if (!s)
-		return -ENOMEM;
-	c->p += n;
-	*out = s;
-	return 0;
-}
-
-static int log_record(struct sp_spool *s, uint8_t type, size_t index)
-{
-	int err = SP_GROW(s->log, s->nlog, s->log_cap);
-	if (err)
-		return err;
-	s->log[s->nlog].type = type;
-	s->log[s->nlog].index = (uint32_t)index;
-	s->nlog++;
-	return 0;
-}
-
-static int parse_meta(struct sp_spool *s, struct cur *c)
+static int parse_meta(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_spool_meta *m = &s->meta;
-	if (get_u64(c, &m->start_timestamp_us) || get_u64(c, &m->sample_interval_us) ||
-	    get_u64(c, &m->start_monotonic_ns) || get_u32(c, &m->frequency_hz) ||
-	    get_u32(c, &m->stack_size) || get_u32(c, &m->event_source))
+	if (sp_cur_u64(c, &m->start_timestamp_us) || sp_cur_u64(c, &m->sample_interval_us) ||
+	    sp_cur_u64(c, &m->start_monotonic_ns) || sp_cur_u32(c, &m->frequency_hz) ||
+	    sp_cur_u32(c, &m->stack_size) || sp_cur_u32(c, &m->event_source))
 		return CORRUPT;
-	int err = get_str(c, &s->command);
+	int err = sp_cur_str(c, &s->command);
 	if (!err)
-		err = get_str(c, &s->hostname);
+		err = sp_cur_str(c, &s->hostname);
 	if (!err)
-		err = get_str(c, &s->kernel_release);
+		err = sp_cur_str(c, &s->kernel_release);
 	if (err)
 		return err; /* strings read so far are freed with the spool */
 	/* Fields appended later: absent (0) in older spools. */
-	if (c->p < c->end && get_u64(c, &m->sample_period))
+	if (c->p < c->end && sp_cur_u64(c, &m->sample_period))
 		return CORRUPT;
-	if (c->p < c->end && get_u32(c, &m->flags))
+	if (c->p < c->end && sp_cur_u32(c, &m->flags))
 		return CORRUPT;
 	m->command = s->command;
 	m->hostname = s->hostname;
 	m->kernel_release = s->kernel_release;
 	s->last_timestamp_ns = m->start_monotonic_ns;
-	return log_record(s, SP_REC_META, 0);
+	return sp_spool_log_record(s, SP_REC_META, 0);
 }
 
-static int parse_module(struct sp_spool *s, struct cur *c)
+static int parse_module(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_module m = {.id = (uint32_t)s->nmodules};
 	uint64_t len, blen;
-	if (s->nmodules >= UINT32_MAX - 1 || get_i32(c, &m.pid) || get_u64(c, &m.start) ||
-	    get_u64(c, &len) || len > UINT64_MAX - m.start || get_u64(c, &m.file_offset) ||
-	    get_u64(c, &m.inode) || get_u32(c, &m.dev_major) || get_u32(c, &m.dev_minor) ||
-	    get_u64(c, &m.load_bias) || get_u64(c, &m.file_size) ||
-	    sp_get_svarint(&c->p, c->end, &m.mtime_ns) || get_u32(c, &m.flags) ||
-	    get_u64(c, &blen) || blen > SP_BUILD_ID_MAX || blen > (uint64_t)(c->end - c->p))
+	if (s->nmodules >= UINT32_MAX - 1 || sp_cur_i32(c, &m.pid) || sp_cur_u64(c, &m.start) ||
+	    sp_cur_u64(c, &len) || len > UINT64_MAX - m.start || sp_cur_u64(c, &m.file_offset) ||
+	    sp_cur_u64(c, &m.inode) || sp_cur_u32(c, &m.dev_major) || sp_cur_u32(c, &m.dev_minor) ||
+	    sp_cur_u64(c, &m.load_bias) || sp_cur_u64(c, &m.file_size) ||
+	    sp_get_svarint(&c->p, c->end, &m.mtime_ns) || sp_cur_u32(c, &m.flags) ||
+	    sp_cur_u64(c, &blen) || blen > SP_BUILD_ID_MAX || blen > (uint64_t)(c->end - c->p))
 		return CORRUPT;
 	m.end = m.start + len;
 	m.build_id_len = (uint8_t)blen;
@@ -112,10 +55,10 @@ static int parse_module(struct sp_spool *s, struct cur *c)
 	if (err)
 		return err;
 	char *path;
-	err = get_str(c, &path);
+	err = sp_cur_str(c, &path);
 	if (err)
 		return err;
-	err = log_record(s, SP_REC_MODULE, s->nmodules);
+	err = sp_spool_log_record(s, SP_REC_MODULE, s->nmodules);
 	if (err) {
 		free(path);
 		return err;
@@ -125,13 +68,13 @@ static int parse_module(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
-static int parse_frame(struct sp_spool *s, struct cur *c)
+static int parse_frame(struct sp_spool *s, struct sp_cur *c)
 {
 	uint64_t module, mode;
 	int64_t rel_delta;
 	struct sp_frame f;
-	if (s->nframes >= UINT32_MAX - 1 || get_u64(c, &module) || module > s->nmodules ||
-	    get_u64(c, &mode) || mode > SP_FRAME_TRUNCATED || get_u64(c, &f.abs_ip) ||
+	if (s->nframes >= UINT32_MAX - 1 || sp_cur_u64(c, &module) || module > s->nmodules ||
+	    sp_cur_u64(c, &mode) || mode > SP_FRAME_TRUNCATED || sp_cur_u64(c, &f.abs_ip) ||
 	    sp_get_svarint(&c->p, c->end, &rel_delta))
 		return CORRUPT;
 	f.module_id = module ? (uint32_t)(module - 1) : SP_NO_MODULE;
@@ -144,20 +87,20 @@ static int parse_frame(struct sp_spool *s, struct cur *c)
 	f.rel_ip = expect - (uint64_t)rel_delta;
 	int err = SP_GROW(s->frames, s->nframes, s->frames_cap);
 	if (!err)
-		err = log_record(s, SP_REC_FRAME, s->nframes);
+		err = sp_spool_log_record(s, SP_REC_FRAME, s->nframes);
 	if (err)
 		return err;
 	s->frames[s->nframes++] = f;
 	return 0;
 }
 
-static int parse_stack(struct sp_spool *s, struct cur *c)
+static int parse_stack(struct sp_spool *s, struct sp_cur *c)
 {
 	uint64_t back, frame;
 	size_t id = s->nstacks;
 	/* The parent is a backward distance, so it always names an older node. */
-	if (id >= UINT32_MAX || get_u64(c, &back) || back == 0 || back > id ||
-	    get_u64(c, &frame) || frame >= s->nframes)
+	if (id >= UINT32_MAX || sp_cur_u64(c, &back) || back == 0 || back > id ||
+	    sp_cur_u64(c, &frame) || frame >= s->nframes)
 		return CORRUPT;
 	/* Deeper than any recorder writes: only a hostile file chains so far. */
 	uint32_t depth = (uint32_t)s->stack_depth[id - back] + 1;
@@ -176,7 +119,7 @@ static int parse_stack(struct sp_spool *s, struct cur *c)
 	if (!q)
 		return -ENOMEM;
 	s->stack_frame = q;
-	int err = log_record(s, SP_REC_STACK, id);
+	int err = sp_spool_log_record(s, SP_REC_STACK, id);
 	if (err)
 		return err;
 	s->stack_parent[id] = (uint32_t)(id - back);
@@ -186,33 +129,33 @@ static int parse_stack(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
-static int parse_thread(struct sp_spool *s, struct cur *c)
+static int parse_thread(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_thread t = {.name = ""};
-	if (s->nthreads >= UINT32_MAX - 1 || get_i32(c, &t.pid) || get_i32(c, &t.tid))
+	if (s->nthreads >= UINT32_MAX - 1 || sp_cur_i32(c, &t.pid) || sp_cur_i32(c, &t.tid))
 		return CORRUPT;
 	int err = SP_GROW(s->threads, s->nthreads, s->threads_cap);
 	if (!err)
-		err = log_record(s, SP_REC_THREAD, s->nthreads);
+		err = sp_spool_log_record(s, SP_REC_THREAD, s->nthreads);
 	if (err)
 		return err;
 	s->threads[s->nthreads++] = t;
 	return 0;
 }
 
-static int parse_thread_name(struct sp_spool *s, struct cur *c)
+static int parse_thread_name(struct sp_spool *s, struct sp_cur *c)
 {
 	uint64_t index;
-	if (s->nnames >= UINT32_MAX || get_u64(c, &index) || index >= s->nthreads)
+	if (s->nnames >= UINT32_MAX || sp_cur_u64(c, &index) || index >= s->nthreads)
 		return CORRUPT;
 	int err = SP_GROW(s->names, s->nnames, s->names_cap);
 	if (err)
 		return err;
 	char *name;
-	err = get_str(c, &name);
+	err = sp_cur_str(c, &name);
 	if (err)
 		return err;
-	err = log_record(s, SP_REC_THREAD_NAME, s->nnames);
+	err = sp_spool_log_record(s, SP_REC_THREAD_NAME, s->nnames);
 	if (err) {
 		free(name);
 		return err;
@@ -224,17 +167,17 @@ static int parse_thread_name(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
-static int parse_sample(struct sp_spool *s, struct cur *c)
+static int parse_sample(struct sp_spool *s, struct sp_cur *c)
 {
 	uint64_t thread, stack;
 	int64_t delta;
-	if (s->nsamples >= UINT32_MAX || get_u64(c, &thread) || thread >= s->nthreads ||
-	    get_u64(c, &stack) || stack >= s->nstacks ||
+	if (s->nsamples >= UINT32_MAX || sp_cur_u64(c, &thread) || thread >= s->nthreads ||
+	    sp_cur_u64(c, &stack) || stack >= s->nstacks ||
 	    sp_get_svarint(&c->p, c->end, &delta))
 		return CORRUPT;
 	int err = SP_GROW(s->samples, s->nsamples, s->samples_cap);
 	if (!err)
-		err = log_record(s, SP_REC_SAMPLE, s->nsamples);
+		err = sp_spool_log_record(s, SP_REC_SAMPLE, s->nsamples);
 	if (err)
 		return err;
 	/* Wrapping add: the writer's wrapping difference makes this exact. */
@@ -247,48 +190,48 @@ static int parse_sample(struct sp_spool *s, struct cur *c)
 	return 0;
 }
 
-static int parse_exec(struct sp_spool *s, struct cur *c)
+static int parse_exec(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_exec e;
 	uint64_t flags;
-	if (s->nexecs >= UINT32_MAX || get_u64(c, &e.timestamp_ns) || get_i32(c, &e.pid) ||
-	    get_u64(c, &flags))
+	if (s->nexecs >= UINT32_MAX || sp_cur_u64(c, &e.timestamp_ns) || sp_cur_i32(c, &e.pid) ||
+	    sp_cur_u64(c, &flags))
 		return CORRUPT;
 	e.is_python_runtime = flags & SP_EXEC_PYTHON;
 	int err = SP_GROW(s->execs, s->nexecs, s->execs_cap);
 	if (!err)
-		err = log_record(s, SP_REC_EXEC, s->nexecs);
+		err = sp_spool_log_record(s, SP_REC_EXEC, s->nexecs);
 	if (err)
 		return err;
 	s->execs[s->nexecs++] = e;
 	return 0;
 }
 
-static int parse_owner(struct sp_spool *s, struct cur *c)
+static int parse_owner(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_owner o;
 	uint64_t uid;
-	if (s->nowners >= UINT32_MAX || get_u64(c, &o.timestamp_ns) || get_i32(c, &o.pid) ||
-	    get_u64(c, &uid) || uid > UINT32_MAX)
+	if (s->nowners >= UINT32_MAX || sp_cur_u64(c, &o.timestamp_ns) || sp_cur_i32(c, &o.pid) ||
+	    sp_cur_u64(c, &uid) || uid > UINT32_MAX)
 		return CORRUPT;
 	o.uid = (uint32_t)uid;
 	int err = SP_GROW(s->owners, s->nowners, s->owners_cap);
 	if (!err)
-		err = log_record(s, SP_REC_OWNER, s->nowners);
+		err = sp_spool_log_record(s, SP_REC_OWNER, s->nowners);
 	if (err)
 		return err;
 	s->owners[s->nowners++] = o;
 	return 0;
 }
 
-static int parse_lost(struct sp_spool *s, struct cur *c)
+static int parse_lost(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_spool_lost l;
-	if (s->nlosts >= UINT32_MAX || get_u64(c, &l.count) || get_u64(c, &l.timestamp_ns))
+	if (s->nlosts >= UINT32_MAX || sp_cur_u64(c, &l.count) || sp_cur_u64(c, &l.timestamp_ns))
 		return CORRUPT;
 	int err = SP_GROW(s->losts, s->nlosts, s->losts_cap);
 	if (!err)
-		err = log_record(s, SP_REC_LOST, s->nlosts);
+		err = sp_spool_log_record(s, SP_REC_LOST, s->nlosts);
 	if (err)
 		return err;
 	s->losts[s->nlosts++] = l;
@@ -302,13 +245,13 @@ static int parse_lost(struct sp_spool *s, struct cur *c)
  * version knows are read and dropped; the loop is bounded by the payload
  * because every entry consumes at least one byte.
  */
-static int get_counts(struct cur *c, uint64_t *out, size_t known)
+static int get_counts(struct sp_cur *c, uint64_t *out, size_t known)
 {
 	uint64_t n, v;
-	if (get_u64(c, &n))
+	if (sp_cur_u64(c, &n))
 		return CORRUPT;
 	for (uint64_t i = 0; i < n; i++) {
-		if (get_u64(c, &v))
+		if (sp_cur_u64(c, &v))
 			return CORRUPT;
 		if (i < known)
 			out[i] = v;
@@ -316,156 +259,33 @@ static int get_counts(struct cur *c, uint64_t *out, size_t known)
 	return 0;
 }
 
-static int parse_summary(struct sp_spool *s, struct cur *c)
+static int parse_summary(struct sp_spool *s, struct sp_cur *c)
 {
 	struct sp_summary m = {0};
 	uint64_t kernel;
-	if (s->nsummaries >= UINT32_MAX || get_u64(c, &m.sample_events) ||
-	    get_u64(c, &m.samples) || get_u64(c, &m.lost_events) || get_u64(c, &kernel) ||
-	    get_u64(c, &m.missing_pid_samples) || get_u64(c, &m.missing_tid_samples) ||
-	    get_u64(c, &m.idle_tid_samples) || get_u64(c, &m.missing_timestamp_samples) ||
-	    get_u64(c, &m.empty_stack_samples) || get_u64(c, &m.truncated_frame_markers) ||
-	    get_u64(c, &m.ignored_user_callchain_frames) ||
+	if (s->nsummaries >= UINT32_MAX || sp_cur_u64(c, &m.sample_events) ||
+	    sp_cur_u64(c, &m.samples) || sp_cur_u64(c, &m.lost_events) || sp_cur_u64(c, &kernel) ||
+	    sp_cur_u64(c, &m.missing_pid_samples) || sp_cur_u64(c, &m.missing_tid_samples) ||
+	    sp_cur_u64(c, &m.idle_tid_samples) || sp_cur_u64(c, &m.missing_timestamp_samples) ||
+	    sp_cur_u64(c, &m.empty_stack_samples) || sp_cur_u64(c, &m.truncated_frame_markers) ||
+	    sp_cur_u64(c, &m.ignored_user_callchain_frames) ||
 	    get_counts(c, m.stop_reasons, SP_STOP_COUNT_) ||
 	    get_counts(c, m.error_stats, SP_ERR_COUNT_))
 		return CORRUPT;
 	/* Appended later: absent in the first spools, so optional. */
-	if (c->p < c->end && get_u64(c, &m.spliced_stacks))
+	if (c->p < c->end && sp_cur_u64(c, &m.spliced_stacks))
 		return CORRUPT;
-	if (c->p < c->end && get_u64(c, &m.code_frames))
+	if (c->p < c->end && sp_cur_u64(c, &m.code_frames))
 		return CORRUPT;
-	if (c->p < c->end && get_u64(c, &m.fp_frames))
+	if (c->p < c->end && sp_cur_u64(c, &m.fp_frames))
 		return CORRUPT;
 	m.kernel_enabled = kernel != 0;
 	int err = SP_GROW(s->summaries, s->nsummaries, s->summaries_cap);
 	if (!err)
-		err = log_record(s, SP_REC_SUMMARY, s->nsummaries);
+		err = sp_spool_log_record(s, SP_REC_SUMMARY, s->nsummaries);
 	if (err)
 		return err;
 	s->summaries[s->nsummaries++] = m;
-	return 0;
-}
-
-/* ---- symbol records (stackpulse-spool(5), types 11 to 14) -------------- */
-
-/* A string id defined by an earlier SYM_STRINGS record. */
-static int get_string_id(const struct sp_spool *s, struct cur *c, uint32_t *id)
-{
-	if (get_u32(c, id) || *id >= s->nsym_strings)
-		return CORRUPT;
-	return 0;
-}
-
-/* The same, stored plus one: 0 gives SP_SYM_NO_STRING. */
-static int get_opt_string_id(const struct sp_spool *s, struct cur *c, uint32_t *id)
-{
-	uint64_t v;
-	if (get_u64(c, &v) || v > s->nsym_strings)
-		return CORRUPT;
-	*id = v ? (uint32_t)(v - 1) : SP_SYM_NO_STRING;
-	return 0;
-}
-
-static int parse_sym_strings(struct sp_spool *s, struct cur *c)
-{
-	uint64_t n;
-	/* Every string takes at least its length byte: n is bounded by the payload. */
-	if (s->nstrrecs >= UINT32_MAX || get_u64(c, &n) || n > (uint64_t)(c->end - c->p) ||
-	    s->nsym_strings + n >= SP_SYM_NO_STRING)
-		return CORRUPT;
-	int err = SP_GROW(s->strrec_first, s->nstrrecs, s->strrecs_cap);
-	if (err)
-		return err;
-	size_t first = s->nsym_strings;
-	for (uint64_t i = 0; i < n; i++) {
-		char *str;
-		err = SP_GROW(s->sym_strings, s->nsym_strings, s->sym_strings_cap);
-		if (!err)
-			err = get_str(c, &str);
-		if (err)
-			goto undo;
-		s->sym_strings[s->nsym_strings++] = str;
-	}
-	err = log_record(s, SP_REC_SYM_STRINGS, s->nstrrecs);
-	if (err)
-		goto undo;
-	s->strrec_first[s->nstrrecs++] = (uint32_t)first;
-	return 0;
-undo:
-	/* A damaged record defines none of its strings. */
-	while (s->nsym_strings > first)
-		free(s->sym_strings[--s->nsym_strings]);
-	return err;
-}
-
-static int parse_sym_frame(struct sp_spool *s, struct cur *c)
-{
-	uint64_t frame, n;
-	/* An entry is at least eight one-byte fields. */
-	if (s->nsymframes >= UINT32_MAX || get_u64(c, &frame) || frame >= s->nframes ||
-	    get_u64(c, &n) || n == 0 || n > (uint64_t)(c->end - c->p) / 8 ||
-	    s->nsyms + n >= UINT32_MAX)
-		return CORRUPT;
-	size_t first = s->nsyms;
-	for (uint64_t i = 0; i < n; i++) {
-		struct sp_spool_sym e;
-		uint64_t kind, origin;
-		if (get_u64(c, &kind) || kind > SP_KIND_TRUNCATED || get_u64(c, &origin) ||
-		    origin > SP_ORIGIN_ADDRESS_ONLY || get_u32(c, &e.flags) ||
-		    get_string_id(s, c, &e.name) || get_string_id(s, c, &e.module) ||
-		    get_opt_string_id(s, c, &e.file) || get_u32(c, &e.line) ||
-		    get_u64(c, &e.symbol_offset)) {
-			s->nsyms = first;
-			return CORRUPT;
-		}
-		e.kind = (uint8_t)kind;
-		e.origin = (uint8_t)origin;
-		int err = SP_GROW(s->syms, s->nsyms, s->syms_cap);
-		if (err) {
-			s->nsyms = first;
-			return err;
-		}
-		s->syms[s->nsyms++] = e;
-	}
-	int err = SP_GROW(s->symframes, s->nsymframes, s->symframes_cap);
-	if (!err)
-		err = log_record(s, SP_REC_SYM_FRAME, s->nsymframes);
-	if (err) {
-		s->nsyms = first;
-		return err;
-	}
-	s->symframes[s->nsymframes++] = (struct sp_spool_symframe){
-		.frame = (uint32_t)frame, .first = (uint32_t)first, .n = (uint32_t)n};
-	return 0;
-}
-
-static int parse_sym_kernel(struct sp_spool *s, struct cur *c)
-{
-	struct sp_spool_ksym k;
-	if (s->nksyms >= UINT32_MAX || get_u64(c, &k.addr) || get_u64(c, &k.size) ||
-	    get_string_id(s, c, &k.name) || get_opt_string_id(s, c, &k.module))
-		return CORRUPT;
-	int err = SP_GROW(s->ksyms, s->nksyms, s->ksyms_cap);
-	if (!err)
-		err = log_record(s, SP_REC_SYM_KERNEL, s->nksyms);
-	if (err)
-		return err;
-	s->ksyms[s->nksyms++] = k;
-	return 0;
-}
-
-static int parse_sym_perf_map(struct sp_spool *s, struct cur *c)
-{
-	struct sp_spool_pmline l;
-	if (s->npmlines >= UINT32_MAX || get_i32(c, &l.pid) || get_u64(c, &l.start) ||
-	    get_u64(c, &l.size) || get_string_id(s, c, &l.name))
-		return CORRUPT;
-	int err = SP_GROW(s->pmlines, s->npmlines, s->pmlines_cap);
-	if (!err)
-		err = log_record(s, SP_REC_SYM_PERF_MAP, s->npmlines);
-	if (err)
-		return err;
-	s->pmlines[s->npmlines++] = l;
 	return 0;
 }
 
@@ -475,7 +295,7 @@ static int skip_unknown(struct sp_spool *s, uint8_t type, size_t length, bool da
 		return CORRUPT;
 	int err = SP_GROW(s->unknowns, s->nunknowns, s->unknowns_cap);
 	if (!err)
-		err = log_record(s, SP_REC_INVALID, s->nunknowns);
+		err = sp_spool_log_record(s, SP_REC_INVALID, s->nunknowns);
 	if (err)
 		return err;
 	s->unknowns[s->nunknowns].type = type;
@@ -491,25 +311,11 @@ static int skip_unknown(struct sp_spool *s, uint8_t type, size_t length, bool da
  * symbol record after it, since their string ids may count strings the
  * damaged record held.
  */
-static int parse_symbol_record(struct sp_spool *s, uint8_t type, struct cur *c, size_t len)
+static int parse_symbol_record(struct sp_spool *s, uint8_t type, struct sp_cur *c, size_t len)
 {
 	int err = CORRUPT;
-	if (!s->sym_damaged) {
-		switch (type) {
-		case SP_REC_SYM_STRINGS:
-			err = parse_sym_strings(s, c);
-			break;
-		case SP_REC_SYM_FRAME:
-			err = parse_sym_frame(s, c);
-			break;
-		case SP_REC_SYM_KERNEL:
-			err = parse_sym_kernel(s, c);
-			break;
-		default:
-			err = parse_sym_perf_map(s, c);
-			break;
-		}
-	}
+	if (!s->sym_damaged)
+		err = sp_spool_parse_symrec(s, type, c);
 	if (err != CORRUPT)
 		return err;
 	s->sym_damaged = true;
@@ -522,7 +328,7 @@ static int parse_symbol_record(struct sp_spool *s, uint8_t type, struct cur *c, 
  */
 static int parse_record(struct sp_spool *s, uint8_t type, const uint8_t *p, size_t len)
 {
-	struct cur c = {p, p + len};
+	struct sp_cur c = {p, p + len};
 	bool first = s->nlog == 0;
 	if (first != (type == SP_REC_META))
 		return CORRUPT; /* META comes first, exactly once */

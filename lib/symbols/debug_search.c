@@ -9,19 +9,19 @@
 #include <unistd.h>
 
 /* Count a refused debug file; the first one's path is kept for the warning. */
-static void note_mismatch(struct sp_symbolizer *sym, uint32_t n, const char *path)
+static void note_mismatch(struct elf_names *names, uint32_t n, const char *path)
 {
-	sym->stats.debug_files_mismatched += n;
-	if (n && path && !sym->stats.debug_file_mismatched)
-		sym->stats.debug_file_mismatched = sp_arena_strndup(&sym->strings, path,
+	names->stats->debug_files_mismatched += n;
+	if (n && path && !names->stats->debug_file_mismatched)
+		names->stats->debug_file_mismatched = sp_arena_strndup(names->strings, path,
 								    strlen(path));
 }
 
-void sp_sym_note_not_inflated(struct sp_symbolizer *sym, uint32_t n, const char *path)
+void sp_sym_note_not_inflated(struct elf_names *names, uint32_t n, const char *path)
 {
-	sym->stats.sections_not_inflated += n;
-	if (n && path && !sym->stats.section_not_inflated_file)
-		sym->stats.section_not_inflated_file = sp_arena_strndup(&sym->strings, path,
+	names->stats->sections_not_inflated += n;
+	if (n && path && !names->stats->section_not_inflated_file)
+		names->stats->section_not_inflated_file = sp_arena_strndup(names->strings, path,
 									 strlen(path));
 }
 
@@ -44,12 +44,12 @@ static struct sp_debug_query debug_query(const struct file_entry *f)
  * in memory when it has sections past the bounds (its build-id is not at
  * hand here, so no cache copy).  Returns the fd to use, or -1 (ENOENT).
  */
-static int bound_alternate(struct sp_symbolizer *sym, int fd, const char *name)
+static int bound_alternate(struct elf_names *names, int fd, const char *name)
 {
 	struct sp_debug_copy copy;
 	int cfd = sp_debug_cache_open(NULL, 0, NULL, 0, fd, &copy);
-	if (sym)
-		sp_sym_note_not_inflated(sym, copy.inflate.over_limit, name);
+	if (names)
+		sp_sym_note_not_inflated(names, copy.inflate.over_limit, name);
 	if (copy.refused || cfd >= 0)
 		close(fd);
 	if (copy.refused) {
@@ -82,7 +82,7 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 						      debuginfo_file_name);
 		return fd < 0 ? fd : bound_alternate(f ? f->owner : NULL, fd, *debuginfo_file_name);
 	}
-	struct sp_symbolizer *sym = f->owner;
+	struct elf_names *names = f->owner;
 	struct sp_debug_query q = debug_query(f);
 	int fd = -1;
 	if (f->debug_state == DEBUG_FOUND) {
@@ -93,27 +93,27 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		struct sp_debug_found found;
 		if (sp_debug_file_find(&q, &found))
 			goto none; /* -ENOMEM: no debug file rather than a failed report */
-		note_mismatch(sym, found.mismatched, found.first_mismatch);
-		if (found.fd < 0 && sym->debuginfod && q.build_id_len) {
+		note_mismatch(names, found.mismatched, found.first_mismatch);
+		if (found.fd < 0 && names->debuginfod && q.build_id_len) {
 			char *name = NULL;
 			found.fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base,
 								file_name, debuglink_file,
 								debuglink_crc, &name);
 			found.path = name;
 			if (found.fd >= 0 && !sp_debug_file_matches(&q, found.fd)) {
-				note_mismatch(sym, 1, name);
+				note_mismatch(names, 1, name);
 				close(found.fd);
 				found.fd = -1;
 			} else if (found.fd >= 0) {
-				sym->stats.debug_files_debuginfod++;
+				names->stats->debug_files_debuginfod++;
 				f->debug_debuginfod = true;
 			}
 		}
 		if (found.fd >= 0 && found.path &&
-		    (f->debug_path = sp_arena_strndup(&sym->strings, found.path,
+		    (f->debug_path = sp_arena_strndup(names->strings, found.path,
 						      strlen(found.path)))) {
 			f->debug_state = DEBUG_FOUND;
-			sym->stats.debug_files_used++;
+			names->stats->debug_files_used++;
 			fd = found.fd;
 			found.fd = -1;
 		}
@@ -135,13 +135,13 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		 * copy without them.
 		 */
 		struct sp_debug_copy copy;
-		int cfd = sp_debug_cache_open(sym->cache_dir, sym->cache_max, q.build_id,
+		int cfd = sp_debug_cache_open(names->cache_dir, names->cache_max, q.build_id,
 					      q.build_id_len, fd, &copy);
-		sym->stats.cache_files_evicted += copy.evicted;
-		sym->stats.cache_files_too_large += copy.too_large;
+		names->stats->cache_files_evicted += copy.evicted;
+		names->stats->cache_files_too_large += copy.too_large;
 		if (!f->debug_bounded) {
 			f->debug_bounded = true;
-			sp_sym_note_not_inflated(sym, copy.inflate.over_limit, f->debug_path);
+			sp_sym_note_not_inflated(names, copy.inflate.over_limit, f->debug_path);
 		}
 		if (copy.refused) {
 			close(fd);
@@ -151,9 +151,9 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 			close(fd);
 			fd = cfd;
 			if (copy.path && !f->debug_cached)
-				sym->stats.debug_files_cached++;
+				names->stats->debug_files_cached++;
 			f->debug_cached |= copy.path != NULL;
-			sym->stats.debug_files_cache_written += copy.made;
+			names->stats->debug_files_cache_written += copy.made;
 		}
 		*debuginfo_file_name = copy.path ? copy.path : strdup(f->debug_path);
 		return fd;
@@ -171,7 +171,7 @@ none:
  * reopens it); not found, nothing is counted, so find_debuginfo's own search
  * still counts what it refuses.
  */
-bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry *f)
+bool sp_sym_debug_file_found_again(struct elf_names *names, struct file_entry *f)
 {
 	if (f->debug_state != DEBUG_UNSEARCHED)
 		return f->debug_state == DEBUG_FOUND && !f->debug_debuginfod;
@@ -180,14 +180,14 @@ bool sp_sym_debug_file_found_again(struct sp_symbolizer *sym, struct file_entry 
 	if (sp_debug_file_find(&q, &found))
 		return false;
 	bool ok = found.fd >= 0 && found.path &&
-		  (f->debug_path = sp_arena_strndup(&sym->strings, found.path, strlen(found.path)));
+		  (f->debug_path = sp_arena_strndup(names->strings, found.path, strlen(found.path)));
 	struct stat st;
 	if (ok && !fstat(found.fd, &st))
 		f->debug_witness = sp_symcache_witness(&st);
 	if (ok) {
-		note_mismatch(sym, found.mismatched, found.first_mismatch);
+		note_mismatch(names, found.mismatched, found.first_mismatch);
 		f->debug_state = DEBUG_FOUND;
-		sym->stats.debug_files_used++;
+		names->stats->debug_files_used++;
 	}
 	sp_debug_found_release(&found);
 	return ok;
@@ -210,11 +210,12 @@ static int push_place(struct sp_lookup_places *p, char *place)
 int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
 				struct sp_lookup_places *out)
 {
+	struct elf_names *names = &sym->elf;
 	*out = (struct sp_lookup_places){.file = NO_FILE};
 	if (module_id >= sym->nmodules || sym->module_file[module_id] == NO_FILE)
 		return 0;
 	out->file = sym->module_file[module_id];
-	struct file_entry *f = &sym->files[out->file];
+	struct file_entry *f = &names->files[out->file];
 	switch (f->state) {
 	case FILE_PROVEN:
 		out->why = "no symbol covers these addresses (stripped, no debug file found)";
@@ -236,11 +237,11 @@ int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
 	/* The debug file candidates: by the build-id recorded, and by the debug link when read. */
 	struct sp_debug_query q = {
 		.path = f->open_path,
-		.build_id = sp_sym_file_rep(sym, f)->build_id,
-		.build_id_len = sp_sym_file_rep(sym, f)->build_id_len,
+		.build_id = sp_sym_file_rep(names, f)->build_id,
+		.build_id_len = sp_sym_file_rep(names, f)->build_id_len,
 		.debuglink = f->debuglink,
 		.debuglink_crc = f->debuglink_crc,
-		.dirs = sym->debug_dirs,
+		.dirs = names->debug_dirs,
 	};
 	char **paths = NULL;
 	size_t n = 0;
@@ -253,7 +254,7 @@ int sp_symbolizer_lookup_places(struct sp_symbolizer *sym, uint32_t module_id,
 			free(paths[i]);
 	}
 	free(paths);
-	if (!err && sym->debuginfod && q.build_id_len)
+	if (!err && names->debuginfod && q.build_id_len)
 		err = push_place(out, strdup("debuginfod servers of DEBUGINFOD_URLS"));
 	if (err)
 		sp_lookup_places_release(out);

@@ -121,7 +121,7 @@ static bool trusted(const struct search *s, const struct stat *st)
 }
 
 /*
- * Open one candidate as perf maps are opened (perfmap.c): only a regular
+ * Open one candidate as perf maps are opened (lib/formats/perfmap.c): only a regular
  * file, so that a FIFO planted there can neither hang us nor be opened at
  * all, and no symlink followed, so that one planted beside a module file
  * cannot make us open or read whatever it names (a CRC check reads the whole

@@ -18,20 +18,20 @@
  * asm labels (glibc's "__GI___mmap64" for __mmap64): the source's name reads
  * better.  NULL when the DIE has no name.
  */
-static int die_function_name(struct sp_symbolizer *sym, Dwarf_Die *die, const char **out)
+static int die_function_name(struct elf_names *names, Dwarf_Die *die, const char **out)
 {
 	Dwarf_Attribute attr;
 	const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
 	if (!name)
 		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
 	if (name && (!strncmp(name, "_Z", 2) || !strncmp(name, "_R", 2))) {
-		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
+		char *dem = names->opts->no_demangle ? NULL : sp_demangle(name);
 		if (dem) {
-			*out = sp_arena_strndup(&sym->strings, dem, strlen(dem));
+			*out = sp_arena_strndup(names->strings, dem, strlen(dem));
 			free(dem);
 			return *out ? 0 : -ENOMEM;
 		}
-		if (sym->opts.no_demangle) {
+		if (names->opts->no_demangle) {
 			*out = name;
 			return 0;
 		}
@@ -62,12 +62,12 @@ static void call_site(Dwarf_Die *inl, const char **file, uint32_t *line)
 	*file = name && strcmp(name, "???") ? name : NULL;
 }
 
-int sp_sym_push_src(struct sp_symbolizer *sym, const struct src_entry *e)
+int sp_sym_push_src(struct elf_names *names, const struct src_entry *e)
 {
-	if (sp_array_reserve((void **)&sym->src, &sym->src_cap, sym->nsrc + 1,
-			     sizeof(*sym->src)))
+	if (sp_array_reserve((void **)&names->src, &names->src_cap, names->nsrc + 1,
+			     sizeof(*names->src)))
 		return -ENOMEM;
-	sym->src[sym->nsrc++] = *e;
+	names->src[names->nsrc++] = *e;
 	return 0;
 }
 
@@ -103,17 +103,17 @@ static int by_lo(const void *pa, const void *pb)
  * walks it again; on libpython's big CUs that made 2300 frames take 2.3 s.
  * A CU's function ranges are collected once (dwarf_getfuncs) and searched.
  */
-static int find_function(struct sp_symbolizer *sym, struct file_entry *f, Dwarf_Die *cu,
+static int find_function(struct elf_names *names, struct file_entry *f, Dwarf_Die *cu,
 			 Dwarf_Addr pc, const struct fn_range **out)
 {
 	*out = NULL;
 	uint64_t key = dwarf_dieoffset(cu);
 	uint32_t idx;
 	if (!sp_map_get(&f->cu_index, key, &idx)) {
-		if (sp_array_reserve((void **)&sym->cus, &sym->cus_cap, sym->ncus + 1,
-				     sizeof(*sym->cus)))
+		if (sp_array_reserve((void **)&names->cus, &names->cus_cap, names->ncus + 1,
+				     sizeof(*names->cus)))
 			return -ENOMEM;
-		struct cu_funcs *c = &sym->cus[sym->ncus];
+		struct cu_funcs *c = &names->cus[names->ncus];
 		*c = (struct cu_funcs){0};
 		dwarf_getfuncs(cu, collect_function, c, 0);
 		if (c->err) {
@@ -122,15 +122,15 @@ static int find_function(struct sp_symbolizer *sym, struct file_entry *f, Dwarf_
 		}
 		if (c->n) /* a CU of no function (assembly) collected none: c->r is NULL */
 			qsort(c->r, c->n, sizeof(*c->r), by_lo);
-		idx = (uint32_t)sym->ncus;
+		idx = (uint32_t)names->ncus;
 		int err = sp_map_put(&f->cu_index, key, idx);
 		if (err) {
 			free(c->r);
 			return err;
 		}
-		sym->ncus++;
+		names->ncus++;
 	}
-	const struct cu_funcs *c = &sym->cus[idx];
+	const struct cu_funcs *c = &names->cus[idx];
 	size_t lo = 0, hi = c->n;
 	while (lo < hi) { /* first range starting above pc */
 		size_t mid = lo + (hi - lo) / 2;
@@ -279,7 +279,7 @@ static int cu_by_ranges(struct file_entry *f, uint64_t svma, Dwarf_Die **cu, Dwa
 	return 0;
 }
 
-int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+int sp_sym_lookup_source(struct elf_names *names, struct file_entry *f, uint64_t svma,
 			 struct sym_hit *hit)
 {
 	Dwarf_Addr bias = 0;
@@ -293,7 +293,7 @@ int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64
 		return 0;
 	Dwarf_Addr pc = svma - bias;
 	const struct fn_range *fn;
-	int err = find_function(sym, f, cu, pc, &fn);
+	int err = find_function(names, f, cu, pc, &fn);
 	if (err)
 		return err;
 	Dwarf_Die *scopes = NULL;
@@ -329,34 +329,34 @@ int sp_sym_lookup_source(struct sp_symbolizer *sym, struct file_entry *f, uint64
 		e.file = dwarf_linesrc(dl, NULL, NULL);
 		e.line = !dwarf_lineno(dl, &lineno) && lineno > 0 ? (uint32_t)lineno : 0;
 	}
-	size_t start = sym->nsrc;
+	size_t start = names->nsrc;
 	bool closed = false;
 	for (int i = 0; i < n && !closed && !err; i++) {
 		int tag = dwarf_tag(&scopes[i]);
 		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram)
 			continue;
-		err = die_function_name(sym, &scopes[i], &e.name);
+		err = die_function_name(names, &scopes[i], &e.name);
 		if (err)
 			break;
 		e.is_inline = tag == DW_TAG_inlined_subroutine;
 		if (e.is_inline && !e.name)
 			e.name = "??"; /* what addr2line prints for a function without a name */
 		closed = !e.is_inline;
-		err = sp_sym_push_src(sym, &e);
+		err = sp_sym_push_src(names, &e);
 		if (e.is_inline)
 			call_site(&scopes[i], &e.file, &e.line);
 	}
 	free(scopes);
-	if (!err && !closed && (e.file || sym->nsrc > start)) {
+	if (!err && !closed && (e.file || names->nsrc > start)) {
 		e.name = NULL;
 		e.is_inline = false;
-		err = sp_sym_push_src(sym, &e);
+		err = sp_sym_push_src(names, &e);
 	}
 	if (err) {
-		sym->nsrc = start;
+		names->nsrc = start;
 		return err;
 	}
 	hit->src = (uint32_t)start;
-	hit->nsrc = (uint32_t)(sym->nsrc - start);
+	hit->nsrc = (uint32_t)(names->nsrc - start);
 	return 0;
 }

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 /*
- * DESIGN decision 7: a path names whatever is there now, so the file must be
+ * docs/DESIGN.md, decision 7: a path names whatever is there now, so the file must be
  * shown to be the recorded one.  Build-id when the module recorded one (a
  * file without a build-id then fails); otherwise inode + size + mtime, and a
  * recording that did not capture them cannot be proven.
@@ -54,9 +54,9 @@ static bool has_debug_info(Elf *elf)
  * Prove the image open on fd and hand it to libdwfl: FILE_PROVEN (libdwfl
  * owns fd), else FILE_UNPROVEN or FILE_UNREADABLE with fd closed.
  */
-static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int fd)
+static uint8_t open_image(struct elf_names *names, struct file_entry *f, int fd)
 {
-	const struct sp_module *m = sp_sym_file_rep(sym, f);
+	const struct sp_module *m = sp_sym_file_rep(names, f);
 	sp_elf_info_release(&f->info);
 	struct stat st;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
@@ -79,7 +79,7 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 	GElf_Word crc = 0;
 	const char *link = err ? NULL : dwelf_elf_gnu_debuglink(elf, &crc);
 	if (link && *link) {
-		f->debuglink = sp_arena_strndup(&sym->strings, link, strlen(link));
+		f->debuglink = sp_arena_strndup(names->strings, link, strlen(link));
 		f->debuglink_crc = crc;
 	}
 	elf_end(elf);
@@ -90,7 +90,7 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 		return FILE_UNPROVEN;
 	}
 	f->witness = sp_symcache_witness(&st);
-	f->dwfl = dwfl_begin(&sym->callbacks);
+	f->dwfl = dwfl_begin(&names->callbacks);
 	if (!f->dwfl)
 		goto close_fd;
 	dwfl_report_begin(f->dwfl);
@@ -123,7 +123,7 @@ static uint8_t open_image(struct sp_symbolizer *sym, struct file_entry *f, int f
 		sp_elf_info_release(&f->info);
 		return FILE_UNREADABLE;
 	}
-	sp_sym_note_not_inflated(sym, ist.over_limit, f->open_path);
+	sp_sym_note_not_inflated(names, ist.over_limit, f->open_path);
 	/* find_debuginfo gets the module's userdata slot: it leads back to f. */
 	void **userdata;
 	dwfl_module_info(f->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);
@@ -140,7 +140,8 @@ close_fd:
  * f->state.  An image handed over by the recorder is the only candidate.
  * Otherwise the path, then, when it does not prove to be the recorded file
  * and the process still runs, its mapping's /proc/PID/map_files entry: the
- * image that was sampled, even deleted or replaced (DESIGN decision 7).
+ * image that was sampled, even deleted or replaced (docs/DESIGN.md, decision 7:
+ * never the new file's symbols).
  */
 /*
  * A module path from a spool, opened only when it names a regular file: not
@@ -154,37 +155,37 @@ static int open_module_path(const char *path)
 	return sp_open_regular(path, O_RDONLY | O_NONBLOCK, SP_RESOLVE_NOFOLLOW);
 }
 
-void sp_sym_open_file(struct sp_symbolizer *sym, struct file_entry *f)
+void sp_sym_open_file(struct elf_names *names, struct file_entry *f)
 {
-	const struct sp_module *m = sp_sym_file_rep(sym, f);
+	const struct sp_module *m = sp_sym_file_rep(names, f);
 	bool vdso = sp_sym_is_vdso(f->open_path);
 	int fd = f->given_fd ? fcntl(f->given_fd - 1, F_DUPFD_CLOEXEC, 0)
 		 : vdso	     ? sp_own_vdso_fd()
 			     : open_module_path(f->open_path);
-	f->state = fd < 0 ? FILE_UNREADABLE : open_image(sym, f, fd);
+	f->state = fd < 0 ? FILE_UNREADABLE : open_image(names, f, fd);
 	if (f->state != FILE_PROVEN && !f->given_fd && !vdso && m->pid > 0 && !f->map_files &&
 	    (asprintf(&f->map_files, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
 		      m->start, m->end) >= 0 || (f->map_files = NULL))) {
 		fd = open(f->map_files, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-		uint8_t st = fd < 0 ? FILE_UNREADABLE : open_image(sym, f, fd);
+		uint8_t st = fd < 0 ? FILE_UNREADABLE : open_image(names, f, fd);
 		if (st == FILE_PROVEN || f->state == FILE_UNREADABLE)
 			f->state = st;
 	}
 	if (f->state == FILE_PROVEN)
-		sym->stats.files_proven++;
+		names->stats->files_proven++;
 	else if (f->state == FILE_UNPROVEN)
-		sym->stats.files_unproven++;
+		names->stats->files_unproven++;
 	else
-		sym->stats.files_unreadable++;
+		names->stats->files_unreadable++;
 }
 
-void sp_sym_files_moved(struct sp_symbolizer *sym)
+void sp_sym_files_moved(struct elf_names *names)
 {
-	for (size_t i = 0; i < sym->nfiles; i++) {
+	for (size_t i = 0; i < names->nfiles; i++) {
 		void **userdata;
-		if (sym->files[i].mod &&
-		    dwfl_module_info(sym->files[i].mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
-			*userdata = &sym->files[i];
+		if (names->files[i].mod &&
+		    dwfl_module_info(names->files[i].mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL))
+			*userdata = &names->files[i];
 	}
 }
 
@@ -207,11 +208,22 @@ bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
 	return false;
 }
 
+void sp_sym_elf_init(struct elf_names *names, const struct sp_spool *s,
+		     const struct sp_symbolizer_opts *opts, struct sp_arena *strings,
+		     struct sp_symbolizer_stats *stats)
+{
+	names->spool = s;
+	names->opts = opts;
+	names->strings = strings;
+	names->stats = stats;
+}
+
 int sp_symbolizer_use_file(struct sp_symbolizer *sym, uint32_t module_id, int fd)
 {
+	struct elf_names *names = &sym->elf;
 	if (module_id >= sym->nmodules || sym->module_file[module_id] == NO_FILE)
 		return -SP_E_BAD_ARG;
-	struct file_entry *f = &sym->files[sym->module_file[module_id]];
+	struct file_entry *f = &names->files[sym->module_file[module_id]];
 	if (f->state != FILE_UNOPENED)
 		return -SP_E_BAD_ARG;
 	int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+int sp_sym_elf_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
 		      struct sym_hit *hit)
 {
 	if (!f->symtab_built) {
@@ -38,19 +38,19 @@ int sp_sym_elf_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t 
 		 * the demangler rejects it, so it is cut off first.
 		 */
 		const char *at = strchr(name + 1, '@');
-		const char *bare = at ? sp_arena_strndup(&sym->strings, name, (size_t)(at - name))
+		const char *bare = at ? sp_arena_strndup(names->strings, name, (size_t)(at - name))
 				      : name;
-		char *dem = !bare || sym->opts.no_demangle ? NULL : sp_demangle(bare);
+		char *dem = !bare || names->opts->no_demangle ? NULL : sp_demangle(bare);
 		/* A PLT entry keeps its "@plt", after the demangled name (perf's spelling). */
 		bool plt = se->ndx == SP_SYMTAB_PLT;
 		if (plt)
-			hit->name = sp_arena_printf(&sym->strings, "%s@plt", dem ? dem : bare ? bare : "");
+			hit->name = sp_arena_printf(names->strings, "%s@plt", dem ? dem : bare ? bare : "");
 		else if (dem)
-			hit->name = sp_arena_strndup(&sym->strings, dem, strlen(dem));
+			hit->name = sp_arena_strndup(names->strings, dem, strlen(dem));
 		else if (bare && bare != name)
 			hit->name = bare;
 		else if (bare)
-			hit->name = sp_arena_strndup(&sym->strings, name, strlen(name));
+			hit->name = sp_arena_strndup(names->strings, name, strlen(name));
 		free(dem);
 		if (!hit->name)
 			return -ENOMEM;

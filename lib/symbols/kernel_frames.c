@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Names of kernel frames, from kallsyms. */
+/* Names of kernel frames, from kallsyms: a source with a context of its own (struct kernel_names). */
 #include "symbols/symbolizer.h"
 
 #include <errno.h>
@@ -23,32 +23,54 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The symbol holding addr in any of the sets read, or NULL. */
-static const struct sp_ksym *find_ksym(const struct sp_symbolizer *sym, uint64_t addr)
+void sp_sym_kernel_init(struct kernel_names *k, const struct sp_spool *s,
+			const struct sp_symbolizer_opts *opts, struct sp_arena *strings,
+			struct sp_symbolizer_stats *stats)
 {
-	const struct sp_ksym *ks = sym->ksyms ? sp_kallsyms_find(sym->ksyms, addr) : NULL;
-	for (size_t i = 0; !ks && i < sym->nksyms_more; i++)
-		ks = sp_kallsyms_find(sym->ksyms_more[i], addr);
+	*k = (struct kernel_names){
+		.spool = s,
+		.kallsyms_path = opts->kallsyms_path,
+		.off = opts->no_kernel_symbols,
+		.strings = strings,
+		.stats = stats,
+	};
+}
+
+void sp_sym_kernel_release(struct kernel_names *k)
+{
+	sp_kallsyms_free(k->ksyms);
+	for (size_t i = 0; i < k->nmore; i++)
+		sp_kallsyms_free(k->more[i]);
+	free(k->more);
+}
+
+/* The symbol holding addr in any of the sets read, or NULL. */
+static const struct sp_ksym *find_ksym(const struct kernel_names *k, uint64_t addr)
+{
+	const struct sp_ksym *ks = k->ksyms ? sp_kallsyms_find(k->ksyms, addr) : NULL;
+	for (size_t i = 0; !ks && i < k->nmore; i++)
+		ks = sp_kallsyms_find(k->more[i], addr);
 	return ks;
 }
 
 /*
- * The addresses, sorted and distinct, of the kernel frames from
- * sym->ksyms_upto on that no set read holds yet.  NULL and 0 when none; -ENOMEM.
+ * The addresses, sorted and distinct, of the kernel frames from k->upto to
+ * nframes that no set read holds yet.  NULL and 0 when none; -ENOMEM.
  */
-static int needed_addrs(struct sp_symbolizer *sym, uint64_t **out, size_t *nout)
+static int needed_addrs(const struct kernel_names *k, size_t nframes, uint64_t **out,
+			size_t *nout)
 {
 	*out = NULL;
 	*nout = 0;
-	size_t first = sym->ksyms_upto, n = 0;
-	if (first >= sym->nframes)
+	size_t first = k->upto, n = 0;
+	if (first >= nframes)
 		return 0;
-	uint64_t *addrs = malloc((sym->nframes - first) * sizeof(*addrs));
+	uint64_t *addrs = malloc((nframes - first) * sizeof(*addrs));
 	if (!addrs)
 		return -ENOMEM;
-	for (size_t i = first; i < sym->nframes; i++) {
-		const struct sp_frame *fr = sp_spool_frame(sym->spool, (uint32_t)i);
-		if (fr && is_kernel_frame(sym->spool, fr) && !find_ksym(sym, fr->abs_ip))
+	for (size_t i = first; i < nframes; i++) {
+		const struct sp_frame *fr = sp_spool_frame(k->spool, (uint32_t)i);
+		if (fr && is_kernel_frame(k->spool, fr) && !find_ksym(k, fr->abs_ip))
 			addrs[n++] = fr->abs_ip;
 	}
 	qsort(addrs, n, sizeof(*addrs), cmp_u64);
@@ -68,106 +90,104 @@ static int needed_addrs(struct sp_symbolizer *sym, uint64_t **out, size_t *nout)
 /*
  * Read kallsyms once, for every kernel address of the spool at once: the
  * file is streamed a single time and only the symbols those addresses need
- * are kept (DESIGN decision 9).  A followed spool's later kernel frames
+ * are kept (docs/DESIGN.md, decision 9: kallsyms is loaded sparsely, only
+ * the addresses the spool needs).  A followed spool's later kernel frames
  * that no symbol kept holds are read for the same way, all those known at
- * their first use at once, into one more set.  Trouble leaves ksyms_state
+ * their first use at once, into one more set.  Trouble leaves k->state
  * UNUSABLE (at the first read) and is counted; only -ENOMEM is an error.
  */
-static int load_kallsyms(struct sp_symbolizer *sym)
+static int load_kallsyms(struct kernel_names *k, size_t nframes)
 {
-	bool first = sym->ksyms_state == SOURCE_UNLOADED;
+	bool first = k->state == SOURCE_UNLOADED;
 	if (first)
-		sym->ksyms_state = SOURCE_UNUSABLE;
-	if (sym->opts.no_kernel_symbols)
+		k->state = SOURCE_UNUSABLE;
+	if (k->off)
 		return 0;
-	const char *path = sym->opts.kallsyms_path;
+	const char *path = k->kallsyms_path;
 	if (!path) {
 		/* The running kernel's symbols name another kernel's addresses wrongly. */
-		const struct sp_spool_meta *meta = sp_spool_meta(sym->spool);
+		const struct sp_spool_meta *meta = sp_spool_meta(k->spool);
 		struct utsname uts;
 		if (meta && meta->kernel_release && *meta->kernel_release &&
 		    (uname(&uts) || strcmp(uts.release, meta->kernel_release))) {
-			sym->stats.kallsyms_other_kernel = true;
+			k->stats->kallsyms_other_kernel = true;
 			return 0;
 		}
 		path = DEFAULT_KALLSYMS;
 	}
 	uint64_t *addrs;
 	size_t n;
-	int err = needed_addrs(sym, &addrs, &n);
+	int err = needed_addrs(k, nframes, &addrs, &n);
 	if (err)
 		return err;
-	sym->ksyms_upto = sym->nframes;
+	k->upto = nframes;
 	if (!first && !n)
 		return 0;
 	struct sp_kallsyms **more = NULL;
-	if (!first && !(more = realloc(sym->ksyms_more,
-				       (sym->nksyms_more + 1) * sizeof(*sym->ksyms_more)))) {
+	if (!first && !(more = realloc(k->more, (k->nmore + 1) * sizeof(*k->more)))) {
 		free(addrs);
 		return -ENOMEM;
 	}
 	if (more)
-		sym->ksyms_more = more;
-	struct sp_kallsyms *k;
-	err = sp_kallsyms_load(path, addrs, n, &k);
+		k->more = more;
+	struct sp_kallsyms *set;
+	err = sp_kallsyms_load(path, addrs, n, &set);
 	free(addrs);
 	if (err == -ENOMEM)
 		return err;
 	if (err) {
-		sym->stats.kallsyms_error = err;
+		k->stats->kallsyms_error = err;
 		return 0;
 	}
 	if (first)
-		sym->ksyms = k;
+		k->ksyms = set;
 	else
-		sym->ksyms_more[sym->nksyms_more++] = k;
-	const struct sp_kallsyms_stats *ks = sp_kallsyms_stats(k);
-	sym->stats.kallsyms_read = true;
-	sym->stats.kallsyms_lines += ks->lines;
-	sym->stats.kallsyms_kept += ks->kept;
-	sym->stats.kallsyms_malformed += ks->malformed;
+		k->more[k->nmore++] = set;
+	const struct sp_kallsyms_stats *ks = sp_kallsyms_stats(set);
+	k->stats->kallsyms_read = true;
+	k->stats->kallsyms_lines += ks->lines;
+	k->stats->kallsyms_kept += ks->kept;
+	k->stats->kallsyms_malformed += ks->malformed;
 	if (first) {
-		sym->stats.kallsyms_restricted = ks->restricted;
+		k->stats->kallsyms_restricted = ks->restricted;
 		if (!ks->restricted)
-			sym->ksyms_state = SOURCE_LOADED;
+			k->state = SOURCE_LOADED;
 	}
 	return 0;
 }
 
-int sp_sym_resolve_kernel(struct sp_symbolizer *sym, uint32_t frame_id, const struct sp_frame *fr,
-			  struct sp_resolved_frame *rf)
+int sp_sym_resolve_kernel(struct kernel_names *k, size_t nframes, uint32_t frame_id,
+			  const struct sp_frame *fr, struct sp_resolved_frame *rf)
 {
 	rf->kind = SP_KIND_KERNEL;
 	rf->module = "[kernel]";
 	/* A frame past those asked for at the last read: all such frames, once. */
-	if (sym->ksyms_state == SOURCE_UNLOADED ||
-	    (sym->ksyms_state == SOURCE_LOADED && frame_id >= sym->ksyms_upto &&
-	     !find_ksym(sym, fr->abs_ip))) {
-		int err = load_kallsyms(sym);
+	if (k->state == SOURCE_UNLOADED ||
+	    (k->state == SOURCE_LOADED && frame_id >= k->upto && !find_ksym(k, fr->abs_ip))) {
+		int err = load_kallsyms(k, nframes);
 		if (err)
 			return err;
 	}
-	const struct sp_ksym *ks =
-		sym->ksyms_state == SOURCE_LOADED ? find_ksym(sym, fr->abs_ip) : NULL;
+	const struct sp_ksym *ks = k->state == SOURCE_LOADED ? find_ksym(k, fr->abs_ip) : NULL;
 	if (ks) {
 		rf->name = ks->name;
-		rf->module = ks->module ? sp_arena_printf(&sym->strings, "[%s]", ks->module)
+		rf->module = ks->module ? sp_arena_printf(k->strings, "[%s]", ks->module)
 					: "[kernel.kallsyms]";
 		rf->origin = SP_ORIGIN_KERNEL_SYMBOLS;
 		rf->symbol_offset = fr->abs_ip - ks->addr;
-		sym->stats.kernel_frames_named++;
+		k->stats->kernel_frames_named++;
 		return rf->module ? 0 : -ENOMEM;
 	}
-	sym->stats.kernel_frames_unnamed++;
-	rf->name = sp_arena_printf(&sym->strings, "[kernel]+0x%" PRIx64, fr->abs_ip);
+	k->stats->kernel_frames_unnamed++;
+	rf->name = sp_arena_printf(k->strings, "[kernel]+0x%" PRIx64, fr->abs_ip);
 	return rf->name ? 0 : -ENOMEM;
 }
 
 /* The kallsyms symbol a resolved kernel frame was named from. */
-int sp_sym_kernel_frame_source(const struct sp_symbolizer *sym, const struct sp_frame *fr,
+int sp_sym_kernel_frame_source(const struct kernel_names *k, const struct sp_frame *fr,
 			       struct sp_frame_source *out)
 {
-	const struct sp_ksym *ks = find_ksym(sym, fr->abs_ip);
+	const struct sp_ksym *ks = find_ksym(k, fr->abs_ip);
 	if (!ks)
 		return 0;
 	*out = (struct sp_frame_source){

@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* Names of anonymous (JIT, Python) code from perf maps: the process of each frame, the map policy, the Python runtime frames they stand in for. */
+/*
+ * Names of anonymous (JIT, Python) code from perf maps and jitdumps, one per
+ * process, under the map policy, and the Python runtime frames they stand
+ * in for: a source with a context of its own (struct perf_map_names).
+ */
 #include "symbols/symbolizer.h"
 
 #include <errno.h>
@@ -7,109 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-
-/* Fold mark into *p: the one process, or PID_MANY when two differ. */
-static bool fold_pid(int32_t *p, int32_t mark)
-{
-	int32_t v = *p == PID_NONE || *p == mark ? mark : PID_MANY;
-	bool changed = v != *p;
-	*p = v;
-	return changed;
-}
-
-/*
- * Mark the stack nodes of samples [first, end) with their pid, or PID_MANY
- * when processes share a node, walking up only until a node already carries
- * the same mark (a node changes at most twice), and fold each node changed
- * into its frame's pid.  Frames whose pid changed are appended to *changed
- * when changed is not NULL.
- */
-static int mark_samples(struct sp_symbolizer *sym, size_t first, size_t end, uint32_t **changed,
-			size_t *n, size_t *cap)
-{
-	const struct sp_spool *s = sym->spool;
-	for (size_t i = first; i < end; i++) {
-		const struct sp_sample *x = sp_spool_sample(s, i);
-		const struct sp_thread *t = x ? sp_spool_thread(s, x->thread) : NULL;
-		if (!t)
-			continue;
-		int32_t pid = t->pid;
-		for (uint32_t id = x->stack_id; id && id < sym->nstacks;
-		     id = sp_spool_stack_parent(s, id)) {
-			int32_t *node = &sym->stack_pid[id];
-			if (*node == pid || *node == PID_MANY)
-				break;
-			*node = *node == PID_NONE ? pid : PID_MANY;
-			uint32_t f = sp_spool_stack_frame(s, id);
-			if (f >= sym->nframes || !fold_pid(&sym->frame_pid[f], *node) || !changed)
-				continue;
-			if (sp_array_reserve((void **)changed, cap, *n + 1, sizeof(**changed)))
-				return -ENOMEM;
-			(*changed)[(*n)++] = f;
-		}
-	}
-	return 0;
-}
-
-/* Room in sym->stack_pid for every stack node taken in, new ones unmarked. */
-static int grow_stack_pid(struct sp_symbolizer *sym)
-{
-	size_t old = sym->stack_pid_cap;
-	if (sym->stack_pid && sym->nstacks <= old)
-		return 0;
-	if (sp_array_reserve((void **)&sym->stack_pid, &sym->stack_pid_cap,
-			     sym->nstacks ? sym->nstacks : 1, sizeof(*sym->stack_pid)))
-		return -ENOMEM;
-	for (size_t i = old; i < sym->stack_pid_cap; i++)
-		sym->stack_pid[i] = PID_NONE;
-	return 0;
-}
-
-/*
- * The process a frame outside every module belongs to: frames are interned
- * without one, so it comes from the samples whose stacks hold the frame.
- * Computed for all frames at their first need; a followed spool's later
- * samples are folded in by sp_sym_frame_pids_add.
- */
-int sp_sym_compute_frame_pids(struct sp_symbolizer *sym)
-{
-	sym->frame_pid = malloc(sym->frames_cap * sizeof(*sym->frame_pid));
-	if (!sym->frame_pid || grow_stack_pid(sym))
-		return -ENOMEM;
-	for (size_t i = 0; i < sym->frames_cap; i++)
-		sym->frame_pid[i] = PID_NONE;
-	int err = mark_samples(sym, 0, sym->nsamples, NULL, NULL, NULL);
-	if (!sym->tail) {
-		/* Only a followed spool brings samples to fold in later. */
-		free(sym->stack_pid);
-		sym->stack_pid = NULL;
-		sym->stack_pid_cap = 0;
-	}
-	return err;
-}
-
-int sp_sym_frame_pids_add(struct sp_symbolizer *sym, size_t first, size_t end,
-			  uint32_t **changed, size_t *n, size_t *cap)
-{
-	/* Not computed yet: its first need takes every sample in. */
-	if (!sym->frame_pid)
-		return 0;
-	if (grow_stack_pid(sym))
-		return -ENOMEM;
-	size_t from = *n;
-	int err = mark_samples(sym, first, end, changed, n, cap);
-	/* Only resolved frames outside every module asked a perf map by their process. */
-	size_t kept = from;
-	for (size_t i = from; i < *n; i++) {
-		uint32_t f = (*changed)[i];
-		const struct sp_frame *fr = sp_spool_frame(sym->spool, f);
-		if (sym->resolved[f] && fr && fr->mode == SP_FRAME_USER &&
-		    (fr->module_id == SP_NO_MODULE || fr->module_id >= sym->nmodules))
-			(*changed)[kept++] = f;
-	}
-	*n = kept;
-	return err;
-}
 
 /*
  * The process's start when the recording saw it: its exec marker (the
@@ -133,7 +34,7 @@ static uint64_t process_start_us(const struct sp_spool *s, int32_t pid)
 }
 
 /*
- * The seeds' PID-reuse guard: the latest marker of the process decides; or,
+ * A guard against reused pids: the latest marker of the process decides; or,
  * with ever, any marker that said Python.
  */
 static bool is_python_process(const struct sp_spool *s, int32_t pid, bool ever)
@@ -148,16 +49,16 @@ static bool is_python_process(const struct sp_spool *s, int32_t pid, bool ever)
 }
 
 /* May pid's perf map name its anonymous code (opts.perf_map_policy)? */
-static bool perf_map_allowed(const struct sp_symbolizer *sym, int32_t pid)
+static bool perf_map_allowed(const struct perf_map_names *maps, int32_t pid)
 {
-	switch (sym->opts.perf_map_policy) {
+	switch (maps->opts->perf_map_policy) {
 	case SP_PERF_MAPS_NONE:
 		return false;
 	case SP_PERF_MAPS_PYTHON:
-		return is_python_process(sym->spool, pid, false);
+		return is_python_process(maps->spool, pid, false);
 	case SP_PERF_MAPS_PIDS:
-		return sym->opts.perf_map_npids &&
-		       bsearch(&pid, sym->perf_map_pids, sym->opts.perf_map_npids,
+		return maps->opts->perf_map_npids &&
+		       bsearch(&pid, maps->pids, maps->opts->perf_map_npids,
 			       sizeof(pid), sp_cmp_pid);
 	default:
 		return true;
@@ -187,9 +88,9 @@ static bool same_stamp(const struct file_stamp *a, const struct file_stamp *b)
 }
 
 /* Where pid's perf map is looked for (sp_perf_map_load's path); false when too long. */
-static bool map_path(const struct sp_symbolizer *sym, int32_t pid, char *buf, size_t size)
+static bool map_path(const struct perf_map_names *maps, int32_t pid, char *buf, size_t size)
 {
-	return snprintf(buf, size, "%s/perf-%d.map", sym->opts.perf_map_dir, (int)pid) < (int)size;
+	return snprintf(buf, size, "%s/perf-%d.map", maps->opts->perf_map_dir, (int)pid) < (int)size;
 }
 
 /*
@@ -199,27 +100,27 @@ static bool map_path(const struct sp_symbolizer *sym, int32_t pid, char *buf, si
  * the recording saw, when *verdict is SP_PERF_MAP_USED.  A follower keeps
  * the path read and its stamp, to see it grow.
  */
-static int load_jitdump(struct sp_symbolizer *sym, struct proc_map *pm, int64_t owner,
+static int load_jitdump(struct perf_map_names *maps, struct proc_map *pm, int64_t owner,
 			uint64_t since, unsigned *verdict, const char **used)
 {
-	const struct sp_spool *s = sym->spool;
+	const struct sp_spool *s = maps->spool;
 	for (size_t i = 0; i < s->nmodules; i++) {
 		const struct sp_module *m = sp_spool_module(s, (uint32_t)i);
 		if (m->pid != pm->pid || (m->flags & SP_MODULE_ANON) || !sp_jitdump_is_path(m->path))
 			continue;
 		char kept[4096];
 		const char *paths[2] = {m->path, kept};
-		bool has_kept = snprintf(kept, sizeof(kept), "%s/%s", sym->opts.perf_map_dir,
+		bool has_kept = snprintf(kept, sizeof(kept), "%s/%s", maps->opts->perf_map_dir,
 					 base_name(m->path)) < (int)sizeof(kept) &&
 				strcmp(kept, m->path);
 		for (int k = 0; k < 1 + has_kept; k++) {
-			struct file_stamp st = sym->tail ? stamp_of(paths[k]) : (struct file_stamp){0};
+			struct file_stamp st = maps->following ? stamp_of(paths[k]) : (struct file_stamp){0};
 			int err = sp_jitdump_load(&pm->map, paths[k], owner, since, verdict);
 			if (err || *verdict != SP_PERF_MAP_MISSING) {
 				*used = m->path;
 				pm->jit_stamp = st;
-				if (sym->tail && !err &&
-				    !(pm->jit_path = sp_arena_strndup(&sym->strings, paths[k],
+				if (maps->following && !err &&
+				    !(pm->jit_path = sp_arena_strndup(maps->strings, paths[k],
 								      strlen(paths[k]))))
 					err = -ENOMEM;
 				return err;
@@ -237,10 +138,10 @@ static int load_jitdump(struct sp_symbolizer *sym, struct proc_map *pm, int64_t 
  * map it read.  They name the frames they were stored for and, being lines
  * of its map, say that pid's map was read (sp_sym_flag_python_runtime).
  */
-static int load_stored_lines(struct sp_symbolizer *sym, int32_t pid, struct sp_perf_map *map,
+static int load_stored_lines(struct perf_map_names *maps, int32_t pid, struct sp_perf_map *map,
 			     unsigned *verdict)
 {
-	const struct sp_spool *s = sym->spool;
+	const struct sp_spool *s = maps->spool;
 	size_t n = 0;
 	for (size_t i = 0; i < s->npmlines; i++)
 		n += s->pmlines[i].pid == pid && s->pmlines[i].name < s->nsym_strings &&
@@ -269,32 +170,33 @@ static int load_stored_lines(struct sp_symbolizer *sym, int32_t pid, struct sp_p
 	return err;
 }
 
-/* pid's entry in sym->maps, made (SOURCE_UNLOADED) when it has none. */
-static int map_entry(struct sp_symbolizer *sym, int32_t pid, struct proc_map **out)
+/* pid's entry in maps->procs, made (SOURCE_UNLOADED) when it has none. */
+static int map_entry(struct perf_map_names *maps, int32_t pid, struct proc_map **out)
 {
 	uint32_t idx;
-	if (sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx)) {
-		*out = &sym->maps[idx];
+	if (sp_map_get(&maps->index, (uint64_t)(uint32_t)pid, &idx)) {
+		*out = &maps->procs[idx];
 		return 0;
 	}
-	if (sp_array_reserve((void **)&sym->maps, &sym->maps_cap, sym->nmaps + 1,
-			     sizeof(*sym->maps)))
+	if (sp_array_reserve((void **)&maps->procs, &maps->procs_cap, maps->nprocs + 1,
+			     sizeof(*maps->procs)))
 		return -ENOMEM;
-	struct proc_map *pm = &sym->maps[sym->nmaps];
+	struct proc_map *pm = &maps->procs[maps->nprocs];
 	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNLOADED};
 	sp_perf_map_init(&pm->map);
-	int err = sp_map_put(&sym->map_index, (uint64_t)(uint32_t)pid, (uint32_t)sym->nmaps);
+	int err = sp_map_put(&maps->index, (uint64_t)(uint32_t)pid, (uint32_t)maps->nprocs);
 	if (err)
 		return err;
-	sym->nmaps++;
+	maps->nprocs++;
 	*out = pm;
 	return 0;
 }
 
 int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd)
 {
+	struct perf_map_names *maps = &sym->perf_maps;
 	struct proc_map *pm;
-	int err = map_entry(sym, pid, &pm);
+	int err = map_entry(maps, pid, &pm);
 	if (err)
 		return err;
 	if (pm->state != SOURCE_UNLOADED)
@@ -302,7 +204,7 @@ int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd
 	pm->state = SOURCE_UNUSABLE;
 	err = sp_perf_map_read_fd(&pm->map, fd, NULL);
 	if (!err)
-		pm->module = sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
+		pm->module = sp_arena_printf(maps->strings, "perf-%d.map", (int)pid);
 	if (!err && !pm->module)
 		err = -ENOMEM;
 	if (err) {
@@ -310,16 +212,16 @@ int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd
 		sp_perf_map_init(&pm->map);
 		return err;
 	}
-	sym->stats.perf_maps_read++;
+	maps->stats->perf_maps_read++;
 	pm->state = SOURCE_LOADED;
 	pm->source = MAP_GIVEN;
 	return 0;
 }
 
 /* Count pm's verdict in the stats (sign 1), or take it back (sign -1). */
-static void count_verdict(struct sp_symbolizer *sym, const struct proc_map *pm, int64_t sign)
+static void count_verdict(struct perf_map_names *maps, const struct proc_map *pm, int64_t sign)
 {
-	struct sp_symbolizer_stats *st = &sym->stats;
+	struct sp_symbolizer_stats *st = maps->stats;
 	uint64_t d = (uint64_t)sign;
 	switch (pm->verdict) {
 	case SP_PERF_MAP_USED:
@@ -344,11 +246,11 @@ static void count_verdict(struct sp_symbolizer *sym, const struct proc_map *pm, 
 }
 
 /* The perf map of pid, read on first use; NULL when none may or can be used. */
-static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc_map **out)
+static int process_map(struct perf_map_names *maps, int32_t pid, const struct proc_map **out)
 {
 	*out = NULL;
 	struct proc_map *pm;
-	int err = map_entry(sym, pid, &pm);
+	int err = map_entry(maps, pid, &pm);
 	if (err || pm->state != SOURCE_UNLOADED) {
 		if (!err && pm->state == SOURCE_LOADED)
 			*out = pm;
@@ -356,27 +258,27 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	}
 	pm->state = SOURCE_UNUSABLE;
 	pm->source = MAP_NONE;
-	if (!(pm->allowed = perf_map_allowed(sym, pid)))
+	if (!(pm->allowed = perf_map_allowed(maps, pid)))
 		return 0;
 	unsigned verdict;
 	uint32_t uid;
-	int64_t owner = sp_spool_process_uid(sym->spool, pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN
+	int64_t owner = sp_spool_process_uid(maps->spool, pid, &uid) ? SP_PERF_MAP_OWNER_UNKNOWN
 								      : (int64_t)uid;
-	uint64_t since = process_start_us(sym->spool, pid);
+	uint64_t since = process_start_us(maps->spool, pid);
 	char path[4096];
 	/* A follower looks again when the file changes: what it was before the read. */
-	pm->stamp = sym->tail && map_path(sym, pid, path, sizeof(path)) ? stamp_of(path)
+	pm->stamp = maps->following && map_path(maps, pid, path, sizeof(path)) ? stamp_of(path)
 									  : (struct file_stamp){0};
-	err = sp_perf_map_load(&pm->map, sym->opts.perf_map_dir, pid, owner, since, NULL, &verdict);
+	err = sp_perf_map_load(&pm->map, maps->opts->perf_map_dir, pid, owner, since, NULL, &verdict);
 	pm->source = MAP_FILE;
 	const char *jitdump = NULL;
 	if (!err && verdict == SP_PERF_MAP_MISSING) {
 		pm->source = MAP_JITDUMP;
-		err = load_jitdump(sym, pm, owner, since, &verdict, &jitdump);
+		err = load_jitdump(maps, pm, owner, since, &verdict, &jitdump);
 	}
 	if (!err && verdict == SP_PERF_MAP_MISSING) {
 		pm->source = MAP_STORED;
-		err = load_stored_lines(sym, pid, &pm->map, &verdict);
+		err = load_stored_lines(maps, pid, &pm->map, &verdict);
 	}
 	if (err == -ENOMEM)
 		return err;
@@ -385,11 +287,11 @@ static int process_map(struct sp_symbolizer *sym, int32_t pid, const struct proc
 	pm->verdict = (uint8_t)verdict;
 	if (verdict != SP_PERF_MAP_USED)
 		pm->source = MAP_NONE;
-	count_verdict(sym, pm, 1);
+	count_verdict(maps, pm, 1);
 	if (verdict != SP_PERF_MAP_USED)
 		return 0;
-	pm->module = jitdump ? sp_arena_strndup(&sym->strings, base_name(jitdump), strlen(base_name(jitdump)))
-			     : sp_arena_printf(&sym->strings, "perf-%d.map", (int)pid);
+	pm->module = jitdump ? sp_arena_strndup(maps->strings, base_name(jitdump), strlen(base_name(jitdump)))
+			     : sp_arena_printf(maps->strings, "perf-%d.map", (int)pid);
 	if (!pm->module)
 		return -ENOMEM;
 	pm->state = SOURCE_LOADED;
@@ -404,17 +306,17 @@ static const char *base_name(const char *p)
 }
 
 /* A follower notes that frame_id's name depends on pid's perf map.  0 or -ENOMEM. */
-static int note_map_dep(struct sp_symbolizer *sym, int32_t pid, uint32_t frame_id)
+static int note_map_dep(struct perf_map_names *maps, int32_t pid, uint32_t frame_id)
 {
-	return sym->tail ? sp_pid_ids_add(&sym->follow.map_deps, pid, frame_id) : 0;
+	return maps->following ? sp_pid_ids_add(&maps->follow->map_deps, pid, frame_id) : 0;
 }
 
 /* Count a frame the policy or a missing map left unnamed (once per resolution of frame_id). */
-static void count_frame(struct sp_symbolizer *sym, uint32_t frame_id, uint64_t *stat, uint8_t bit)
+static void count_frame(struct perf_map_names *maps, uint32_t frame_id, uint64_t *stat, uint8_t bit)
 {
 	(*stat)++;
-	if (sym->follow.counted)
-		sym->follow.counted[frame_id] |= bit;
+	if (maps->follow->counted)
+		maps->follow->counted[frame_id] |= bit;
 }
 
 /*
@@ -425,23 +327,23 @@ static void count_frame(struct sp_symbolizer *sym, uint32_t frame_id, uint64_t *
  * exec carries the old image's pc) than JIT code.  Names are copied: a
  * follower reads a map that grew again, freeing the one before.
  */
-int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, uint32_t frame_id,
+int sp_sym_resolve_perf_map(struct perf_map_names *maps, int32_t pid, uint32_t frame_id,
 			    const struct sp_frame *fr, bool in_anon, struct sp_resolved_frame *rf)
 {
-	if (sym->opts.perf_map_policy == SP_PERF_MAPS_NONE) {
-		count_frame(sym, frame_id, &sym->stats.perf_map_frames_denied, COUNTED_MAP_DENIED);
+	if (maps->opts->perf_map_policy == SP_PERF_MAPS_NONE) {
+		count_frame(maps, frame_id, &maps->stats->perf_map_frames_denied, COUNTED_MAP_DENIED);
 		return 0;
 	}
 	const struct proc_map *pm;
-	int err = note_map_dep(sym, pid, frame_id);
+	int err = note_map_dep(maps, pid, frame_id);
 	if (!err)
-		err = process_map(sym, pid, &pm);
+		err = process_map(maps, pid, &pm);
 	if (err || !pm) {
-		if (!err && !perf_map_allowed(sym, pid))
-			count_frame(sym, frame_id, &sym->stats.perf_map_frames_denied,
+		if (!err && !perf_map_allowed(maps, pid))
+			count_frame(maps, frame_id, &maps->stats->perf_map_frames_denied,
 				    COUNTED_MAP_DENIED);
 		else if (!err && in_anon)
-			count_frame(sym, frame_id, &sym->stats.perf_map_frames_unmapped,
+			count_frame(maps, frame_id, &maps->stats->perf_map_frames_unmapped,
 				    COUNTED_MAP_UNMAPPED);
 		return err;
 	}
@@ -453,17 +355,17 @@ int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, uint32_t fra
 		/* CPython's trampolines (-X perf): "py::QUALNAME:FILENAME". */
 		const char *func = name + 4, *colon = strchr(func, ':');
 		const char *file = colon && colon[1] ? colon + 1 : NULL;
-		rf->name = sp_arena_strndup(&sym->strings, func,
+		rf->name = sp_arena_strndup(maps->strings, func,
 					    colon ? (size_t)(colon - func) : strlen(func));
-		rf->file = file ? sp_arena_strndup(&sym->strings, file, strlen(file)) : NULL;
+		rf->file = file ? sp_arena_strndup(maps->strings, file, strlen(file)) : NULL;
 		if (file && !rf->file)
 			return -ENOMEM;
 		rf->module = rf->file ? base_name(rf->file) : "[python]";
 		rf->kind = SP_KIND_PYTHON;
 	} else {
-		char *dem = sym->opts.no_demangle ? NULL : sp_demangle(name);
-		rf->name = dem ? sp_arena_strndup(&sym->strings, dem, strlen(dem))
-			       : sp_arena_strndup(&sym->strings, name, strlen(name));
+		char *dem = maps->opts->no_demangle ? NULL : sp_demangle(name);
+		rf->name = dem ? sp_arena_strndup(maps->strings, dem, strlen(dem))
+			       : sp_arena_strndup(maps->strings, name, strlen(name));
 		free(dem);
 		rf->module = pm->module;
 		rf->flags |= SP_RFRAME_JIT;
@@ -472,21 +374,21 @@ int sp_sym_resolve_perf_map(struct sp_symbolizer *sym, int32_t pid, uint32_t fra
 		return -ENOMEM;
 	rf->origin = SP_ORIGIN_PERF_MAP;
 	rf->symbol_offset = fr->abs_ip - r->sym_start;
-	sym->stats.perf_map_frames_named++;
+	maps->stats->perf_map_frames_named++;
 	return 0;
 }
 
-bool sp_sym_perf_map_changed(struct sp_symbolizer *sym, int32_t pid)
+bool sp_sym_perf_map_changed(struct perf_map_names *maps, int32_t pid)
 {
 	uint32_t idx;
-	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx))
+	if (!sp_map_get(&maps->index, (uint64_t)(uint32_t)pid, &idx))
 		return false;
-	const struct proc_map *pm = &sym->maps[idx];
+	const struct proc_map *pm = &maps->procs[idx];
 	/* The policy's verdict changes with exec markers, which the caller watches. */
 	if (pm->state == SOURCE_UNLOADED || !pm->allowed || pm->source == MAP_GIVEN)
 		return false;
 	char path[4096];
-	struct file_stamp now = map_path(sym, pid, path, sizeof(path)) ? stamp_of(path)
+	struct file_stamp now = map_path(maps, pid, path, sizeof(path)) ? stamp_of(path)
 								       : (struct file_stamp){0};
 	if (!same_stamp(&now, &pm->stamp))
 		return true;
@@ -496,11 +398,11 @@ bool sp_sym_perf_map_changed(struct sp_symbolizer *sym, int32_t pid)
 	return !same_stamp(&now, &pm->jit_stamp);
 }
 
-int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **frames, size_t *n)
+int sp_sym_perf_map_forget(struct perf_map_names *maps, int32_t pid, uint32_t **frames, size_t *n)
 {
 	*frames = NULL;
 	*n = 0;
-	struct pid_ids *deps = sp_pid_ids_get(&sym->follow.map_deps, pid);
+	struct pid_ids *deps = sp_pid_ids_get(&maps->follow->map_deps, pid);
 	if (deps) {
 		*frames = deps->ids;
 		*n = deps->n;
@@ -508,14 +410,14 @@ int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **fr
 		deps->n = deps->cap = 0;
 	}
 	uint32_t idx;
-	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx))
+	if (!sp_map_get(&maps->index, (uint64_t)(uint32_t)pid, &idx))
 		return 0;
-	struct proc_map *pm = &sym->maps[idx];
+	struct proc_map *pm = &maps->procs[idx];
 	/* The caller's own file is all there is to read. */
 	if (pm->state == SOURCE_UNLOADED || pm->source == MAP_GIVEN)
 		return 0;
 	if (pm->allowed)
-		count_verdict(sym, pm, -1);
+		count_verdict(maps, pm, -1);
 	sp_perf_map_release(&pm->map);
 	*pm = (struct proc_map){.pid = pid, .state = SOURCE_UNLOADED};
 	sp_perf_map_init(&pm->map);
@@ -523,8 +425,8 @@ int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **fr
 }
 
 /*
- * The seeds: native frames inside the Python runtime get PYTHON_RUNTIME and
- * HIDDEN_DEFAULT, so views can hide interpreter machinery.  Here: a frame of
+ * Native frames inside the Python runtime get PYTHON_RUNTIME and
+ * HIDDEN_DEFAULT, so views can hide interpreter machinery: a frame of
  * a file-backed module that sp_is_python_module names (python3.12,
  * libpython3.12.so.1.0), in a process the recording marked a Python runtime,
  * whose perf map the policy allows and that map was read (now, if not yet):
@@ -535,56 +437,54 @@ int sp_sym_perf_map_forget(struct sp_symbolizer *sym, int32_t pid, uint32_t **fr
 int sp_sym_flag_python_runtime(struct sp_symbolizer *sym, uint32_t frame_id,
 			       const struct sp_frame *fr)
 {
+	struct perf_map_names *maps = &sym->perf_maps;
 	const struct sp_module *m =
-		fr->module_id < sym->nmodules ? sp_spool_module(sym->spool, fr->module_id) : NULL;
+		fr->module_id < sym->nmodules ? sp_spool_module(maps->spool, fr->module_id) : NULL;
 	if (!m || !sp_sym_has_file(m) || !sp_is_python_module(m->path))
 		return 0;
 	/* Its markers and its map decide: a follower sees both change. */
-	int err = note_map_dep(sym, m->pid, frame_id);
-	if (err || !is_python_process(sym->spool, m->pid, true) || !perf_map_allowed(sym, m->pid))
+	int err = note_map_dep(maps, m->pid, frame_id);
+	if (err || !is_python_process(maps->spool, m->pid, true) || !perf_map_allowed(maps, m->pid))
 		return err;
 	const struct proc_map *pm;
-	err = process_map(sym, m->pid, &pm);
+	err = process_map(maps, m->pid, &pm);
 	if (err || !pm)
 		return err;
 	const uint32_t flags = SP_RFRAME_PYTHON_RUNTIME | SP_RFRAME_HIDDEN_DEFAULT;
 	sp_sym_frame(sym, frame_id)->flags |= flags;
-	for (uint32_t i = 0; sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
-		sym->chain[frame_id][i].flags |= flags;
-	sym->stats.python_runtime_frames++;
+	const struct inline_chains *ch = &sym->chains;
+	for (uint32_t i = 0; ch->by_frame[frame_id] && i < ch->len[frame_id]; i++)
+		ch->by_frame[frame_id][i].flags |= flags;
+	maps->stats->python_runtime_frames++;
 	return 0;
 }
 
 /* Copy what sp_symbolizer_new's caller lent: the pid list, sorted. */
-int sp_sym_setup_perf_map_pids(struct sp_symbolizer *sym)
+int sp_sym_setup_perf_map_pids(struct perf_map_names *maps, struct sp_symbolizer_opts *o)
 {
-	struct sp_symbolizer_opts *o = &sym->opts;
 	if (o->perf_map_policy != SP_PERF_MAPS_PIDS || !o->perf_map_pids)
 		o->perf_map_npids = 0;
 	if (o->perf_map_npids) {
-		sym->perf_map_pids = malloc(o->perf_map_npids * sizeof(*sym->perf_map_pids));
-		if (!sym->perf_map_pids)
+		maps->pids = malloc(o->perf_map_npids * sizeof(*maps->pids));
+		if (!maps->pids)
 			return -ENOMEM;
-		memcpy(sym->perf_map_pids, o->perf_map_pids,
-		       o->perf_map_npids * sizeof(*sym->perf_map_pids));
-		qsort(sym->perf_map_pids, o->perf_map_npids, sizeof(*sym->perf_map_pids), sp_cmp_pid);
+		memcpy(maps->pids, o->perf_map_pids,
+		       o->perf_map_npids * sizeof(*maps->pids));
+		qsort(maps->pids, o->perf_map_npids, sizeof(*maps->pids), sp_cmp_pid);
 	}
-	o->perf_map_pids = sym->perf_map_pids;
+	o->perf_map_pids = maps->pids;
 	return 0;
 }
 
 /* The perf map line a resolved frame was named from, in its process's map. */
-int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame_id,
+int sp_sym_perf_map_frame_source(const struct perf_map_names *maps, int32_t pid,
 				 const struct sp_frame *fr, struct sp_frame_source *out)
 {
-	const struct sp_module *m = fr->module_id == SP_NO_MODULE
-					    ? NULL : sp_spool_module(sym->spool, fr->module_id);
-	int32_t pid = m ? m->pid : sym->frame_pid ? sym->frame_pid[frame_id] : PID_NONE;
 	uint32_t idx;
-	if (!sp_map_get(&sym->map_index, (uint64_t)(uint32_t)pid, &idx) ||
-	    sym->maps[idx].state != SOURCE_LOADED)
+	if (!sp_map_get(&maps->index, (uint64_t)(uint32_t)pid, &idx) ||
+	    maps->procs[idx].state != SOURCE_LOADED)
 		return 0;
-	const struct sp_perf_map *pm = &sym->maps[idx].map;
+	const struct sp_perf_map *pm = &maps->procs[idx].map;
 	const struct sp_perf_map_range *r = sp_perf_map_find(pm, fr->abs_ip);
 	if (!r)
 		return 0;
@@ -596,6 +496,29 @@ int sp_sym_perf_map_frame_source(const struct sp_symbolizer *sym, uint32_t frame
 		.name = sp_perf_map_name(pm, r),
 	};
 	return 1;
+}
+
+void sp_sym_perf_maps_init(struct perf_map_names *maps, const struct sp_spool *s,
+			   const struct sp_symbolizer_opts *opts, struct sp_arena *strings,
+			   struct sp_symbolizer_stats *stats, struct sym_follow *follow)
+{
+	*maps = (struct perf_map_names){
+		.spool = s,
+		.opts = opts,
+		.strings = strings,
+		.stats = stats,
+		.follow = follow,
+	};
+	sp_map_init(&maps->index);
+}
+
+void sp_sym_perf_maps_release(struct perf_map_names *maps)
+{
+	for (size_t i = 0; i < maps->nprocs; i++)
+		sp_perf_map_release(&maps->procs[i].map);
+	free(maps->procs);
+	sp_map_release(&maps->index);
+	free(maps->pids);
 }
 
 int sp_cmp_pid(const void *a, const void *b)

@@ -2,26 +2,35 @@
 /*
  * lib/symbols/: names for a spool's frames (private, not installed).
  *
- * Owns: the symbolizer and its resolution order (symbolizer.c, over the
- * private layout in symbolizer.h), one file per source of names: module
- * files proven to be the recorded ones (elf_files.c), ELF symbols
- * (elf_symbols.c, symtab.c), DWARF inline chains and lines (dwarf_inline.c),
- * the answers kept per file address and the symbol cache (symbol_hits.c,
- * symcache.c), separate debug files (debug_search.c, debugfile.c,
- * debugcache.c), the cache directory and its size bound (cache_dir.c), kernel frames from kallsyms (kernel_frames.c, kallsyms.c),
- * anonymous code from perf maps (perfmap_frames.c, perfmap.c), names stored
- * in the spool (stored_frames.c, symstore.c), a native plug-in
- * (native_frames.c, native_backend.c), C++ demangling (demangle.c), inline
- * chain storage (chains.c); and on top of the symbolizer, streamed stacks
- * (symbolizer_api.c, stack_cache.c), following a spool as it is written
- * (symbolizer_tail.c, pid_ids.c), `symbolize` and the naming of replaced
- * images at record end (symbolize.c).
- * May call: spool (reader, writer, stack walks) and util.  Never record,
- * unwind or report.
+ * Owns: the symbolizer, over the private layout in symbolizer.h: its tables
+ * by module and frame id (id_tables.c) and the order in which a frame's
+ * sources of names are asked (resolve_order.c); the sources of names, each
+ * working on a context of its own embedded in the symbolizer (struct
+ * elf_names, kernel_names, perf_map_names, stored_names, native_names):
+ * module files proven to be the recorded ones (elf_files.c), ELF symbols
+ * (elf_symbols.c, symtab.c), DWARF inline chains and lines
+ * (dwarf_inline.c), the answers kept per file address and the symbol cache
+ * (file_lookups.c, symcache.c), separate debug files (debug_search.c,
+ * debugfile.c, debugcache.c), the cache directory and its size bound
+ * (cache_dir.c), kernel frames from kallsyms (kernel_frames.c), anonymous
+ * code from perf maps and jitdumps (perfmap_frames.c, by the process of each
+ * frame: frame_pids.c), names stored in the spool (stored_frames.c), a
+ * native plug-in (native_frames.c, native_backend.c), C++ and Rust
+ * demangling (demangle.c); and on top of the
+ * symbolizer, streamed stacks (streamed_stacks.c), Python processes
+ * (python_pids.c), following a spool as it is written (followed_spool.c,
+ * ids_by_pid.c), and names written into spools: `symbolize`, and the naming
+ * of replaced images and containers' JIT code at record end
+ * (names_to_spool.c).  The files others write (kallsyms, perf maps,
+ * jitdumps) are parsed in lib/formats/; symbol records are encoded and
+ * decoded in lib/spool/spool_symrec.c.
+ * May call: formats, spool (reader, writer, stack walks) and util.  Never
+ * record, unwind or report.
  */
 #ifndef SP_SYMBOLS_H
 #define SP_SYMBOLS_H
 
+#include "formats/formats.h"
 #include "spool/spool.h"
 
 #include <elfutils/libdwfl.h>
@@ -283,278 +292,8 @@ void sp_symcache_close(struct sp_symcache_file *cf);
 int sp_symcache_each(const struct sp_symcache_file *cf, struct sp_arena *a,
 		     int (*fn)(void *ctx, const struct sp_symcache_hit *h), void *ctx);
 
-/* ---- sparse kernel symbols from kallsyms (kallsyms.c) ------------------ */
-
-/* One kernel function that is the nearest symbol below some needed address. */
-struct sp_ksym {
-	uint64_t addr;      /* start */
-	uint64_t end;       /* the next symbol's address; UINT64_MAX when none follows */
-	const char *name;
-	const char *module; /* kernel module ("ext4") for "[ext4]" symbols, NULL for vmlinux */
-};
-
-struct sp_kallsyms_stats {
-	uint64_t lines;          /* lines read */
-	uint64_t kept;           /* symbols kept: the nearest below some needed address */
-	uint64_t malformed;      /* lines skipped: bad address, type or name, too long, NUL */
-	uint64_t zero_addresses; /* symbols listed at address 0 (kernel.kptr_restrict) */
-	uint64_t resolved;       /* needed addresses that fall inside a kept symbol */
-	bool restricted;         /* no text symbol had a non-zero address: nothing usable */
-	bool limited;            /* the file was larger than the byte limit: read in part */
-};
-
-struct sp_kallsyms;
-
-/*
- * Read a kallsyms file ("ADDRESS TYPE NAME[\t[MODULE]]" per line, the format
- * of /proc/kallsyms) once, keeping only what the sorted, duplicate-free
- * addresses addrs[0..n) need: for each, the text symbol (type t, T, w or W)
- * nearest at or below it, bounded above by the next symbol of any type but
- * absolute (a, A).  Memory is O(n), whatever the file's size.  Lines are
- * untrusted: malformed or overlong ones are skipped and counted.  A file
- * whose every address reads 0 (kernel.kptr_restrict) loads with
- * stats.restricted set and resolves nothing.  *out owns the result.
- * Returns 0, -errno from open/read, -ENOMEM, -SP_E_BAD_ARG when addrs is not
- * sorted.
- */
-int sp_kallsyms_load(const char *path, const uint64_t *addrs, size_t n,
-		     struct sp_kallsyms **out);
-/*
- * The symbol holding addr, which must be one of the needed addresses given
- * to sp_kallsyms_load (others may find nothing); NULL when none does.
- * Borrowed: lives as long as k.
- */
-const struct sp_ksym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t addr);
-const struct sp_kallsyms_stats *sp_kallsyms_stats(const struct sp_kallsyms *k);
-void sp_kallsyms_free(struct sp_kallsyms *k);
-
-/* ---- perf maps: /tmp/perf-PID.map (perfmap.c) -------------------------- */
-
-/*
- * The perf map convention (Linux tools/perf/Documentation/jit-interface.txt):
- * a process that generates code appends "START SIZE NAME" lines, START and
- * SIZE in hex, NAME to the end of the line.  The file is written by the
- * profiled process, so it is untrusted and bounded here.
- */
-struct sp_perf_map_limits {
-	uint64_t max_bytes;  /* read at most this much of the file; 0 = default 64 MiB */
-	size_t max_lines;    /* parse at most this many lines; 0 = default 4 Mi */
-	size_t max_line;     /* longer lines are skipped; 0 = default 4096 bytes */
-};
-
-struct sp_perf_map_stats {
-	uint64_t lines;      /* lines read */
-	uint64_t entries;    /* lines that gave a function */
-	uint64_t malformed;  /* bad numbers, missing or NUL-holding names, size 0, too long */
-	uint64_t overflow;   /* START + SIZE wraps past 2^64 */
-	bool limited;        /* the byte or line limit stopped the reading */
-};
-
-/* One piece of the address space and the function the map names there. */
-struct sp_perf_map_range {
-	uint64_t start, end; /* [start, end) */
-	uint64_t sym_start;  /* where the function's own line says it starts */
-	uint64_t sym_size;
-	uint32_t name;       /* offset of the NUL-terminated name in names */
-};
-
-/*
- * A parsed map: non-overlapping ranges sorted by start.  Where lines overlap
- * the later one wins, as a later line describes code written later over the
- * same addresses; the parts of an earlier function that no later line covers
- * keep its name.
- */
-struct sp_perf_map {
-	struct sp_perf_map_range *ranges;
-	size_t n;
-	char *names;
-	size_t names_len, names_cap;
-	struct sp_perf_map_stats stats;
-};
-
-void sp_perf_map_init(struct sp_perf_map *m);
-void sp_perf_map_release(struct sp_perf_map *m);
-/*
- * Parse the map readable from fd (read from its current position) into m,
- * which must be freshly initialised.  lim may be NULL (defaults).  Returns 0,
- * -errno from read(2), or -ENOMEM; bad lines are counted, not errors.
- */
-int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_limits *lim);
-/* Why a process's map file was or was not used (sp_perf_map_load). */
-enum sp_perf_map_verdict {
-	SP_PERF_MAP_USED = 0,
-	SP_PERF_MAP_MISSING,  /* no such file, or it cannot be opened */
-	SP_PERF_MAP_INSECURE, /* a symlink, not a regular file, or writable by group or others */
-	SP_PERF_MAP_STALE,    /* created or last written before its process began */
-	SP_PERF_MAP_FOREIGN,  /* owned by neither the process's user nor root */
-};
-
-/* sp_perf_map_load's owner when the process's is not known. */
-#define SP_PERF_MAP_OWNER_UNKNOWN (-1)
-
-/* Slack for file times against a process's start: coarse file clocks, clock slew. */
-#define SP_PERF_MAP_TIME_MARGIN_US 2000000ull
-
-/*
- * Read DIR/perf-PID.map into m (freshly initialised) once it passes the
- * checks a file written by someone else deserves: opened without following
- * a symlink, a regular file, not writable by group or others (mode & 022),
- * owned by root or by owner, the process's effective uid (DESIGN decision 9:
- * any user can write /tmp/perf-PID.map for any pid); with owner
- * SP_PERF_MAP_OWNER_UNKNOWN (a spool without OWNER records), by root or the
- * caller's effective uid.  When not_before_us is non-zero (the process's start, µs since the
- * epoch), a file last modified more than SP_PERF_MAP_TIME_MARGIN_US before
- * it was written by an earlier process with the same pid (its birth time
- * does not count: a runtime that got a reused pid rewrites the old file).  *verdict says which
- * check failed; m is then left empty.  Returns 0 (whatever the verdict),
- * -ENOMEM, or -errno when reading fails.
- */
-int sp_perf_map_load(struct sp_perf_map *m, const char *dir, int32_t pid, int64_t owner,
-		     uint64_t not_before_us, const struct sp_perf_map_limits *lim,
-		     unsigned *verdict);
-
-/*
- * The checks of sp_perf_map_load for any file a process writes about its
- * code (a perf map, a jitdump): *out is the file opened read-only (the
- * caller's to close) when *verdict is SP_PERF_MAP_USED, else -1.  path is
- * not followed as a symlink.  Returns 0 or -ENOMEM.
- */
-int sp_perf_map_open(const char *path, int64_t owner, uint64_t not_before_us, unsigned *verdict,
-		     int *out);
-
-/* One function a map names, in file order (its index is its age): [start, end). */
-struct sp_perf_map_entry {
-	uint64_t start, end;
-	uint32_t name; /* from sp_perf_map_add_name */
-};
-/* Copy name[0, n) into m's names: *off its offset.  0 or -ENOMEM. */
-int sp_perf_map_add_name(struct sp_perf_map *m, const char *name, size_t n, uint32_t *off);
-/* Build m's ranges (m holds none yet) from e[0, n), later entries winning.  0 or -ENOMEM. */
-int sp_perf_map_build(struct sp_perf_map *m, const struct sp_perf_map_entry *e, size_t n);
-
-/* The range holding addr, or NULL. */
-const struct sp_perf_map_range *sp_perf_map_find(const struct sp_perf_map *m, uint64_t addr);
-static inline const char *sp_perf_map_name(const struct sp_perf_map *m,
-					   const struct sp_perf_map_range *r)
-{
-	return m->names + r->name;
-}
-
-/* ---- jitdump files (jitdump.c) ---------------------------------------- */
-
-/*
- * The jitdump format (Linux tools/perf/Documentation/jitdump-specification.txt):
- * a runtime that generates code writes jit-PID.dump (node --perf-prof in its
- * working directory, CPython 3.13 -X perf_jit in /tmp) and maps it executable
- * so that perf's mmap records name it.  A 40-byte (or longer) header, then
- * records of { u32 id, u32 total_size, u64 timestamp } and a body, appended
- * while the process runs.  The file is the target's: untrusted and bounded.
- */
-enum sp_jitdump_rec_id {
-	SP_JIT_CODE_LOAD = 0,
-	SP_JIT_CODE_MOVE = 1,
-	SP_JIT_CODE_DEBUG_INFO = 2,
-	SP_JIT_CODE_CLOSE = 3,
-	SP_JIT_CODE_UNWINDING_INFO = 4,
-};
-#define SP_JITDUMP_RECORD_MAX (16u << 20) /* larger records are skipped, unread */
-
-struct sp_jitdump_rec {
-	uint32_t id;          /* enum sp_jitdump_rec_id; others are skipped */
-	const uint8_t *body;  /* after the 16-byte record header */
-	size_t body_len;
-};
-
-/* JIT_CODE_LOAD: the function at [code_addr, code_addr + code_size), its name. */
-struct sp_jitdump_load {
-	uint64_t code_addr, code_size;
-	const char *name;     /* NUL-terminated inside the record's body */
-	size_t name_len;
-};
-/* JIT_CODE_UNWINDING_INFO, for the next code load: its .eh_frame bytes. */
-struct sp_jitdump_unwind {
-	const uint8_t *eh_frame;
-	size_t eh_frame_len;  /* 0: the runtime gave a header only (no FDE) */
-};
-/* false when the body is too short, the name unterminated or the code range wraps. */
-bool sp_jitdump_code_load(const struct sp_jitdump_rec *r, struct sp_jitdump_load *out);
-/* false when the sizes disagree with the body. */
-bool sp_jitdump_unwinding(const struct sp_jitdump_rec *r, struct sp_jitdump_unwind *out);
-
-/*
- * Reads the records of a jitdump as they are appended: a record is returned
- * only once it is complete, so a reader can be called again as the file
- * grows.  Reads at most max_bytes of the file in all (0: 1 GiB).
- */
-struct sp_jitdump_reader {
-	int fd;               /* borrowed */
-	uint64_t pos;         /* file offset of buf[0] */
-	uint8_t *buf;
-	size_t len, off, cap;
-	uint64_t max_bytes;
-	bool header_read;
-	bool bad;             /* not a jitdump this reader understands, or a malformed record */
-	bool limited;         /* max_bytes stopped the reading */
-	uint64_t skipped;     /* records over SP_JITDUMP_RECORD_MAX, passed over */
-};
-void sp_jitdump_reader_init(struct sp_jitdump_reader *rd, int fd, uint64_t max_bytes);
-void sp_jitdump_reader_release(struct sp_jitdump_reader *rd);
-/*
- * The next complete record: 1 (rec valid until the next call), 0 when none is
- * complete yet (or the file is bad or limited: see the flags), -ENOMEM.
- */
-int sp_jitdump_reader_next(struct sp_jitdump_reader *rd, struct sp_jitdump_rec *rec);
-
-/* Does path's last component read jit-DIGITS.dump (the name runtimes give a jitdump)? */
-bool sp_jitdump_is_path(const char *path);
-/*
- * The functions a jitdump's code loads name, as a perf map (a later load
- * over the same addresses wins), after the checks of sp_perf_map_open; at
- * most 2^20 loads and 1 GiB of the file are read (stats.limited).
- * Returns 0 (whatever the verdict) or -ENOMEM; a file that is not a jitdump
- * gives an empty map with verdict SP_PERF_MAP_USED and stats.malformed 1.
- */
-int sp_jitdump_load(struct sp_perf_map *m, const char *path, int64_t owner,
-		    uint64_t not_before_us, unsigned *verdict);
-
-/* ---- symbol records in spools (symstore.c) ----------------------------- */
-
-/*
- * Encodes resolved frames as the spool's symbol records (stackpulse-spool(5),
- * types 11 to 14), to be appended after the records of s.  Strings are
- * interned, reusing those s already stores.  s must outlive the encoder.
- */
-struct sp_symenc;
-
-int sp_symenc_new(const struct sp_spool *s, struct sp_symenc **out);
-void sp_symenc_free(struct sp_symenc *e);
-/* One SYM_FRAME record: the n >= 1 frames of frame_id's chain, innermost first. */
-int sp_symenc_add_frame(struct sp_symenc *e, uint32_t frame_id,
-			const struct sp_resolved_frame *chain, size_t n);
-/* A kallsyms symbol a frame was named from (size 0: unknown; module NULL: vmlinux). */
-int sp_symenc_add_kernel_symbol(struct sp_symenc *e, uint64_t addr, uint64_t size,
-				const char *name, const char *module);
-/* A perf map line a frame was named from, as the map wrote it. */
-int sp_symenc_add_perf_map_line(struct sp_symenc *e, int32_t pid, uint64_t start,
-				uint64_t size, const char *name);
-uint64_t sp_symenc_frames(const struct sp_symenc *e);
-/* Append every record to out: the strings first, then the rest.  0 or -ENOMEM. */
-int sp_symenc_finish(struct sp_symenc *e, struct sp_buf *out);
-
-/*
- * Index of the stored chains of s by frame id (*by_frame malloc'd, NULL
- * when s stores none; the latest record of a frame wins).  0 or -ENOMEM.
- */
-int sp_symstore_index(const struct sp_spool *s, uint32_t **by_frame);
-/*
- * The stored chain of frame_id into out[0..min(n, max)), innermost first;
- * returns n, the chain's length (0: nothing stored).  Strings are the spool's.
- */
-size_t sp_symstore_get(const struct sp_spool *s, const uint32_t *by_frame, uint32_t frame_id,
-		       struct sp_resolved_frame *out, size_t max);
-
 /* ---- what `symbolize` and the recorder ask of a symbolizer ------------- */
-/* (lib/symbols/symbolizer.c, elf_files.c for use_file, debug_search.c for lookup places) */
+/* (lib/symbols/resolve_order.c, elf_files.c for use_file, debug_search.c for lookup places) */
 
 /* Where a resolved frame came from. */
 enum sp_frame_src {
@@ -642,7 +381,7 @@ void sp_native_groups_free(struct sp_native_groups *ng);
 int sp_native_groups_symbolize(struct sp_native_groups *ng, uint32_t module_id, uint64_t addr,
 			       const struct sp_native_symbol **syms, size_t *n);
 
-/* ---- streamed stacks (symbolizer_api.c, stack_cache.c), pid order ------- */
+/* ---- streamed stacks (streamed_stacks.c, id_tables.c), pid order -------- */
 
 /* Frame ids of the (pid, stack id) pairs streamed so far. */
 struct sp_stack_cache;
@@ -653,14 +392,15 @@ void sp_stack_cache_add_stats(const struct sp_stack_cache *c, struct sp_symboliz
 /* qsort/bsearch order of int32_t pids (lib/symbols/perfmap_frames.c). */
 int sp_cmp_pid(const void *a, const void *b);
 
-/* ---- naming replaced images at record end (symbolize.c) ---------------- */
+/* ---- naming replaced images at record end (names_to_spool.c) ----------- */
 
 /*
  * At record end, name the frames of modules whose file was deleted or
- * replaced from the images the recorder kept open (DESIGN decision 7):
+ * replaced from the images the recorder kept open (docs/DESIGN.md,
+ * decision 7: a module is named from the very image that was sampled):
  * fd_by_module[id] (n entries) is such an image's fd, or -1.  Reads the
  * spool written so far back, resolves the frames of those modules that the
- * samples use, and appends their symbol records to w (lib/symbols/symbolize.c).
+ * samples use, and appends their symbol records to w (lib/symbols/names_to_spool.c).
  * *frames gets how many were stored.  0 or -errno.
  */
 int sp_symbolize_images(struct sp_spool_writer *w, const int *fd_by_module, size_t n,

@@ -5,7 +5,8 @@
 #include <string.h>
 
 /*
- * DESIGN decision 4.  Generated code (JIT functions, CPython's perf
+ * docs/DESIGN.md, decision 4 (JIT code without CFI is proven from its code).
+ * Generated code (JIT functions, CPython's perf
  * trampolines) comes without CFI, so its frame is derived from its own
  * instructions: decode straight-line from the function's entry to the pc and
  * follow what each instruction does to the stack pointer (push, pop, sub/add

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Call-frame information of JIT functions, from the unwinding-info records of a live process's jitdump. */
 #include "unwind/unwind.h"
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <stdlib.h>

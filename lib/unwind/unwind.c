@@ -8,7 +8,8 @@
  * One step per frame, no allocation: find the module, look its row up at the
  * lookup address, record the frame, then apply the row to the register file
  * to get the caller's registers.  Only the kernel's copy of the stack is read
- * (DESIGN decision 2); each failure ends the stack with a typed reason.
+ * (docs/DESIGN.md, decision 2: nothing is read from live process memory as if
+ * it came from the sample); each failure ends the stack with a typed reason.
  *
  * Reads below the sampled SP: the return address or a CFA expression's deref
  * there ends the stack with BAD_RULE (a correct rule never puts them below
@@ -221,7 +222,8 @@ static unsigned follows_call_known(const struct sp_unwind_module *m, void *ctx, 
 }
 
 /*
- * A frame-pointer step (DESIGN decision 3, extended) where no CFI covers the
+ * A frame-pointer step (docs/DESIGN.md, decision 3, extended: checked, and
+ * kept only where the stack proves it) where no CFI covers the
  * pc: the frame record at rbp holds the caller's rbp and the return address
  * (x86-64 psABI §3.4.1's frame layout).  The record must lie in the copy at
  * or above the SP and be 8-byte aligned, and the return address must land in
@@ -350,7 +352,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	}
 	for (;;) {
 		uint64_t pc = r.regs[SP_DW_RIP];
-		/* DESIGN decision 2: a return address is looked up at ra - 1, inside the call */
+		/* docs/DESIGN.md, decision 2: a return address is looked up at ra - 1, inside the call */
 		uint64_t lookup = exact ? pc : pc - 1;
 		const struct sp_unwind_module *m;
 		const struct sp_cfi_row *row = NULL;
@@ -374,7 +376,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		}
 		/*
 		 * Code without CFI (JIT code, CPython's perf trampolines): a row
-		 * proven from its bytes (DESIGN decision 4), if the module can
+		 * proven from its bytes (docs/DESIGN.md, decision 4), if the module can
 		 * supply one.  Otherwise a frame-pointer step, kept only when
 		 * the rest of the stack proves it (see the end).
 		 */

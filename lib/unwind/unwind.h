@@ -6,11 +6,11 @@
  * Owns: CFI rule tables compiled from .eh_frame/.debug_frame (cfi.c), the
  * DWARF unwinder over the kernel's stack copy (unwind.c), frames proven from
  * code bytes where there is no CFI (codeframe.c), the generated code of
- * live processes read for those proofs (jitcode.c), and the CFI JIT runtimes
+ * live processes read for those proofs (live_jit_code.c), and the CFI JIT runtimes
  * write into their jitdumps (jitdump_cfi.c).
- * May call: util, and the symbols stage's perf-map and jitdump readers (JIT
- * function entries, in jitcode.c and jitdump_cfi.c).  Never record, spool or
- * report.
+ * May call: util, and formats: the perf map and jitdump parsers (JIT
+ * function entries, in live_jit_code.c and jitdump_cfi.c).  Never symbols, record,
+ * spool or report.
  */
 #ifndef SP_UNWIND_H
 #define SP_UNWIND_H
@@ -125,8 +125,9 @@ static inline unsigned sp_stack_read(const struct sp_stack_mem *s, uint64_t addr
 
 struct sp_unwind_module;
 /*
- * A row for pc in module m proven from its code bytes (DESIGN decision 4),
- * for modules without CFI: out filled and returned, or NULL when nothing is
+ * A row for pc in module m proven from its code bytes (docs/DESIGN.md,
+ * decision 4: the CFA derived from the instructions that fall through from
+ * the function's entry), for modules without CFI: out filled and returned, or NULL when nothing is
  * proven.  ctx is the find callback's; after_call: pc is a return address.
  */
 typedef const struct sp_cfi_row *(*sp_code_row_fn)(void *ctx, const struct sp_unwind_module *m,
@@ -180,7 +181,8 @@ struct sp_unwind_stats {
  * stack->data.  Sets *n and *stop (enum sp_stop_reason).  Returns 0.
  *
  * Where no CFI covers a pc (and no row is proven from code bytes), it steps
- * by the frame pointer (DESIGN decision 3, extended), checking that each
+ * by the frame pointer (docs/DESIGN.md, decision 3, extended: a checked
+ * frame-pointer step in code without CFI), checking that each
  * frame record lies in the copy above the SP and each return address in a
  * module.  Those frames are returned only when the unwind then reaches the
  * root; when the copy runs out first and stats is given, they are returned
@@ -198,7 +200,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
 
 /*
- * Frames proven from code bytes (lib/unwind/codeframe.c, DESIGN decision 4).
+ * Frames proven from code bytes (lib/unwind/codeframe.c; docs/DESIGN.md,
+ * decision 4: nothing is proven past a jump or a return).
  * code[0, len) is a function's machine code from its entry; pc_off is the pc's
  * offset in it (after_call: a return address, which must follow a call).
  * Fills row (SP_CFI_CFA_REG, ra at CFA-8) from the straight-line instructions
@@ -257,10 +260,10 @@ const struct sp_cfi_row *sp_jitdump_cfi_row(struct sp_jitdump_cfi *c, uint64_t p
 /* Borrowed: lives as long as c. */
 const struct sp_jitdump_cfi_stats *sp_jitdump_cfi_stats(const struct sp_jitdump_cfi *c);
 
-/* ---- generated code of live processes (jitcode.c) ---------------------- */
+/* ---- generated code of live processes (live_jit_code.c) ---------------------- */
 
 /*
- * Generated code of one live process (lib/unwind/jitcode.c): function entries from
+ * Generated code of one live process (lib/unwind/live_jit_code.c): function entries from
  * its perf map or from trampoline arenas, and code bytes read with
  * process_vm_readv(2) once per entry, for frames proven from code.
  */

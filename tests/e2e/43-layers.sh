@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: MIT
 # lib/ is layered (README "Source layout"): scripts/check-layers finds no stage calling a
 # stage above it, no exporter or view including the dispatcher's header, and no circle of
-# includes or calls between files; and it does find each of those when one is planted.
+# includes or calls between files; and it does find each of those when one is planted,
+# among them a parser of lib/formats/ using the symbolizer or the spool, and the unwinder
+# using the symbolizer.
 . "$(dirname "$0")/lib.sh"
 need_cmd python3 "scripts/check-layers"
 need_cmd nm "scripts/check-layers reads the objects' symbols"
@@ -20,14 +22,23 @@ plant() {
 	printf '%s\n' "$2" >>"tree/lib/$1"
 	python3 "$REPO/scripts/check-layers" tree >planted.out 2>&1
 }
-plant report/export_pprof.c '#include "report/report.h"'
-[ $? -eq 1 ] && grep -q "dispatcher's header" planted.out &&
-	ok "an exporter including report/report.h is refused" ||
-	fail "an exporter including report/report.h was not refused: $(cat planted.out)"
-plant util/buf.c '#include "spool/spool.h"'
-[ $? -eq 1 ] && grep -q "util may not use spool" planted.out &&
-	ok "util including the spool's header is refused" ||
-	fail "util including spool/spool.h was not refused: $(cat planted.out)"
+# refused FILE LINE PATTERN WHAT: with LINE appended to lib/FILE, check-layers fails
+# and prints PATTERN; WHAT names the broken rule.
+refused() {
+	plant "$1" "$2"
+	[ $? -eq 1 ] && grep -q "$3" planted.out && ok "$4 is refused" ||
+		fail "$4 was not refused: $(cat planted.out)"
+}
+refused report/export_pprof.c '#include "report/report.h"' "dispatcher's header" \
+	"an exporter including report/report.h"
+refused util/buf.c '#include "spool/spool.h"' "util may not use spool" \
+	"util including the spool's header"
+refused formats/perfmap.c '#include "symbols/symbols.h"' "formats may not use symbols" \
+	"a parser of lib/formats/ including the symbolizer's header"
+refused formats/kallsyms.c '#include "spool/spool.h"' "formats may not use spool" \
+	"a parser of lib/formats/ including the spool's header"
+refused unwind/live_jit_code.c '#include "symbols/symbols.h"' "unwind may not use symbols" \
+	"the unwinder including the symbolizer's header"
 plant report/aggregate.h '#include "report/views.h"'
 [ $? -eq 1 ] && grep -q "include circle: .*report/aggregate.h.*report/views.h" planted.out &&
 	ok "an include circle (aggregate.h <-> views.h) is found" ||

@@ -6,7 +6,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "symbols/symbols.h"
+#include "record/record.h"
+#include "spool/spool.h"
 
 /*
  * Usage: make_seeds DIR  (DIR is tests/fuzz/corpus; `make fuzz-seeds` runs it).

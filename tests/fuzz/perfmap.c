@@ -7,7 +7,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 #include "check.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

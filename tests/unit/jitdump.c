@@ -2,7 +2,7 @@
 /* Unit tests of jitdump reading: complete records only, bounds, malformed files, names as a perf map. */
 #include <criterion/criterion.h>
 
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 #include "jitdump_builder.h"
 
 #include <errno.h>

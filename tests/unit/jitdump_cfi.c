@@ -3,7 +3,7 @@
 #include <criterion/criterion.h>
 
 #include "unwind/unwind.h"
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 #include "jitdump_builder.h"
 
 #include <errno.h>

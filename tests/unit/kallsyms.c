@@ -2,7 +2,7 @@
 /* Unit tests of sparse kallsyms loading: selection, aliases, bounds, zero addresses, bad lines. */
 #include <criterion/criterion.h>
 
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -2,7 +2,7 @@
 /* Unit tests of perf map parsing (later lines win, bad lines, limits) and of the file checks. */
 #include <criterion/criterion.h>
 
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of the symbolizer following a growing spool (lib/symbols/symbolizer_tail.c). */
+/* Unit tests of the symbolizer following a growing spool (lib/symbols/followed_spool.c). */
 #include <criterion/criterion.h>
 
 #include "symbols/symbols.h"

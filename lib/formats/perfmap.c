@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Perf map files (/tmp/perf-PID.map): bounded parsing into a table where later lines win. */
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Generated code of one live process: function entries and code bytes for frames proven from code. */
 #include "unwind/unwind.h"
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -13,7 +13,8 @@
 #include <unistd.h>
 
 /*
- * DESIGN decision 4 at record time.  A frame in anonymous executable memory
+ * JIT code without CFI proven from its code, at record time (docs/DESIGN.md,
+ * decision 4).  A frame in anonymous executable memory
  * is proven from the instructions between its function's entry and the pc
  * (lib/unwind/codeframe.c).  The entry comes from one of two places, never from a
  * scan backwards (which cannot tell code from data):

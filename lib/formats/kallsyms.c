@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* Kernel function names from kallsyms, keeping only the symbols a spool's kernel frames need. */
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,8 +1,153 @@
 /* SPDX-License-Identifier: MIT */
-/* Symbol records: encoding resolved frames into a spool, and finding a spool's stored ones by frame. */
-#include "symbols/symbols.h"
+/*
+ * The spool's symbol records (stackpulse-spool(5), types 11 to 14): decoding
+ * them into the reader's tables, encoding resolved frames as new ones, and
+ * finding a spool's stored chains by frame.
+ */
+#include "spool/spool.h"
 
 #include <string.h>
+
+#define CORRUPT (-SP_E_SPOOL_CORRUPT)
+
+/* ---- decoding, for the reader ----------------------------------------- */
+
+/* A string id defined by an earlier SYM_STRINGS record. */
+static int get_string_id(const struct sp_spool *s, struct sp_cur *c, uint32_t *id)
+{
+	if (sp_cur_u32(c, id) || *id >= s->nsym_strings)
+		return CORRUPT;
+	return 0;
+}
+
+/* The same, stored plus one: 0 gives SP_SYM_NO_STRING. */
+static int get_opt_string_id(const struct sp_spool *s, struct sp_cur *c, uint32_t *id)
+{
+	uint64_t v;
+	if (sp_cur_u64(c, &v) || v > s->nsym_strings)
+		return CORRUPT;
+	*id = v ? (uint32_t)(v - 1) : SP_SYM_NO_STRING;
+	return 0;
+}
+
+static int parse_sym_strings(struct sp_spool *s, struct sp_cur *c)
+{
+	uint64_t n;
+	/* Every string takes at least its length byte: n is bounded by the payload. */
+	if (s->nstrrecs >= UINT32_MAX || sp_cur_u64(c, &n) || n > (uint64_t)(c->end - c->p) ||
+	    s->nsym_strings + n >= SP_SYM_NO_STRING)
+		return CORRUPT;
+	int err = SP_GROW(s->strrec_first, s->nstrrecs, s->strrecs_cap);
+	if (err)
+		return err;
+	size_t first = s->nsym_strings;
+	for (uint64_t i = 0; i < n; i++) {
+		char *str;
+		err = SP_GROW(s->sym_strings, s->nsym_strings, s->sym_strings_cap);
+		if (!err)
+			err = sp_cur_str(c, &str);
+		if (err)
+			goto undo;
+		s->sym_strings[s->nsym_strings++] = str;
+	}
+	err = sp_spool_log_record(s, SP_REC_SYM_STRINGS, s->nstrrecs);
+	if (err)
+		goto undo;
+	s->strrec_first[s->nstrrecs++] = (uint32_t)first;
+	return 0;
+undo:
+	/* A damaged record defines none of its strings. */
+	while (s->nsym_strings > first)
+		free(s->sym_strings[--s->nsym_strings]);
+	return err;
+}
+
+static int parse_sym_frame(struct sp_spool *s, struct sp_cur *c)
+{
+	uint64_t frame, n;
+	/* An entry is at least eight one-byte fields. */
+	if (s->nsymframes >= UINT32_MAX || sp_cur_u64(c, &frame) || frame >= s->nframes ||
+	    sp_cur_u64(c, &n) || n == 0 || n > (uint64_t)(c->end - c->p) / 8 ||
+	    s->nsyms + n >= UINT32_MAX)
+		return CORRUPT;
+	size_t first = s->nsyms;
+	for (uint64_t i = 0; i < n; i++) {
+		struct sp_spool_sym e;
+		uint64_t kind, origin;
+		if (sp_cur_u64(c, &kind) || kind > SP_KIND_TRUNCATED || sp_cur_u64(c, &origin) ||
+		    origin > SP_ORIGIN_ADDRESS_ONLY || sp_cur_u32(c, &e.flags) ||
+		    get_string_id(s, c, &e.name) || get_string_id(s, c, &e.module) ||
+		    get_opt_string_id(s, c, &e.file) || sp_cur_u32(c, &e.line) ||
+		    sp_cur_u64(c, &e.symbol_offset)) {
+			s->nsyms = first;
+			return CORRUPT;
+		}
+		e.kind = (uint8_t)kind;
+		e.origin = (uint8_t)origin;
+		int err = SP_GROW(s->syms, s->nsyms, s->syms_cap);
+		if (err) {
+			s->nsyms = first;
+			return err;
+		}
+		s->syms[s->nsyms++] = e;
+	}
+	int err = SP_GROW(s->symframes, s->nsymframes, s->symframes_cap);
+	if (!err)
+		err = sp_spool_log_record(s, SP_REC_SYM_FRAME, s->nsymframes);
+	if (err) {
+		s->nsyms = first;
+		return err;
+	}
+	s->symframes[s->nsymframes++] = (struct sp_spool_symframe){
+		.frame = (uint32_t)frame, .first = (uint32_t)first, .n = (uint32_t)n};
+	return 0;
+}
+
+static int parse_sym_kernel(struct sp_spool *s, struct sp_cur *c)
+{
+	struct sp_spool_ksym k;
+	if (s->nksyms >= UINT32_MAX || sp_cur_u64(c, &k.addr) || sp_cur_u64(c, &k.size) ||
+	    get_string_id(s, c, &k.name) || get_opt_string_id(s, c, &k.module))
+		return CORRUPT;
+	int err = SP_GROW(s->ksyms, s->nksyms, s->ksyms_cap);
+	if (!err)
+		err = sp_spool_log_record(s, SP_REC_SYM_KERNEL, s->nksyms);
+	if (err)
+		return err;
+	s->ksyms[s->nksyms++] = k;
+	return 0;
+}
+
+static int parse_sym_perf_map(struct sp_spool *s, struct sp_cur *c)
+{
+	struct sp_spool_pmline l;
+	if (s->npmlines >= UINT32_MAX || sp_cur_i32(c, &l.pid) || sp_cur_u64(c, &l.start) ||
+	    sp_cur_u64(c, &l.size) || get_string_id(s, c, &l.name))
+		return CORRUPT;
+	int err = SP_GROW(s->pmlines, s->npmlines, s->pmlines_cap);
+	if (!err)
+		err = sp_spool_log_record(s, SP_REC_SYM_PERF_MAP, s->npmlines);
+	if (err)
+		return err;
+	s->pmlines[s->npmlines++] = l;
+	return 0;
+}
+
+int sp_spool_parse_symrec(struct sp_spool *s, uint8_t type, struct sp_cur *c)
+{
+	switch (type) {
+	case SP_REC_SYM_STRINGS:
+		return parse_sym_strings(s, c);
+	case SP_REC_SYM_FRAME:
+		return parse_sym_frame(s, c);
+	case SP_REC_SYM_KERNEL:
+		return parse_sym_kernel(s, c);
+	default:
+		return parse_sym_perf_map(s, c);
+	}
+}
+
+/* ---- encoding ---------------------------------------------------------- */
 
 /* Strings per SYM_STRINGS record: a torn write then loses at most one record's worth. */
 #define STRINGS_PER_RECORD 1024u

@@ -7,11 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Keep hit as f's answer for svma (room in sym->hits was reserved). */
-static int add_hit(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+/* Keep hit as f's answer for svma (room in names->hits was reserved). */
+static int add_hit(struct elf_names *names, struct file_entry *f, uint64_t svma,
 		   const struct sym_hit *hit)
 {
-	uint32_t idx = (uint32_t)sym->nhits;
+	uint32_t idx = (uint32_t)names->nhits;
 	if ((f->symcache == SYMCACHE_READ &&
 	     sp_array_reserve((void **)&f->fhits, &f->fhits_cap, f->nfhits + 1,
 			      sizeof(*f->fhits))) ||
@@ -19,31 +19,31 @@ static int add_hit(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svm
 		return -ENOMEM;
 	if (f->symcache == SYMCACHE_READ)
 		f->fhits[f->nfhits++] = (struct file_hit){.svma = svma, .hit = idx};
-	sym->hits[sym->nhits++] = *hit;
+	names->hits[names->nhits++] = *hit;
 	return 0;
 }
 
 static int symcache_entry(void *ctx, const struct sp_symcache_hit *h)
 {
 	struct file_entry *f = ctx;
-	struct sp_symbolizer *sym = f->owner;
+	struct elf_names *names = f->owner;
 	uint32_t idx;
 	if (sp_map_get(&f->cache, h->svma, &idx))
 		return 0;
-	if (sp_array_reserve((void **)&sym->hits, &sym->hits_cap, sym->nhits + 1,
-			     sizeof(*sym->hits)))
+	if (sp_array_reserve((void **)&names->hits, &names->hits_cap, names->nhits + 1,
+			     sizeof(*names->hits)))
 		return -ENOMEM;
-	struct sym_hit hit = {.name = h->name, .offset = h->offset, .src = (uint32_t)sym->nsrc,
+	struct sym_hit hit = {.name = h->name, .offset = h->offset, .src = (uint32_t)names->nsrc,
 			      .nsrc = h->nsrc};
 	for (uint32_t i = 0; i < h->nsrc; i++) {
 		const struct sp_symcache_src *c = &h->src[i];
 		struct src_entry e = {.name = c->name, .file = c->file, .line = c->line,
 				      .is_inline = c->is_inline};
-		int err = sp_sym_push_src(sym, &e);
+		int err = sp_sym_push_src(names, &e);
 		if (err)
 			return err;
 	}
-	return add_hit(sym, f, h->svma, &hit);
+	return add_hit(names, f, h->svma, &hit);
 }
 
 /*
@@ -56,9 +56,9 @@ static int symcache_entry(void *ctx, const struct sp_symcache_hit *h)
  * cache holds demangled names).  0 or -ENOMEM; a missing or damaged cache
  * file is no error.
  */
-static int symcache_load(struct sp_symbolizer *sym, struct file_entry *f)
+static int symcache_load(struct elf_names *names, struct file_entry *f)
 {
-	if (!sym->cache_dir || !f->info.build_id_len || sym->opts.no_demangle) {
+	if (!names->cache_dir || !f->info.build_id_len || names->opts->no_demangle) {
 		f->symcache = SYMCACHE_OFF;
 		return 0;
 	}
@@ -68,12 +68,12 @@ static int symcache_load(struct sp_symbolizer *sym, struct file_entry *f)
 	 * module file, else its debug file, found again first.
 	 */
 	uint64_t witness = f->own_dwarf ? f->witness
-		: sp_sym_debug_file_found_again(sym, f) ? f->debug_witness : 0;
+		: sp_sym_debug_file_found_again(names, f) ? f->debug_witness : 0;
 	struct sp_symcache_file cf;
-	int err = sp_symcache_open(sym->cache_dir, f->info.build_id, f->info.build_id_len, witness,
+	int err = sp_symcache_open(names->cache_dir, f->info.build_id, f->info.build_id_len, witness,
 				   &cf);
 	if (!err && cf.source == (f->own_dwarf ? SP_SYMCACHE_OWN : SP_SYMCACHE_SEPARATE))
-		err = sp_symcache_each(&cf, &sym->strings, symcache_entry, f);
+		err = sp_symcache_each(&cf, names->strings, symcache_entry, f);
 	sp_symcache_close(&cf);
 	if (err == -ENOMEM)
 		return err;
@@ -111,7 +111,7 @@ static int dwarf_source(struct file_entry *f)
 #define SYMCACHE_MAX_ENTRIES 16384
 
 /* Write f's hits, those read and those found, to its cache file; failures are silent. */
-void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
+void sp_sym_symcache_save(struct elf_names *names, struct file_entry *f)
 {
 	int source = f->symcache == SYMCACHE_READ ? dwarf_source(f) : -1;
 	if (source < 0)
@@ -122,11 +122,11 @@ void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
 	struct sp_symcache_src src[SYMCACHE_MAX_SRC];
 	bool only_used = f->nfhits > SYMCACHE_MAX_ENTRIES;
 	for (size_t i = 0; i < f->nfhits && count < SYMCACHE_MAX_ENTRIES; i++) {
-		const struct sym_hit *h = &sym->hits[f->fhits[i].hit];
+		const struct sym_hit *h = &names->hits[f->fhits[i].hit];
 		if (h->nsrc > SYMCACHE_MAX_SRC || (only_used && !h->used))
 			continue;
 		for (uint32_t k = 0; k < h->nsrc; k++) {
-			const struct src_entry *e = &sym->src[h->src + k];
+			const struct src_entry *e = &names->src[h->src + k];
 			src[k] = (struct sp_symcache_src){.name = e->name, .file = e->file,
 							  .line = e->line, .is_inline = e->is_inline};
 		}
@@ -140,53 +140,53 @@ void sp_sym_symcache_save(struct sp_symbolizer *sym, struct file_entry *f)
 	uint64_t witness = source == SP_SYMCACHE_OWN ? f->witness : f->debug_witness;
 	/* Room first (the file is the entries, a header and a CRC): the cache stays within its bound. */
 	uint64_t evicted = 0;
-	int room = witness && sym->cache_dir ? sp_cache_make_room(sym->cache_dir, sym->cache_max,
+	int room = witness && names->cache_dir ? sp_cache_make_room(names->cache_dir, names->cache_max,
 								   b.len + 32, &evicted)
 					     : -ENOENT;
-	sym->stats.cache_files_evicted += evicted;
-	sym->stats.cache_files_too_large += room == -EFBIG;
+	names->stats->cache_files_evicted += evicted;
+	names->stats->cache_files_too_large += room == -EFBIG;
 	if (!room)
-		sp_symcache_write(sym->cache_dir, f->info.build_id, f->info.build_id_len, witness,
+		sp_symcache_write(names->cache_dir, f->info.build_id, f->info.build_id_len, witness,
 				  (uint8_t)source, &b, count);
 	sp_buf_release(&b);
 }
 
 /* Name of svma in a proven file, cached per (file, svma). */
-int sp_sym_lookup_symbol(struct sp_symbolizer *sym, struct file_entry *f, uint64_t svma,
+int sp_sym_lookup_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
 			 const struct sym_hit **out)
 {
 	uint32_t idx;
 	if (f->symcache == SYMCACHE_UNREAD) {
-		int err = symcache_load(sym, f);
+		int err = symcache_load(names, f);
 		if (err)
 			return err;
 	}
 	if (sp_map_get(&f->cache, svma, &idx)) {
-		sym->hits[idx].used = true;
-		*out = &sym->hits[idx];
+		names->hits[idx].used = true;
+		*out = &names->hits[idx];
 		return 0;
 	}
-	if (sp_array_reserve((void **)&sym->hits, &sym->hits_cap, sym->nhits + 1,
-			     sizeof(*sym->hits)))
+	if (sp_array_reserve((void **)&names->hits, &names->hits_cap, names->nhits + 1,
+			     sizeof(*names->hits)))
 		return -ENOMEM;
 	struct sym_hit hit = {.used = true};
-	int err = sp_sym_elf_symbol(sym, f, svma, &hit);
+	int err = sp_sym_elf_symbol(names, f, svma, &hit);
 	if (err)
 		return err;
-	err = sp_sym_lookup_source(sym, f, svma, &hit);
+	err = sp_sym_lookup_source(names, f, svma, &hit);
 	if (err)
 		return err;
 	/* No ELF symbol (a stripped file whose debug file has none): DWARF's name for it. */
-	const struct src_entry *outer = hit.nsrc ? &sym->src[hit.src + hit.nsrc - 1] : NULL;
+	const struct src_entry *outer = hit.nsrc ? &names->src[hit.src + hit.nsrc - 1] : NULL;
 	if (!hit.name && outer && outer->name) {
 		hit.name = outer->name;
 		hit.offset = 0;
 	}
-	idx = (uint32_t)sym->nhits;
-	err = add_hit(sym, f, svma, &hit);
+	idx = (uint32_t)names->nhits;
+	err = add_hit(names, f, svma, &hit);
 	if (err)
 		return err;
 	f->symcache_new = f->symcache == SYMCACHE_READ;
-	*out = &sym->hits[idx];
+	*out = &names->hits[idx];
 	return 0;
 }

@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* A symbolizer following a spool as it is written (the seeds' Tail): each batch taken in, and what a caller's cache must drop. */
+/*
+ * A symbolizer following a spool as it is written (a tail, sp_tail_symbolizer):
+ * each batch taken in, and what a caller's cache must drop.
+ */
 #include "symbols/symbolizer.h"
 
 #include <errno.h>
@@ -105,6 +108,7 @@ int sp_tail_symbolizer(struct sp_tail *t, const struct sp_symbolizer_opts *opts,
 	if (err)
 		return err;
 	sym->tail = t;
+	sym->perf_maps.following = true;
 	sym->follow.nexecs = s->nexecs;
 	sym->follow.nowners = s->nowners;
 	sym->follow.npmlines = s->npmlines;
@@ -134,17 +138,17 @@ static int take_stored(struct sp_symbolizer *sym, struct vec32 *again)
 	if (first >= s->nsymframes || sym->opts.stored_symbols == SP_STORED_NONE ||
 	    sym->opts.no_demangle)
 		return 0;
-	if (!sym->stored) {
-		if (!(sym->stored = malloc(sym->frames_cap * sizeof(*sym->stored))))
+	if (!sym->stored_names.by_frame) {
+		if (!(sym->stored_names.by_frame = malloc(sym->frames_cap * sizeof(*sym->stored_names.by_frame))))
 			return -ENOMEM;
 		for (size_t i = 0; i < sym->frames_cap; i++)
-			sym->stored[i] = UINT32_MAX;
+			sym->stored_names.by_frame[i] = UINT32_MAX;
 	}
 	for (size_t i = first; i < s->nsymframes; i++) {
 		uint32_t f = s->symframes[i].frame;
 		if (f >= sym->nframes)
 			continue;
-		sym->stored[f] = (uint32_t)i;
+		sym->stored_names.by_frame[f] = (uint32_t)i;
 		if (sym->resolved[f] && vec_push(again, f))
 			return -ENOMEM;
 	}
@@ -185,12 +189,12 @@ static int note_records(struct sp_symbolizer *sym, struct vec32 *pids, struct ve
 static int note_grown_maps(struct sp_symbolizer *sym, size_t first, size_t end, bool finished,
 			   struct vec32 *retry)
 {
-	if (!sym->nmaps)
+	if (!sym->perf_maps.nprocs)
 		return 0;
 	if (finished) {
-		for (size_t i = 0; i < sym->nmaps; i++)
-			if (sp_sym_perf_map_changed(sym, sym->maps[i].pid) &&
-			    push_pid(retry, sym->maps[i].pid))
+		for (size_t i = 0; i < sym->perf_maps.nprocs; i++)
+			if (sp_sym_perf_map_changed(&sym->perf_maps, sym->perf_maps.procs[i].pid) &&
+			    push_pid(retry, sym->perf_maps.procs[i].pid))
 				return -ENOMEM;
 		return 0;
 	}
@@ -204,7 +208,7 @@ static int note_grown_maps(struct sp_symbolizer *sym, size_t first, size_t end, 
 		if (!t || sp_map_get(&seen, (uint64_t)(uint32_t)t->pid, &v))
 			continue;
 		err = sp_map_put(&seen, (uint64_t)(uint32_t)t->pid, 1);
-		if (!err && sp_sym_perf_map_changed(sym, t->pid))
+		if (!err && sp_sym_perf_map_changed(&sym->perf_maps, t->pid))
 			err = push_pid(retry, t->pid);
 	}
 	sp_map_release(&seen);
@@ -219,7 +223,7 @@ static int forget_maps(struct sp_symbolizer *sym, struct vec32 *retry, struct ve
 	for (size_t i = 0; i < retry->n && !err; i++) {
 		uint32_t *frames;
 		size_t n;
-		err = sp_sym_perf_map_forget(sym, (int32_t)retry->v[i], &frames, &n);
+		err = sp_sym_perf_map_forget(&sym->perf_maps, (int32_t)retry->v[i], &frames, &n);
 		for (size_t j = 0; j < n && !err; j++)
 			err = vec_push(again, frames[j]);
 		free(frames);
@@ -258,7 +262,7 @@ int sp_symbolizer_update(struct sp_symbolizer *sym, const struct sp_tail_batch *
 	int err = sp_sym_take_modules(sym, sp_spool_module_count(s));
 	if (!err) {
 		use_images(sym, first_module);
-		err = sp_sym_native_take_modules(sym, first_module);
+		err = sp_sym_native_take_modules(&sym->native, first_module, sym->nmodules);
 	}
 	if (!err)
 		err = note_modules(sym, first_module, &pids, &retry);

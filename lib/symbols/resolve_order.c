@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* The symbolizer: module files indexed, the order in which frames are resolved, stats. */
+/*
+ * The symbolizer made and freed, the order in which a frame's sources of names
+ * are asked (stored, kernel, perf maps, native plug-in, module files), a frame
+ * resolved again when its sources changed, and the stats.
+ */
 #include "symbols/symbolizer.h"
 
 #include <errno.h>
@@ -7,190 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static uint64_t hash_bytes(uint64_t h, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 0x100000001b3ULL; /* FNV-1a */
-	return h;
-}
-
-/*
- * Modules share a file entry (one open file, one libdwfl instance) by the
- * file's identity: its build-id, else its inode, device, size and mtime.  The
- * path counts only when the inode is unknown: "/lib//x", "/lib/./x" and a
- * thousand other spellings of one file in a hostile spool are one file.
- */
-static uint64_t file_key_hash(const struct sp_module *m)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-	if (m->build_id_len)
-		return sp_hash64(hash_bytes(h ^ 1, m->build_id, m->build_id_len));
-	if (!m->inode) {
-		const char *path = m->path ? m->path : "";
-		h = hash_bytes(h, path, strlen(path));
-	}
-	uint64_t ids[] = {m->inode, m->dev_major, m->dev_minor, m->file_size,
-			  (uint64_t)m->mtime_ns};
-	return sp_hash64(hash_bytes(h, ids, sizeof(ids)));
-}
-
-static bool same_file_key(const struct sp_module *a, const struct sp_module *b)
-{
-	if (a->build_id_len || b->build_id_len)
-		return a->build_id_len == b->build_id_len &&
-		       !memcmp(a->build_id, b->build_id, a->build_id_len);
-	return a->inode == b->inode && a->dev_major == b->dev_major &&
-	       a->dev_minor == b->dev_minor && a->file_size == b->file_size &&
-	       a->mtime_ns == b->mtime_ns &&
-	       (a->inode || !strcmp(a->path ? a->path : "", b->path ? b->path : ""));
-}
-
-static const char *display_name(struct sp_arena *a, const struct sp_module *m)
-{
-	if (m->flags & SP_MODULE_KERNEL)
-		return "[kernel]";
-	const char *p = m->path;
-	/* perf names anonymous executable mappings "//anon". */
-	if (!p || !*p || !strcmp(p, "//anon"))
-		return "[anon]";
-	size_t n;
-	p = sp_path_name_span(p, &n);
-	return sp_arena_strndup(a, p, n);
-}
-
-/* Room for n entries of elem bytes in *p (cap old), the new ones zeroed.  0 or -ENOMEM. */
-static int grow_zeroed(void **p, size_t old, size_t n, size_t elem)
-{
-	void *q = realloc(*p, n * elem);
-	if (!q)
-		return -ENOMEM;
-	memset((char *)q + old * elem, 0, (n - old) * elem);
-	*p = q;
-	return 0;
-}
-
-/* The capacity to grow cap to for need entries (at least 1, doubling). */
-static size_t grown_cap(size_t cap, size_t need)
-{
-	if (!cap) /* exact at first: a spool read whole never grows */
-		return need ? need : 1;
-	size_t n = cap;
-	while (n < need)
-		n = n > SIZE_MAX / 4 ? need : n * 2;
-	return n;
-}
-
-/* Room in every by-module-id array for n modules, and files for as many. */
-static int grow_modules(struct sp_symbolizer *sym, size_t n)
-{
-	if (n <= sym->modules_cap && sym->module_file)
-		return 0;
-	size_t cap = grown_cap(sym->modules_cap, n);
-	struct file_entry *old_files = sym->files;
-	int err = grow_zeroed((void **)&sym->module_file, sym->modules_cap, cap,
-			      sizeof(*sym->module_file));
-	if (!err)
-		err = grow_zeroed((void **)&sym->module_name, sym->modules_cap, cap,
-				  sizeof(*sym->module_name));
-	/* At most one file per module. */
-	if (!err)
-		err = grow_zeroed((void **)&sym->files, sym->files_cap, cap, sizeof(*sym->files));
-	if (!err)
-		sym->files_cap = cap;
-	if (sym->files != old_files && old_files)
-		sp_sym_files_moved(sym);
-	if (!err)
-		sym->modules_cap = cap;
-	return err;
-}
-
-/* Give modules [sym->nmodules, n) their file entries, merging modules that share a key. */
-int sp_sym_take_modules(struct sp_symbolizer *sym, size_t n)
-{
-	int err = grow_modules(sym, n);
-	for (size_t i = sym->nmodules; !err && i < n; i++) {
-		const struct sp_module *m = sp_spool_module(sym->spool, (uint32_t)i);
-		sym->module_file[i] = NO_FILE;
-		sym->module_name[i] = m ? display_name(&sym->strings, m) : "[unknown]";
-		if (!sym->module_name[i])
-			return -ENOMEM;
-		if (m && sp_sym_has_file(m)) {
-			/* Probe past hash collisions: the key hash is not the key. */
-			uint64_t h = file_key_hash(m);
-			uint32_t idx;
-			while (sp_map_get(&sym->file_keys, h, &idx) &&
-			       !same_file_key(sp_sym_file_rep(sym, &sym->files[idx]), m))
-				h = sp_hash64(h + 1);
-			if (!sp_map_get(&sym->file_keys, h, &idx)) {
-				idx = (uint32_t)sym->nfiles;
-				struct file_entry *f = &sym->files[idx];
-				f->rep = (uint32_t)i;
-				/*
-				 * A deleted file is looked for at its old path: whatever
-				 * is there now is used only if the proof holds.
-				 */
-				f->open_path = sp_arena_strndup(&sym->strings, m->path,
-								sp_path_len_undeleted(m->path));
-				if (!f->open_path)
-					return -ENOMEM;
-				sp_map_init(&f->cache);
-				sp_map_init(&f->cu_index);
-				f->owner = sym;
-				err = sp_map_put(&sym->file_keys, h, idx);
-				if (err)
-					return err;
-				sym->nfiles++;
-			}
-			sym->module_file[i] = idx;
-		}
-		sym->nmodules = i + 1;
-	}
-	return err;
-}
-
-int sp_sym_take_frames(struct sp_symbolizer *sym, size_t n)
-{
-	if (n > sym->frames_cap || !sym->resolved) {
-		size_t old = sym->frames_cap, cap = grown_cap(old, n);
-		int err = grow_zeroed((void **)&sym->resolved, old, cap, sizeof(*sym->resolved));
-		if (!err)
-			err = grow_zeroed((void **)&sym->chain, old, cap, sizeof(*sym->chain));
-		if (!err)
-			err = grow_zeroed((void **)&sym->chain_len, old, cap, sizeof(*sym->chain_len));
-		if (!err)
-			err = grow_zeroed((void **)&sym->frame_src, old, cap, sizeof(*sym->frame_src));
-		if (!err && sym->frame_pid &&
-		    !(err = grow_zeroed((void **)&sym->frame_pid, old, cap, sizeof(*sym->frame_pid))))
-			for (size_t i = old; i < cap; i++)
-				sym->frame_pid[i] = PID_NONE;
-		if (!err && sym->stored &&
-		    !(err = grow_zeroed((void **)&sym->stored, old, cap, sizeof(*sym->stored))))
-			for (size_t i = old; i < cap; i++)
-				sym->stored[i] = UINT32_MAX;
-		if (!err && sym->tail)
-			err = grow_zeroed((void **)&sym->follow.counted, old, cap,
-					  sizeof(*sym->follow.counted));
-		size_t nblocks = (cap + FRAME_BLOCK - 1) / FRAME_BLOCK;
-		if (!err && nblocks > sym->nframe_blocks)
-			err = grow_zeroed((void **)&sym->frame_blocks, sym->nframe_blocks, nblocks,
-					  sizeof(*sym->frame_blocks));
-		for (size_t i = sym->nframe_blocks; !err && i < nblocks; i++) {
-			if (!(sym->frame_blocks[i] = calloc(FRAME_BLOCK, sizeof(**sym->frame_blocks))))
-				err = -ENOMEM;
-			else
-				sym->nframe_blocks = i + 1;
-		}
-		/* Only what every array holds counts as room. */
-		if (err)
-			return err;
-		sym->frames_cap = cap;
-	}
-	if (n > sym->nframes)
-		sym->nframes = n;
-	return 0;
-}
 
 int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts *opts,
 		      struct sp_symbolizer **out)
@@ -206,8 +26,12 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	if (opts)
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
-	sp_map_init(&sym->map_index);
-	sp_map_init(&sym->file_keys);
+	sym->chains.inline_frames = &sym->stats.inline_frames;
+	sp_sym_elf_init(&sym->elf, s, &sym->opts, &sym->strings, &sym->stats);
+	sp_sym_stored_init(&sym->stored_names, s, &sym->opts, &sym->stats, &sym->chains);
+	sp_sym_perf_maps_init(&sym->perf_maps, s, &sym->opts, &sym->strings, &sym->stats,
+			      &sym->follow);
+	sp_map_init(&sym->elf.file_keys);
 	sp_pid_ids_init(&sym->follow.modules);
 	sp_pid_ids_init(&sym->follow.map_deps);
 	/* The caller's strings need not outlive this call. */
@@ -215,6 +39,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	    !(sym->opts.kallsyms_path = sp_arena_strndup(&sym->strings, sym->opts.kallsyms_path,
 							  strlen(sym->opts.kallsyms_path))))
 		goto fail;
+	sp_sym_kernel_init(&sym->kernel, s, &sym->opts, &sym->strings, &sym->stats);
 	if (!sym->opts.perf_map_dir)
 		sym->opts.perf_map_dir = DEFAULT_PERF_MAP_DIR;
 	else if (!(sym->opts.perf_map_dir = sp_arena_strndup(&sym->strings,
@@ -227,7 +52,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		goto fail;
 	/* Stored names are demangled: --no-demangle needs the files. */
 	if (sym->opts.stored_symbols != SP_STORED_NONE && !sym->opts.no_demangle &&
-	    sp_symstore_index(s, &sym->stored))
+	    sp_symstore_index(s, &sym->stored_names.by_frame))
 		goto fail;
 
 	/*
@@ -240,20 +65,20 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	const char *dirs = sym->opts.debug_dirs ? sym->opts.debug_dirs
 						: getenv("STACKPULSE_DEBUG_DIRS");
 	if (dirs && *dirs) {
-		if (!(sym->debug_dirs = sp_arena_strndup(&sym->strings, dirs, strlen(dirs))))
+		if (!(sym->elf.debug_dirs = sp_arena_strndup(&sym->strings, dirs, strlen(dirs))))
 			goto fail;
-		if (asprintf(&sym->debuginfo_path, "%s:%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
-			sym->debuginfo_path = NULL;
+		if (asprintf(&sym->elf.debuginfo_path, "%s:%s", dirs, DEFAULT_DEBUG_PATH) < 0) {
+			sym->elf.debuginfo_path = NULL;
 			goto fail;
 		}
-	} else if (!(sym->debuginfo_path = strdup(DEFAULT_DEBUG_PATH))) {
+	} else if (!(sym->elf.debuginfo_path = strdup(DEFAULT_DEBUG_PATH))) {
 		goto fail;
 	}
-	sym->opts.debug_dirs = sym->debug_dirs;
-	sym->cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
+	sym->opts.debug_dirs = sym->elf.debug_dirs;
+	sym->elf.cache_dir = sp_debug_cache_dir(sym->opts.cache_dir);
 	sym->opts.cache_dir = NULL;
 	const char *invalid;
-	sym->stats.cache_max_bytes = sym->cache_max =
+	sym->stats.cache_max_bytes = sym->elf.cache_max =
 		sp_cache_max_bytes(sym->opts.cache_max_bytes, &invalid);
 	if (invalid &&
 	    !(sym->stats.cache_size_invalid = sp_arena_strndup(&sym->strings, invalid,
@@ -263,18 +88,18 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	 * Root must not read or write through another user's directory: the
 	 * cache and the subdirectories already in it are checked before any use.
 	 */
-	for (int i = 0; sym->cache_dir && i < 3; i++) {
+	for (int i = 0; sym->elf.cache_dir && i < 3; i++) {
 		static const char *const sub[] = {"", "/symbols", "/debug"};
 		char *path = NULL;
-		if (asprintf(&path, "%s%s", sym->cache_dir, sub[i]) < 0)
+		if (asprintf(&path, "%s%s", sym->elf.cache_dir, sub[i]) < 0)
 			goto fail;
 		const char *why = NULL;
 		int r = sp_cache_dir_check(path, false, &why);
 		if (r && r != -ENOENT) {
-			sym->stats.cache_dir_refused = sym->cache_dir_refused = path;
+			sym->stats.cache_dir_refused = sym->elf.cache_dir_refused = path;
 			sym->stats.cache_dir_refusal = why ? why : "cannot be read";
-			free(sym->cache_dir);
-			sym->cache_dir = NULL;
+			free(sym->elf.cache_dir);
+			sym->elf.cache_dir = NULL;
 		} else {
 			free(path);
 		}
@@ -282,21 +107,22 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	const char *urls = getenv("DEBUGINFOD_URLS");
 #ifdef SP_NO_DEBUGINFOD
 	(void)urls; /* built with configure --disable-debuginfod */
-	sym->debuginfod = false;
+	sym->elf.debuginfod = false;
 #else
-	sym->debuginfod = urls && *urls;
+	sym->elf.debuginfod = urls && *urls;
 #endif
-	sym->callbacks = (Dwfl_Callbacks){
+	sym->elf.callbacks = (Dwfl_Callbacks){
 		.find_elf = dwfl_build_id_find_elf,
 		.find_debuginfo = sp_sym_find_debuginfo,
 		.section_address = dwfl_offline_section_address,
-		.debuginfo_path = &sym->debuginfo_path,
+		.debuginfo_path = &sym->elf.debuginfo_path,
 	};
 	err = sp_sym_take_modules(sym, sp_spool_module_count(s));
 	if (!err)
-		err = sp_sym_setup_perf_map_pids(sym);
+		err = sp_sym_setup_perf_map_pids(&sym->perf_maps, &sym->opts);
 	if (!err)
-		err = sp_sym_setup_native(sym);
+		err = sp_sym_setup_native(&sym->native, s, &sym->opts, &sym->strings, &sym->stats,
+					  &sym->chains, sym->nmodules);
 	if (err)
 		goto fail;
 	sp_elf_init();
@@ -311,10 +137,10 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 {
 	if (!sym)
 		return;
-	for (size_t i = 0; i < sym->nfiles; i++) {
-		struct file_entry *f = &sym->files[i];
+	for (size_t i = 0; i < sym->elf.nfiles; i++) {
+		struct file_entry *f = &sym->elf.files[i];
 		if (f->symcache_new)
-			sp_sym_symcache_save(sym, f);
+			sp_sym_symcache_save(&sym->elf, f);
 		free(f->fhits);
 		if (f->dwfl)
 			dwfl_end(f->dwfl);
@@ -327,46 +153,39 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 			close(f->given_fd - 1);
 		free(f->map_files);
 	}
-	for (size_t i = 0; i < sym->ncus; i++)
-		free(sym->cus[i].r);
-	free(sym->cus);
-	free(sym->files);
-	sp_map_release(&sym->file_keys);
+	for (size_t i = 0; i < sym->elf.ncus; i++)
+		free(sym->elf.cus[i].r);
+	free(sym->elf.cus);
+	free(sym->elf.files);
+	sp_map_release(&sym->elf.file_keys);
 	free(sym->module_file);
 	free(sym->module_name);
 	for (size_t i = 0; i < sym->nframe_blocks; i++)
 		free(sym->frame_blocks[i]);
 	free(sym->frame_blocks);
 	free(sym->resolved);
-	free(sym->chain);
-	free(sym->chain_len);
-	for (struct chain_block *b = sym->chain_blocks, *next; b; b = next) {
+	free(sym->chains.by_frame);
+	free(sym->chains.len);
+	for (struct chain_block *b = sym->chains.blocks, *next; b; b = next) {
 		next = b->next;
 		free(b);
 	}
-	free(sym->hits);
-	free(sym->src);
-	sp_kallsyms_free(sym->ksyms);
-	for (size_t i = 0; i < sym->nksyms_more; i++)
-		sp_kallsyms_free(sym->ksyms_more[i]);
-	free(sym->ksyms_more);
-	for (size_t i = 0; i < sym->nmaps; i++)
-		sp_perf_map_release(&sym->maps[i].map);
-	free(sym->maps);
-	sp_map_release(&sym->map_index);
+	free(sym->elf.hits);
+	free(sym->elf.src);
+	sp_sym_kernel_release(&sym->kernel);
+	sp_sym_perf_maps_release(&sym->perf_maps);
 	free(sym->frame_pid);
 	free(sym->stack_pid);
 	sp_pid_ids_release(&sym->follow.modules);
 	sp_pid_ids_release(&sym->follow.map_deps);
 	free(sym->follow.counted);
-	free(sym->perf_map_pids);
-	sp_native_groups_free(sym->native);
+	sp_native_groups_free(sym->native.groups);
 	sp_stack_cache_free(sym->stacks);
-	free(sym->stored);
+	free(sym->stored_names.by_frame);
 	free(sym->frame_src);
-	free(sym->debuginfo_path);
-	free(sym->cache_dir);
-	free(sym->cache_dir_refused);
+	free(sym->elf.debuginfo_path);
+	free(sym->elf.cache_dir);
+	free(sym->elf.cache_dir_refused);
 	sp_arena_release(&sym->strings);
 	free(sym);
 }
@@ -387,7 +206,7 @@ static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
 {
 	if (!hit->nsrc)
 		return 0;
-	const struct src_entry *src = &sym->src[hit->src];
+	const struct src_entry *src = &sym->elf.src[hit->src];
 	size_t n = hit->nsrc;
 	rf->file = src[n - 1].file;
 	rf->line = src[n - 1].line;
@@ -395,7 +214,7 @@ static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
 		sym->stats.frames_with_lines++;
 	if (n == 1 || sym->opts.no_inline)
 		return 0;
-	struct sp_resolved_frame *c = sp_sym_chain_alloc(sym, n);
+	struct sp_resolved_frame *c = sp_sym_chain_alloc(&sym->chains, n);
 	if (!c)
 		return -ENOMEM;
 	for (size_t i = 0; i + 1 < n; i++) {
@@ -407,7 +226,7 @@ static int attach_source(struct sp_symbolizer *sym, uint32_t frame_id,
 		c[i].symbol_offset = 0;
 	}
 	c[n - 1] = *rf;
-	sp_sym_chain_set(sym, frame_id, c, n);
+	sp_sym_chain_set(&sym->chains, frame_id, c, n);
 	return 0;
 }
 
@@ -423,7 +242,7 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 		}
 		int32_t pid = sym->frame_pid[frame_id];
 		if (pid != PID_NONE && pid != PID_MANY) {
-			int err = sp_sym_resolve_perf_map(sym, pid, frame_id, fr, false, rf);
+			int err = sp_sym_resolve_perf_map(&sym->perf_maps, pid, frame_id, fr, false, rf);
 			if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 				return err;
 		}
@@ -434,28 +253,28 @@ static int resolve_user(struct sp_symbolizer *sym, uint32_t frame_id, const stru
 	}
 	const struct sp_module *m = sp_spool_module(sym->spool, fr->module_id);
 	if (m && (m->flags & SP_MODULE_KERNEL))
-		return sp_sym_resolve_kernel(sym, frame_id, fr, rf);
+		return sp_sym_resolve_kernel(&sym->kernel, sym->nframes, frame_id, fr, rf);
 	rf->module = sym->module_name[fr->module_id];
 	if (m && (m->flags & SP_MODULE_ANON)) {
-		int err = sp_sym_resolve_perf_map(sym, m->pid, frame_id, fr, true, rf);
+		int err = sp_sym_resolve_perf_map(&sym->perf_maps, m->pid, frame_id, fr, true, rf);
 		if (err || rf->origin == SP_ORIGIN_PERF_MAP)
 			return err;
 	}
-	if (sym->native && m && sp_sym_has_file(m)) {
-		int err = sp_sym_resolve_native(sym, frame_id, fr, rf);
+	if (sym->native.groups && m && sp_sym_has_file(m)) {
+		int err = sp_sym_resolve_native(&sym->native, frame_id, fr, rf);
 		if (err || rf->origin == SP_ORIGIN_ELF)
 			return err;
 	}
 	/* A plug-in replaces the built-in ELF/DWARF backend for every module. */
-	uint32_t fi = sym->native ? NO_FILE : sym->module_file[fr->module_id];
+	uint32_t fi = sym->native.groups ? NO_FILE : sym->module_file[fr->module_id];
 	if (m && fi != NO_FILE) {
-		struct file_entry *f = &sym->files[fi];
+		struct file_entry *f = &sym->elf.files[fi];
 		if (f->state == FILE_UNOPENED)
-			sp_sym_open_file(sym, f);
+			sp_sym_open_file(&sym->elf, f);
 		uint64_t svma;
 		if (f->state == FILE_PROVEN && sp_sym_frame_svma(m, f, fr, &svma)) {
 			const struct sym_hit *hit;
-			int err = sp_sym_lookup_symbol(sym, f, svma, &hit);
+			int err = sp_sym_lookup_symbol(&sym->elf, f, svma, &hit);
 			if (err)
 				return err;
 			if (hit->name) {
@@ -503,7 +322,7 @@ static int printable_frame(struct sp_symbolizer *sym, struct sp_resolved_frame *
 	return 0;
 }
 
-/* Resolve frame_id into its place (sp_sym_frame, and sym->chain), once. */
+/* Resolve frame_id into its place (sp_sym_frame, and sym->chains), once. */
 static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 {
 	struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
@@ -518,8 +337,9 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 	};
 	int err = 0;
 	bool stored = false;
-	if (fr->mode != SP_FRAME_TRUNCATED && sym->stored) {
-		err = sp_sym_resolve_stored(sym, frame_id, rf, &stored);
+	if (fr->mode != SP_FRAME_TRUNCATED && sym->stored_names.by_frame) {
+		err = sp_sym_resolve_stored(&sym->stored_names, frame_id, rf, &sym->frame_src[frame_id],
+					    &stored);
 		if (err)
 			return err;
 	}
@@ -530,14 +350,16 @@ static int resolve_frame(struct sp_symbolizer *sym, uint32_t frame_id)
 		rf->kind = SP_KIND_TRUNCATED;
 		rf->flags = SP_RFRAME_TRUNCATED;
 	} else if (!stored) {
-		err = fr->mode == SP_FRAME_KERNEL ? sp_sym_resolve_kernel(sym, frame_id, fr, rf)
-						  : resolve_user(sym, frame_id, fr, rf);
+		err = fr->mode == SP_FRAME_KERNEL
+			      ? sp_sym_resolve_kernel(&sym->kernel, sym->nframes, frame_id, fr, rf)
+			      : resolve_user(sym, frame_id, fr, rf);
 	}
 	if (!err && rf->kind == SP_KIND_NATIVE)
 		err = sp_sym_flag_python_runtime(sym, frame_id, fr);
 	err = err ? err : printable_frame(sym, rf, stored);
-	for (size_t i = 0; !err && sym->chain[frame_id] && i < sym->chain_len[frame_id]; i++)
-		err = printable_frame(sym, &sym->chain[frame_id][i], stored);
+	for (size_t i = 0; !err && sym->chains.by_frame[frame_id] && i < sym->chains.len[frame_id];
+	     i++)
+		err = printable_frame(sym, &sym->chains.by_frame[frame_id][i], stored);
 	if (err)
 		return err;
 	if (rf->kind != SP_KIND_TRUNCATED) {
@@ -560,9 +382,9 @@ int sp_symbolizer_resolve_all(struct sp_symbolizer *sym, uint32_t frame_id,
 		if (err)
 			return err;
 	}
-	if (sym->chain[frame_id]) {
-		*frames = sym->chain[frame_id];
-		*n = sym->chain_len[frame_id];
+	if (sym->chains.by_frame[frame_id]) {
+		*frames = sym->chains.by_frame[frame_id];
+		*n = sym->chains.len[frame_id];
 	} else {
 		*frames = sp_sym_frame(sym, frame_id);
 		*n = 1;
@@ -619,12 +441,12 @@ int sp_sym_resolve_again(struct sp_symbolizer *sym, uint32_t frame_id, bool *cha
 		return 0;
 	/* The old chain stays where it is (chains never move): compare with it. */
 	struct sp_resolved_frame before = *sp_sym_frame(sym, frame_id);
-	const struct sp_resolved_frame *old_chain = sym->chain[frame_id];
-	size_t old_n = old_chain ? sym->chain_len[frame_id] : 1;
+	const struct sp_resolved_frame *old_chain = sym->chains.by_frame[frame_id];
+	size_t old_n = old_chain ? sym->chains.len[frame_id] : 1;
 	uncount_frame(sym, frame_id, &before, old_n);
 	sym->resolved[frame_id] = 0;
-	sym->chain[frame_id] = NULL;
-	sym->chain_len[frame_id] = 0;
+	sym->chains.by_frame[frame_id] = NULL;
+	sym->chains.len[frame_id] = 0;
 	sym->frame_src[frame_id] = SP_FRAME_SRC_NONE;
 	int err = resolve_frame(sym, frame_id);
 	if (err)
@@ -667,8 +489,12 @@ int sp_symbolizer_frame_source(const struct sp_symbolizer *sym, uint32_t frame_i
 	const struct sp_frame *fr = sp_spool_frame(sym->spool, frame_id);
 	const struct sp_resolved_frame *rf = sp_sym_frame(sym, frame_id);
 	if (rf->origin == SP_ORIGIN_KERNEL_SYMBOLS)
-		return sp_sym_kernel_frame_source(sym, fr, out);
-	if (rf->origin == SP_ORIGIN_PERF_MAP)
-		return sp_sym_perf_map_frame_source(sym, frame_id, fr, out);
+		return sp_sym_kernel_frame_source(&sym->kernel, fr, out);
+	if (rf->origin == SP_ORIGIN_PERF_MAP) {
+		const struct sp_module *m = fr->module_id == SP_NO_MODULE
+						    ? NULL : sp_spool_module(sym->spool, fr->module_id);
+		int32_t pid = m ? m->pid : sym->frame_pid ? sym->frame_pid[frame_id] : PID_NONE;
+		return sp_sym_perf_map_frame_source(&sym->perf_maps, pid, fr, out);
+	}
 	return 0;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of the spool's symbol records: encoding, reading back, damage, use by the symbolizer. */
 #include "spool_fixture.h"
-#include "symbols/symbols.h"
+#include "spool/spool.h"
 
-TestSuite(symstore, .init = tmp_setup, .fini = tmp_teardown);
+TestSuite(spool_symrec, .init = tmp_setup, .fini = tmp_teardown);
 
 /* Frame 0's chain: an inlined function, then the function holding it. */
 static const struct sp_resolved_frame chain0[] = {
@@ -76,7 +76,7 @@ static void expect_same(const struct sp_resolved_frame *got, const struct sp_res
 	cr_expect_eq(got->symbol_offset, want->symbol_offset);
 }
 
-Test(symstore, records_round_trip)
+Test(spool_symrec, records_round_trip)
 {
 	size_t len, at;
 	uint8_t *data = symbolized_bytes(&len, &at);
@@ -123,7 +123,7 @@ Test(symstore, records_round_trip)
 }
 
 /* A later record for a frame replaces an earlier one; strings already stored are reused. */
-Test(symstore, later_records_win_and_strings_are_reused)
+Test(spool_symrec, later_records_win_and_strings_are_reused)
 {
 	size_t len, at;
 	uint8_t *data = symbolized_bytes(&len, &at);
@@ -159,7 +159,7 @@ Test(symstore, later_records_win_and_strings_are_reused)
  * that does not parse in the middle is skipped with the symbol records
  * after it, and the profile stays readable.
  */
-Test(symstore, damaged_symbol_records_never_cost_the_profile)
+Test(spool_symrec, damaged_symbol_records_never_cost_the_profile)
 {
 	size_t len, at;
 	uint8_t *data = symbolized_bytes(&len, &at);
@@ -195,7 +195,7 @@ Test(symstore, damaged_symbol_records_never_cost_the_profile)
 	free(data);
 }
 
-Test(symstore, a_bad_string_id_is_skipped_with_what_follows)
+Test(spool_symrec, a_bad_string_id_is_skipped_with_what_follows)
 {
 	struct sp_buf b;
 	size_t n;
@@ -229,7 +229,7 @@ Test(symstore, a_bad_string_id_is_skipped_with_what_follows)
 }
 
 /* The symbolizer takes stored frames as they are, unless the options exclude their source. */
-Test(symstore, symbolizer_uses_stored_frames)
+Test(spool_symrec, symbolizer_uses_stored_frames)
 {
 	size_t len, at;
 	uint8_t *data = symbolized_bytes(&len, &at);
@@ -294,7 +294,7 @@ static void add_escaped(struct sp_symenc *e)
 	cr_assert_eq(sp_symenc_add_frame(e, 1, &raw, 1), 0);
 }
 
-Test(symstore, stored_names_are_escaped_once)
+Test(spool_symrec, stored_names_are_escaped_once)
 {
 	size_t len;
 	uint8_t *data = with_symbols(add_escaped, &len, NULL);
@@ -314,7 +314,7 @@ Test(symstore, stored_names_are_escaped_once)
 }
 
 /* sp_spool_symbolize over a spool whose files do not exist: written, with every place looked. */
-Test(symstore, symbolize_lists_places_and_writes_atomically)
+Test(spool_symrec, symbolize_lists_places_and_writes_atomically)
 {
 	struct small_ids ids;
 	char in[128], out[128];
@@ -369,7 +369,7 @@ Test(symstore, symbolize_lists_places_and_writes_atomically)
 }
 
 /* A stored "truncation marker" for an ordinary frame is not believed. */
-Test(symstore, stored_markers_are_refused)
+Test(spool_symrec, stored_markers_are_refused)
 {
 	struct sp_buf b;
 	size_t n;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* jitdump files (jit-PID.dump): bounded reading of records appended by a live runtime, and their names as a perf map. */
-#include "symbols/symbols.h"
+#include "formats/formats.h"
 
 #include <errno.h>
 #include <stdlib.h>

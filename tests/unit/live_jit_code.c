@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests for lib/unwind/jitcode.c: entries of generated code in this process, from arenas and perf maps. */
+/* Unit tests for lib/unwind/live_jit_code.c: entries of generated code in this process, from arenas and perf maps. */
 #include "unwind/unwind.h"
 
 #include <criterion/criterion.h>
@@ -30,7 +30,7 @@ static void teardown(void)
 	unlink(map_path);
 }
 
-TestSuite(jitcode, .init = setup, .fini = teardown);
+TestSuite(live_jit_code, .init = setup, .fini = teardown);
 
 /* Fill the region with copies of tramp at stride, padded with zeros (3.13) or not (3.12). */
 static void fill_arena(size_t stride)
@@ -47,13 +47,13 @@ static const struct sp_cfi_row *row_at(struct sp_jit_code *j, size_t off, bool a
 	return sp_jit_code_row(j, start, start + REGION, start + off, after_call, out);
 }
 
-ParameterizedTestParameters(jitcode, trampoline_arena_without_perf_map)
+ParameterizedTestParameters(live_jit_code, trampoline_arena_without_perf_map)
 {
 	static size_t strides[] = {11, 16};
 	return cr_make_param_array(size_t, strides, 2);
 }
 
-ParameterizedTest(size_t *stride, jitcode, trampoline_arena_without_perf_map)
+ParameterizedTest(size_t *stride, live_jit_code, trampoline_arena_without_perf_map)
 {
 	fill_arena(*stride);
 	struct sp_jit_code *j = sp_jit_code_new(getpid());
@@ -71,7 +71,7 @@ ParameterizedTest(size_t *stride, jitcode, trampoline_arena_without_perf_map)
 	sp_jit_code_free(j);
 }
 
-Test(jitcode, an_altered_copy_proves_nothing)
+Test(live_jit_code, an_altered_copy_proves_nothing)
 {
 	fill_arena(11);
 	region[5 * 11] = 0x90; /* copy 5 no longer matches the template */
@@ -82,7 +82,7 @@ Test(jitcode, an_altered_copy_proves_nothing)
 	sp_jit_code_free(j);
 }
 
-Test(jitcode, region_that_is_not_an_arena)
+Test(live_jit_code, region_that_is_not_an_arena)
 {
 	/* one function followed by different code: no stride is proven */
 	memset(region, 0xcc, REGION);
@@ -93,7 +93,7 @@ Test(jitcode, region_that_is_not_an_arena)
 	sp_jit_code_free(j);
 }
 
-Test(jitcode, perf_map_gives_the_entry)
+Test(live_jit_code, perf_map_gives_the_entry)
 {
 	/* push %rbp; mov %rsp,%rbp; call *%rax; pop %rbp; ret at offset 100, named in the map */
 	static const uint8_t fn[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd0, 0x5d, 0xc3};
@@ -123,7 +123,7 @@ Test(jitcode, perf_map_gives_the_entry)
 	sp_jit_code_free(j);
 }
 
-Test(jitcode, perf_map_others_can_write_is_ignored)
+Test(live_jit_code, perf_map_others_can_write_is_ignored)
 {
 	static const uint8_t fn[] = {0x55, 0xff, 0xd0, 0x5d, 0xc3};
 	memset(region, 0xcc, REGION);

@@ -1,0 +1,146 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Module images of the recording's processes: forgetting processes gone for
+ * good, and the images deleted or replaced while recording, handed to a tail
+ * as it polls and named into the spool at the end.
+ */
+#include "record/record.h"
+#include "spool/spool.h"
+#include "symbols/symbols.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+
+/* A pass every EVICT_EVERY_NS; a process is forgotten EVICT_AFTER_NS after its exit. */
+#define EVICT_EVERY_NS 2000000000ull
+#define EVICT_AFTER_NS 2000000000ull
+
+/* Some file of p's was deleted or replaced: kept to name its frames at the end. */
+static bool maps_replaced_file(const struct sp_process *p)
+{
+	for (size_t i = 0; i < p->nmods; i++)
+		if (p->mods[i].file && sp_modfile_replaced(p->mods[i].file))
+			return true;
+	return false;
+}
+
+static void mark_in_use(struct sp_proc_module *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sp_modfile *f = mods[i].file;
+		if (f) {
+			f->in_use = true;
+			if (f->cfi_owner)
+				f->cfi_owner->in_use = true;
+		}
+	}
+}
+
+/*
+ * A recording of a busy machine (or of a build) sees thousands of processes
+ * come and go.  Once one is gone for good (its exit drained EVICT_AFTER_NS
+ * ago, so its last samples are written; and no process has its pid), its
+ * modules are dropped, and the module files no process maps any more are
+ * closed with their CFI tables.  Files deleted or replaced stay open: the
+ * end of the recording names their frames from them.
+ */
+void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
+{
+	if (now - r->last_evict_ns < EVICT_EVERY_NS)
+		return;
+	r->last_evict_ns = now;
+	size_t dropped = 0;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		struct sp_process *p = r->procs[i];
+		if (!p->exited || (!p->nmods && !p->npre_exec) || now - p->exited_ns < EVICT_AFTER_NS ||
+		    !(kill(p->pid, 0) && errno == ESRCH) || maps_replaced_file(p))
+			continue;
+		sp_process_end_exec(p);
+		sp_process_clear_modules(p);
+		p->maps_known = false;
+		dropped++;
+	}
+	if (!dropped)
+		return;
+	for (size_t i = 0; i < r->files.nfiles; i++)
+		r->files.files[i]->in_use = false;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		mark_in_use(r->procs[i]->mods, r->procs[i]->nmods);
+		mark_in_use(r->procs[i]->pre_exec, r->procs[i]->npre_exec);
+	}
+	r->summary.processes_forgotten += dropped;
+	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
+}
+/*
+ * A tail's poll read modules [first, end): each one whose file was deleted
+ * or replaced gets a copy of the recorder's open image, named from it as
+ * the end of the recording would (store_replaced_images).
+ */
+static void tail_images(void *ctx, struct sp_tail *t, size_t first, size_t end)
+{
+	struct sp_recorder *r = ctx;
+	for (size_t i = 0; i < r->nprocs; i++) {
+		const struct sp_process *p = r->procs[i];
+		for (size_t j = 0; j < p->nmods; j++) {
+			const struct sp_proc_module *pm = &p->mods[j];
+			if (pm->module_id < first || pm->module_id >= end || !pm->file ||
+			    sp_tail_image_fd(t, pm->module_id) >= 0 || !sp_modfile_replaced(pm->file))
+				continue;
+			int fd = fcntl(pm->file->fd, F_DUPFD_CLOEXEC, 0);
+			if (fd >= 0)
+				sp_tail_put_image(t, pm->module_id, fd);
+		}
+	}
+}
+
+static void tail_gone(void *ctx)
+{
+	((struct sp_recorder *)ctx)->tail = NULL;
+}
+
+int sp_recorder_tail(struct sp_recorder *r, struct sp_tail **out)
+{
+	if (!r || !out || r->tail || !r->spool_path)
+		return -SP_E_BAD_ARG;
+	int err = sp_recorder_flush(r);
+	if (!err)
+		err = sp_tail_open(r->spool_path, out);
+	if (err)
+		return err;
+	r->tail = *out;
+	sp_tail_set_images(r->tail, tail_images, tail_gone, r);
+	return 0;
+}
+/*
+ * docs/DESIGN.md, decision 7: a module file deleted or replaced while recording can
+ * never be proven at its path again, so its frames are named now, from the
+ * image the recorder holds open, and stored in the spool.  Only at the end,
+ * only for such files: the check is one stat(2) per module file.
+ */
+void sp_recorder_store_replaced_images(struct sp_recorder *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+			if (pm->file && sp_modfile_replaced(pm->file) && pm->module_id >= n)
+				n = (size_t)pm->module_id + 1;
+		}
+	int *fds = n ? malloc(n * sizeof(*fds)) : NULL;
+	if (!fds)
+		return;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < r->nprocs; i++)
+		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+			if (pm->file && pm->module_id < n && sp_modfile_replaced(pm->file))
+				fds[pm->module_id] = pm->file->fd;
+		}
+	uint64_t frames;
+	/* Best effort: without these records the frames say their file is not the recorded one. */
+	sp_symbolize_images(r->spool, fds, n, &frames);
+	free(fds);
+}

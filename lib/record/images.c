@@ -1,15 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Module images of the recording's processes: forgetting processes gone for
- * good, and the images deleted or replaced while recording, handed to a tail
- * as it polls and named into the spool at the end.
+ * good, and naming the images deleted or replaced while recording into the
+ * spool at the end.
  */
 #include "record/record.h"
 #include "spool/spool.h"
 #include "symbols/symbols.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 
@@ -72,46 +71,6 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 	}
 	r->summary.processes_forgotten += dropped;
 	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
-}
-/*
- * A tail's poll read modules [first, end): each one whose file was deleted
- * or replaced gets a copy of the recorder's open image, named from it as
- * the end of the recording would (store_replaced_images).
- */
-static void tail_images(void *ctx, struct sp_tail *t, size_t first, size_t end)
-{
-	struct sp_recorder *r = ctx;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct sp_process *p = r->procs[i];
-		for (size_t j = 0; j < p->nmods; j++) {
-			const struct sp_proc_module *pm = &p->mods[j];
-			if (pm->module_id < first || pm->module_id >= end || !pm->file ||
-			    sp_tail_image_fd(t, pm->module_id) >= 0 || !sp_modfile_replaced(pm->file))
-				continue;
-			int fd = fcntl(pm->file->fd, F_DUPFD_CLOEXEC, 0);
-			if (fd >= 0)
-				sp_tail_put_image(t, pm->module_id, fd);
-		}
-	}
-}
-
-static void tail_gone(void *ctx)
-{
-	((struct sp_recorder *)ctx)->tail = NULL;
-}
-
-int sp_recorder_tail(struct sp_recorder *r, struct sp_tail **out)
-{
-	if (!r || !out || r->tail || !r->spool_path)
-		return -SP_E_BAD_ARG;
-	int err = sp_recorder_flush(r);
-	if (!err)
-		err = sp_tail_open(r->spool_path, out);
-	if (err)
-		return err;
-	r->tail = *out;
-	sp_tail_set_images(r->tail, tail_images, tail_gone, r);
-	return 0;
 }
 /*
  * docs/DESIGN.md, decision 7: a module file deleted or replaced while recording can

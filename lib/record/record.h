@@ -10,9 +10,10 @@
  * sample path that unwinds each sample and writes it (sample.c), callchain
  * splicing and thread roots (callchain.c), the stack-key cache
  * (stack_cache.c), thread names (thread_names.c), eviction of processes gone
- * and images replaced while recording (images.c); launching a command
- * (launch.c), the liveness of attached processes (liveness.c) and their
- * children (children.c).
+ * and images replaced while recording (images.c), a tail of the spool given
+ * those images (tail_images.c), container perf maps (container_perf_maps.c);
+ * launching a command (launch.c), the liveness of attached processes
+ * (liveness.c) and their children (children.c).
  * May call: unwind, spool, symbols (naming replaced images at record end:
  * sp_symbolize_images) and util.  Never report.
  */
@@ -469,8 +470,14 @@ struct sp_recorder {
 
 #define SP_NO_ORIGIN UINT32_MAX /* sample_origin of a tid that started or ended anew */
 
-/* recorder.c: the first spool write error is kept and counted; later ones only counted once. */
-void sp_recorder_note_write(struct sp_recorder *r, int err);
+/* A spool write's result: the first error is kept (the drain returns it) and counted once. */
+static inline void sp_recorder_note_write(struct sp_recorder *r, int err)
+{
+	if (err && !r->write_error) {
+		r->write_error = err;
+		r->summary.error_stats[SP_ERR_SPOOL_WRITE]++;
+	}
+}
 
 /* proc_maps.c: the process table, modules from mmap records and /proc/PID/maps. */
 struct sp_process *sp_recorder_find_process(struct sp_recorder *r, pid_t pid);

@@ -16,15 +16,6 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-/* The first write error is kept (and returned by the drain); the spool stops at it. */
-void sp_recorder_note_write(struct sp_recorder *r, int err)
-{
-	if (err && !r->write_error) {
-		r->write_error = err;
-		r->summary.error_stats[SP_ERR_SPOOL_WRITE]++;
-	}
-}
-
 static void on_mmap2(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_mmap2 m;

@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -302,11 +301,10 @@ static void on_stop_signal(int sig)
 		stop_requested++;
 }
 
+/* CLOCK_MONOTONIC in s. */
 static double now_s(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)sp_monotonic_ns() / 1e9;
 }
 
 /*
@@ -354,7 +352,7 @@ static int output_refused(const char *path)
 /* An attach failure with what to do about it. */
 static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 {
-	uint32_t freq = a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY;
+	uint32_t freq = sp_record_opts_frequency(&a->opts);
 	int out_err = -err == EACCES || -err == EPERM || -err == EROFS ? output_refused(a->output) : 0;
 	if (out_err == EACCES || out_err == EPERM || out_err == EROFS)
 		return sp_cli_error("cannot create spool '%s': %s; record to another place with -o",
@@ -404,14 +402,9 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 				    "hardware event (no PMU, as in most virtual machines); use "
 				    "-e cpu-clock (time on CPU) instead", a->opts.event);
 	case SP_E_BAD_CPU: {
-		char online[256] = "?";
-		FILE *f = fopen("/sys/devices/system/cpu/online", "re");
-		if (f) {
-			if (!fgets(online, sizeof(online), f))
-				snprintf(online, sizeof(online), "?");
-			online[strcspn(online, "\n")] = '\0';
-			fclose(f);
-		}
+		char online[256];
+		if (sp_online_cpus_text(online, sizeof(online)))
+			snprintf(online, sizeof(online), "?");
 		return sp_cli_error("-C %s names a CPU that is not online (online: %s)",
 				    a->cpu_list ? a->cpu_list : "", online);
 	}
@@ -446,8 +439,7 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 		snprintf(rate, sizeof(rate), "every %" PRIu64 " %s", a->opts.period,
 			 sp_event_counts_time(source) ? "ns" : "events");
 	else
-		snprintf(rate, sizeof(rate), "at %u Hz",
-			 a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY);
+		snprintf(rate, sizeof(rate), "at %u Hz", sp_record_opts_frequency(&a->opts));
 	fprintf(stderr,
 		"stackpulse %s: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
 		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
@@ -552,7 +544,7 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 	/* A denial was said once when recording started; only "on" is news here. */
 	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
 		fprintf(stderr, "  kernel frames on\n");
-	unsigned copied = a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE;
+	unsigned copied = sp_record_opts_stack_size(&a->opts);
 	/* Only where the whole copy was used: a copy ending at the stack's top is no hint. */
 	if (s->stacks_cut_by_copy && copied < SP_MAX_SAMPLE_USER_STACK)
 		fprintf(stderr, "  %" PRIu64 " stack%s deeper than the copied %u bytes %s cut: raise "
@@ -611,13 +603,8 @@ static void describe_target(struct sp_cli_record_args *a)
 			used = append_word(a->cmdline, sizeof(a->cmdline), used, *p, p == a->command);
 		return;
 	}
-	char path[64], raw[1024];
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->pids[0]);
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(raw, 1, sizeof(raw) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	raw[n] = '\0';
+	char raw[1024];
+	size_t n = sp_pid_cmdline(a->pids[0], raw, sizeof(raw));
 	for (size_t i = 0; i < n; i += strlen(raw + i) + 1)
 		used = append_word(a->cmdline, sizeof(a->cmdline), used, raw + i, i == 0);
 	if (!used)
@@ -625,38 +612,6 @@ static void describe_target(struct sp_cli_record_args *a)
 	if (a->npids > 1 && used + 32 < sizeof(a->cmdline))
 		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more process%s)",
 			 a->npids - 1, a->npids > 2 ? "es" : "");
-}
-
-/* 0 when path is an executable regular file, else the errno execve would give. */
-static int runnable(const char *path)
-{
-	struct stat st;
-	if (access(path, X_OK))
-		return errno;
-	if (stat(path, &st))
-		return errno;
-	return S_ISREG(st.st_mode) ? 0 : EACCES; /* a directory is "executable" to access() */
-}
-
-/* Would execvp find an executable file?  0, or the errno it would fail with. */
-static int command_error(const char *cmd)
-{
-	if (strchr(cmd, '/'))
-		return runnable(cmd);
-	const char *path = getenv("PATH");
-	int err = ENOENT;
-	char buf[4096];
-	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
-		size_t len = strcspn(p, ":");
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(len ? len : 1), len ? p : ".", cmd);
-		int e = runnable(buf);
-		if (!e)
-			return 0;
-		if (e == EACCES)
-			err = EACCES;
-		p += len + (p[len] == ':');
-	}
-	return err;
 }
 
 /* Can the spool be created?  Checked before a command starts or a process stops. */
@@ -744,18 +699,6 @@ static bool end_command(struct sp_launch *launch, pid_t pid, const char *name, i
 	return !first_stop && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM;
 }
 
-static int paranoid_level(void)
-{
-	int v = -1;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static void print_status(const struct sp_recorder *rec, double elapsed)
 {
 	struct sp_summary s;
@@ -826,9 +769,9 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		return sp_cli_error("cannot create spool '%s': %s%s", a.output, sp_strerror(err),
 				    sp_cli_output_hint(err));
 	}
-	if (a.command && (err = command_error(a.command[0]))) {
-		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));
-		return err == ENOENT ? 127 : 126;
+	if (a.command && (err = sp_command_runnable(a.command[0]))) {
+		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(-err));
+		return err == -ENOENT ? 127 : 126;
 	}
 	/* perf would attach, and the spool would hold no sample: say why instead. */
 	for (size_t i = 0; i < a.npids; i++) {
@@ -917,7 +860,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		sp_cli_warn("kernel-mode sampling denied (kernel.perf_event_paranoid is %d): time "
 			    "spent in system calls is not sampled%s; run as root or grant "
 			    "CAP_PERFMON to count it",
-			    paranoid_level(), a.opts.include_kernel ? " and -k is off" : "");
+			    sp_perf_event_paranoid(), a.opts.include_kernel ? " and -k is off" : "");
 
 	double start = now_s();
 	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;

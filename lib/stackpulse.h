@@ -1626,6 +1626,38 @@ int sp_launch_try_wait(struct sp_launch *l, int *status);
 /* Kill (SIGKILL) a child that has not been started, reap, free.  NULL ok. */
 void sp_launch_free(struct sp_launch *l);
 
+/* ---------------------------------------------------------------------- */
+/* Recording defaults, system facts, clock                                */
+/* (lib/util/record_defaults.c, lib/util/sysinfo.c, lib/util/pace.c)      */
+
+/* opts's sampling frequency in Hz, SP_DEFAULT_FREQUENCY when 0; 0 when opts samples by period. */
+uint32_t sp_record_opts_frequency(const struct sp_record_opts *opts);
+/* opts's user stack copy in bytes, SP_DEFAULT_STACK_SIZE when 0. */
+uint32_t sp_record_opts_stack_size(const struct sp_record_opts *opts);
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t sp_monotonic_ns(void);
+
+/*
+ * The online CPUs as /sys/devices/system/cpu/online lists them ("0-3,5"),
+ * without the newline, into buf (size bytes).  0 or -errno.
+ */
+int sp_online_cpus_text(char *buf, size_t size);
+/* kernel.perf_event_paranoid (/proc/sys/kernel/perf_event_paranoid), or -1 when unreadable. */
+int sp_perf_event_paranoid(void);
+/*
+ * pid's command line, /proc/PID/cmdline: its arguments, each NUL-terminated,
+ * into buf (at most size - 1 bytes, then a NUL).  Returns the bytes read, 0
+ * when the process is gone or has none (a kernel thread, a zombie).
+ */
+size_t sp_pid_cmdline(pid_t pid, char *buf, size_t size);
+/*
+ * Would execvp(3) find cmd as an executable regular file (searching PATH,
+ * or /usr/local/bin:/usr/bin:/bin without it, when cmd has no '/')?  0, or
+ * the -errno the exec would fail with (-ENOENT, -EACCES, ...).
+ */
+int sp_command_runnable(const char *cmd);
+
 #ifdef __cplusplus
 }
 #endif

@@ -119,7 +119,7 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 	clock_gettime(CLOCK_REALTIME, &real);
 	gethostname(host, sizeof(host) - 1);
 	bool have_uts = uname(&uts) == 0;
-	uint32_t freq = opts->period ? 0 : opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
+	uint32_t freq = sp_record_opts_frequency(opts);
 	/* by period, only a clock's samples have a known interval (its period, ns) */
 	uint64_t interval_us = freq ? 1000000 / freq
 			       : sp_event_counts_time(r->events.source) ? opts->period / 1000 : 0;
@@ -133,7 +133,7 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 		.frequency_hz = freq,
 		.sample_period = opts->period,
 		.flags = r->system_wide ? SP_META_SYSTEM_WIDE : 0,
-		.stack_size = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE,
+		.stack_size = sp_record_opts_stack_size(opts),
 		.event_source = r->events.source,
 		.command = opts->command ? opts->command : "",
 		.hostname = host,

@@ -425,136 +425,34 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 	}
 }
 
+/* The summary of a finished recording, with what this process spent on it. */
 static void print_summary(const struct sp_cli_record_args *a, const struct sp_summary *s,
 			  enum sp_event_source source, bool counts_kernel_time, double elapsed)
 {
+	struct sp_summary_text t = {
+		.subcommand = sp_cli_subcommand,
+		.spool_path = a->output,
+		.elapsed_s = elapsed,
+		.source = source,
+		.counts_kernel_time = counts_kernel_time,
+		.opts = &a->opts,
+		.realtime = a->realtime != 0,
+		.system_wide = a->system_wide,
+		.cpu_list = a->cpu_list,
+		.cpu_s = -1,
+		.with_display = !strcmp(sp_cli_subcommand, "top"),
+	};
 	struct stat st;
-	double kib = stat(a->output, &st) ? 0 : (double)st.st_size / 1024.0;
-	uint64_t n = s->samples ? s->samples : 1;
-	char per_sample[32] = "no samples", rate[48];
-	if (s->samples)
-		snprintf(per_sample, sizeof(per_sample), "%.1f bytes/sample",
-			 kib * 1024.0 / (double)n);
-	if (a->opts.period)
-		snprintf(rate, sizeof(rate), "every %" PRIu64 " %s", a->opts.period,
-			 sp_event_counts_time(source) ? "ns" : "events");
-	else
-		snprintf(rate, sizeof(rate), "at %u Hz", sp_record_opts_frequency(&a->opts));
-	fprintf(stderr,
-		"stackpulse %s: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
-		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
-		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
-		sp_cli_subcommand, a->output, kib, per_sample, elapsed, sp_event_name(source), rate,
-		s->samples,
-		s->sample_events, s->lost_events, s->empty_stack_samples,
-		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
-	/*
-	 * The recorder's own CPU (draining, unwinding, writing) and peak resident
-	 * memory (ru_maxrss, KiB; the perf rings are locked kernel pages it does
-	 * not count), not the target's.
-	 */
+	if (!stat(a->output, &st))
+		t.spool_bytes = (uint64_t)st.st_size;
+	/* ru_maxrss is in KiB */
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
-		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-		double peak = (double)ru.ru_maxrss / 1024.0;
-		/* top's display (symbolizing, counting, drawing) runs in the same process */
-		const char *who = strcmp(sp_cli_subcommand, "top") ? "recorder CPU"
-								   : "CPU (recording and display)";
-		if (s->samples)
-			fprintf(stderr, "  %s %.3f s (%.1f us per sample), %.1f MiB peak\n", who,
-				cpu, cpu * 1e6 / (double)s->samples, peak);
-		else
-			fprintf(stderr, "  %s %.3f s, %.1f MiB peak\n", who, cpu, peak);
+		t.cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+			  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		t.peak_mib = (double)ru.ru_maxrss / 1024.0;
 	}
-	/* The seeds' skip counters, named only when something was skipped. */
-	const struct {
-		const char *what;
-		uint64_t n;
-	} skipped[] = {
-		{"without pid/tid", s->missing_pid_samples + s->missing_tid_samples},
-		{"of the idle task", s->idle_tid_samples},
-		{"without timestamp", s->missing_timestamp_samples},
-	};
-	for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++)
-		if (skipped[i].n)
-			fprintf(stderr, "  %" PRIu64 " samples %s\n", skipped[i].n, skipped[i].what);
-	if (sp_summary_error_total(s)) {
-		fprintf(stderr, "  why stacks ended early or samples were skipped:\n");
-		for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
-			if (i != SP_STOP_ROOT && s->stop_reasons[i])
-				fprintf(stderr, "    %-18s %10" PRIu64 "  %s\n", sp_stop_reason_name(i),
-					s->stop_reasons[i], sp_stop_reason_text(i));
-		for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
-			if (s->error_stats[i])
-				fprintf(stderr, "    %-18s %10" PRIu64 "  %s\n", sp_error_kind_name(i),
-					s->error_stats[i], sp_error_kind_text(i));
-	}
-	if (s->lost_events)
-		fprintf(stderr, "  %" PRIu64 " samples were lost: %s or lower --stack-size%s\n",
-			s->lost_events, a->opts.period ? "raise -c's period" : "lower -F",
-			a->realtime ? "" : ", or drain faster with --realtime (as root)");
-	if (s->spliced_stacks)
-		fprintf(stderr, "  %" PRIu64 " of those stacks %s continued with the kernel's "
-				"frame-pointer chain where both chains met\n",
-			s->spliced_stacks, s->spliced_stacks == 1 ? "was" : "were");
-	if (s->exec_samples)
-		fprintf(stderr, "  %" PRIu64 " sample%s taken while execve replaced the image: the "
-				"calling program's frame alone (its callers left with the old image)\n",
-			s->exec_samples, s->exec_samples == 1 ? "" : "s");
-	if (s->jitdump_frames)
-		fprintf(stderr, "  %" PRIu64 " frame%s of JIT code %s unwound with the unwinding "
-				"information its runtime wrote into %s\n",
-			s->jitdump_frames, s->jitdump_frames == 1 ? "" : "s",
-			s->jitdump_frames == 1 ? "was" : "were",
-			s->jitdumps == 1 ? "a jitdump" : "jitdumps");
-	if (s->container_perf_maps)
-		fprintf(stderr, "  %" PRIu64 " frame%s of JIT or Python code named from the perf map%s of %" PRIu64
-				" process%s in containers (kept in the spool: their /tmp goes with them)\n",
-			s->container_perf_map_frames, s->container_perf_map_frames == 1 ? "" : "s",
-			s->container_perf_maps == 1 ? "" : "s", s->container_perf_maps,
-			s->container_perf_maps == 1 ? "" : "es");
-	if (s->container_perf_maps_missing)
-		fprintf(stderr, "  %" PRIu64 " process%s in containers running JIT code or Python had no "
-				"perf map to trust in the container's /tmp (perf-NSPID.map, NSPID its pid "
-				"there): its JIT frames stay addresses; start Python with -X perf, Node with "
-				"--perf-basic-prof\n",
-			s->container_perf_maps_missing, s->container_perf_maps_missing == 1 ? "" : "es");
-	if (a->system_wide)
-		fprintf(stderr, "  system-wide%s%s: %" PRIu64 " sample%s of kernel threads and idle "
-				"CPUs; %" PRIu64 " process%s already running read from /proc at "
-				"%s first sample\n",
-			a->cpu_list ? ", CPUs " : "", a->cpu_list ? a->cpu_list : "",
-			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
-			s->processes_discovered, s->processes_discovered == 1 ? "" : "es",
-			s->processes_discovered == 1 ? "its" : "their");
-	if (a->cpu_list && !a->system_wide)
-		fprintf(stderr, "  sampled only on CPUs %s (-C): time the targets ran on other CPUs "
-				"is not counted\n", a->cpu_list);
-	if (s->processes_forgotten)
-		fprintf(stderr, "  %" PRIu64 " process%s gone for good %s forgotten and %" PRIu64
-				" module file%s no process mapped any more closed, to bound memory\n",
-			s->processes_forgotten, s->processes_forgotten == 1 ? "" : "es",
-			s->processes_forgotten == 1 ? "was" : "were", s->files_closed,
-			s->files_closed == 1 ? "" : "s");
-	if (s->fp_frames)
-		fprintf(stderr, "  %" PRIu64 " frame%s in code without unwind tables %s found by "
-				"frame pointers, kept where the stack reached its root\n",
-			s->fp_frames, s->fp_frames == 1 ? "" : "s", s->fp_frames == 1 ? "was" : "were");
-	/* A denial was said once when recording started; only "on" is news here. */
-	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
-		fprintf(stderr, "  kernel frames on\n");
-	unsigned copied = sp_record_opts_stack_size(&a->opts);
-	/* Only where the whole copy was used: a copy ending at the stack's top is no hint. */
-	if (s->stacks_cut_by_copy && copied < SP_MAX_SAMPLE_USER_STACK)
-		fprintf(stderr, "  %" PRIu64 " stack%s deeper than the copied %u bytes %s cut: raise "
-				"--stack-size (up to %u)\n", s->stacks_cut_by_copy,
-			s->stacks_cut_by_copy == 1 ? "" : "s", copied,
-			s->stacks_cut_by_copy == 1 ? "was" : "were", SP_MAX_SAMPLE_USER_STACK);
-	else if (s->stacks_cut_by_copy)
-		fprintf(stderr, "  stacks deeper than %u bytes (the kernel's largest copy) were "
-				"cut; frame pointers (-fno-omit-frame-pointer) let them go on\n",
-			copied);
+	sp_summary_write_text(s, &t, stderr);
 }
 
 /* Append one word, single-quoted when a shell would split or expand it. */

@@ -1627,13 +1627,42 @@ int sp_launch_try_wait(struct sp_launch *l, int *status);
 void sp_launch_free(struct sp_launch *l);
 
 /* ---------------------------------------------------------------------- */
-/* Recording defaults, system facts, clock                                */
-/* (lib/util/record_defaults.c, lib/util/sysinfo.c, lib/util/pace.c)      */
+/* Recording defaults, a recording's summary, system facts, clock        */
+/* (lib/util/record_defaults.c, lib/report/text_summary.c,                */
+/* lib/util/sysinfo.c, lib/util/pace.c)                                   */
 
 /* opts's sampling frequency in Hz, SP_DEFAULT_FREQUENCY when 0; 0 when opts samples by period. */
 uint32_t sp_record_opts_frequency(const struct sp_record_opts *opts);
 /* opts's user stack copy in bytes, SP_DEFAULT_STACK_SIZE when 0. */
 uint32_t sp_record_opts_stack_size(const struct sp_record_opts *opts);
+
+/*
+ * What a recording's text summary says besides its counters
+ * (sp_summary_write_text, lib/report/text_summary.c); the caller measures
+ * the costs.
+ */
+struct sp_summary_text {
+	const char *subcommand;       /* "record", "top": the first line's "stackpulse SUBCOMMAND:" */
+	const char *spool_path;
+	uint64_t spool_bytes;         /* the spool's size */
+	double elapsed_s;             /* recording time, s */
+	enum sp_event_source source;  /* the event sampled (sp_recorder_event_source) */
+	bool counts_kernel_time;      /* sp_recorder_counts_kernel_time */
+	const struct sp_record_opts *opts; /* the sampling options recorded with */
+	bool realtime;                /* drained at a real-time priority (no --realtime hint) */
+	bool system_wide;
+	const char *cpu_list;         /* the CPUs named (-C), or NULL */
+	double cpu_s;                 /* the recording process's own CPU time, s; < 0: unknown, not shown */
+	double peak_mib;              /* its peak resident memory, MiB */
+	bool with_display;            /* a live view shared the process (top): its CPU is both */
+};
+
+/*
+ * Write the summary of a finished recording s as record and top print it:
+ * the spool written, the counts, the recorder's cost, the skipped samples,
+ * why stacks ended early (only what occurred), hints.  Lines end in '\n'.
+ */
+void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_text *t, FILE *out);
 
 /* CLOCK_MONOTONIC in ns. */
 uint64_t sp_monotonic_ns(void);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* stackpulse record: options into sp_record_opts, then the drain loop's CLI side. */
+/* stackpulse record: options into a recording session (sp_session_run), its messages and summary. */
 #include "cli.h"
 
 #include <errno.h>
@@ -301,12 +301,6 @@ static void on_stop_signal(int sig)
 		stop_requested++;
 }
 
-/* CLOCK_MONOTONIC in s. */
-static double now_s(void)
-{
-	return (double)sp_monotonic_ns() / 1e9;
-}
-
 /*
  * The spool could not be written: say so with what is left and what to do.
  * Once recording ran, the writer has stopped at the first failure, so the
@@ -552,51 +546,6 @@ static void print_fate(const char *name, int status, int rc)
 		sp_cli_note("command '%s' exited with status %d", name, WEXITSTATUS(status));
 }
 
-static int exit_status_of(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return SP_EXIT_FAILURE;
-}
-
-/*
- * End a launched command still running when recording stopped, as perf does:
- * a terminal's Ctrl-C reached it already, so it gets a moment to exit on its
- * own; then SIGTERM; a command still there 5 s later, or a further signal to
- * record, gets SIGKILL.  Returns true when our SIGTERM (for -d) ended it.
- */
-static bool end_command(struct sp_launch *launch, pid_t pid, const char *name, int first_stop,
-			int *status)
-{
-	for (int i = 0; i < 20 && first_stop; i++) {
-		if (sp_launch_try_wait(launch, status) == 1)
-			return false;
-		usleep(10000);
-	}
-	if (sp_launch_try_wait(launch, status) == 1)
-		return false;
-	kill(pid, SIGTERM);
-	double kill_at = now_s() + 5.0;
-	bool killed = false, said = false;
-	while (sp_launch_try_wait(launch, status) == 0) {
-		if (!said && !killed && now_s() >= kill_at - 4.0) {
-			sp_cli_warn("waiting for '%s' to exit after SIGTERM (SIGKILL in 4 s; "
-				    "Ctrl-C again to kill it now)", name);
-			said = true;
-		}
-		if (!killed && (stop_requested > first_stop || now_s() >= kill_at)) {
-			if (now_s() >= kill_at)
-				sp_cli_warn("'%s' did not exit 5 s after SIGTERM: sending SIGKILL", name);
-			kill(pid, SIGKILL);
-			killed = true;
-		}
-		usleep(10000);
-	}
-	return !first_stop && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM;
-}
-
 static void print_status(const struct sp_recorder *rec, double elapsed)
 {
 	struct sp_summary s;
@@ -606,42 +555,6 @@ static void print_status(const struct sp_recorder *rec, double elapsed)
 	fflush(stderr);
 }
 
-/* -p PID,... [--descendants]: the first attach creates the spool, the rest join it. */
-static int attach_processes(struct sp_cli_record_args *a, struct sp_recorder **rec)
-{
-	enum sp_attach_mode mode = a->stop_attach ? SP_ATTACH_STOP_ENABLE_RESUME
-						  : SP_ATTACH_ENABLE_THEN_SCAN;
-	int err = sp_recorder_attach(a->pids[0], a->output, mode, &a->opts, rec);
-	if (err)
-		return attach_error(err, a, a->pids[0]);
-	for (size_t i = 1; i < a->npids; i++) {
-		err = sp_recorder_open_process(*rec, a->pids[i], mode);
-		if (err)
-			return attach_error(err, a, a->pids[i]);
-	}
-	for (size_t i = 0; a->descendants && i < a->npids; i++) {
-		pid_t *kids = NULL;
-		size_t n = 0;
-		err = sp_discover_descendants(a->pids[i], &kids, &n);
-		if (err) {
-			sp_cli_warn("cannot list the descendants of pid %d: %s", (int)a->pids[i],
-				    sp_strerror(err));
-			continue;
-		}
-		for (size_t k = 0; k < n; k++) {
-			/* A descendant may exit between the listing and the attach. */
-			err = sp_recorder_open_process(*rec, kids[k], mode);
-			if (err && err != -SP_E_NO_PROCESS && err != -ESRCH) {
-				err = attach_error(err, a, kids[k]);
-				free(kids);
-				return err;
-			}
-		}
-		free(kids);
-	}
-	return 0;
-}
-
 int cmd_record(int argc, char **argv)
 {
 	struct sp_cli_record_args a = {.output = "profile.spool"};
@@ -649,12 +562,124 @@ int cmd_record(int argc, char **argv)
 	return sp_cli_record_run(&a, NULL);
 }
 
+
+/* The CLI's side of a recording session: the status line, a live view, messages, the summary. */
+struct cli_session {
+	const struct sp_cli_record_args *a;
+	const struct sp_cli_live_hooks *live;
+	bool status_line;
+	uint64_t start_ns, next_status_ns;
+};
+
+#define NS_PER_S 1000000000ull
+
+static int session_started(void *ctx, struct sp_recorder *rec)
+{
+	struct cli_session *c = ctx;
+	if (!sp_recorder_counts_kernel_time(rec))
+		sp_cli_warn("kernel-mode sampling denied (kernel.perf_event_paranoid is %d): time "
+			    "spent in system calls is not sampled%s; run as root or grant "
+			    "CAP_PERFMON to count it",
+			    sp_perf_event_paranoid(), c->a->opts.include_kernel ? " and -k is off" : "");
+	c->start_ns = sp_monotonic_ns();
+	c->next_status_ns = c->start_ns + NS_PER_S;
+	return c->live ? c->live->begin(c->live->ctx, rec) : 0;
+}
+
+static int session_drained(void *ctx, struct sp_recorder *rec, uint64_t now_ns)
+{
+	struct cli_session *c = ctx;
+	if (c->status_line && now_ns >= c->next_status_ns) {
+		print_status(rec, (double)(now_ns - c->start_ns) / 1e9);
+		c->next_status_ns = sp_monotonic_ns() + NS_PER_S;
+	}
+	/* the live view: keys and refreshes; it may end the recording (q) */
+	return c->live && c->live->tick(c->live->ctx, rec, (double)now_ns / 1e9);
+}
+
+static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp_session_result *res)
+{
+	struct cli_session *c = ctx;
+	const struct sp_cli_record_args *a = c->a;
+	if (c->status_line)
+		fputs("\r\033[K", stderr);
+	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
+	if (c->live)
+		c->live->end(c->live->ctx, rec);
+	if (res->error && res->end != SP_SESSION_DRAIN_FAILED)
+		spool_write_error(a->output, res->error, true);
+	else if (!res->error && !a->quiet)
+		print_summary(a, &res->summary, sp_recorder_event_source(rec),
+			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+	const char *bomb;
+	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
+	if (not_inflated)
+		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
+			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
+			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
+			    not_inflated == 1 ? "it claims" : "each claims",
+			    SP_INFLATE_SECTION_MAX >> 20,
+			    not_inflated == 1 ? "its module was" : "their modules were");
+}
+
+static void session_notice(void *ctx, enum sp_session_notice what, pid_t pid, int err)
+{
+	const struct sp_cli_record_args *a = ((struct cli_session *)ctx)->a;
+	switch (what) {
+	case SP_SESSION_NOTICE_DRAIN_FAILED:
+		spool_write_error(a->output, err, true);
+		break;
+	case SP_SESSION_NOTICE_NO_DESCENDANTS:
+		sp_cli_warn("cannot list the descendants of pid %d: %s", (int)pid, sp_strerror(err));
+		break;
+	case SP_SESSION_NOTICE_TERM_WAIT:
+		sp_cli_warn("waiting for '%s' to exit after SIGTERM (SIGKILL in 4 s; "
+			    "Ctrl-C again to kill it now)", a->command[0]);
+		break;
+	case SP_SESSION_NOTICE_KILL_SENT:
+		sp_cli_warn("'%s' did not exit 5 s after SIGTERM: sending SIGKILL", a->command[0]);
+		break;
+	}
+}
+
+/* A session that could not start: what failed, and the exit status. */
+static int start_error(int err, const struct sp_cli_record_args *a,
+		       const struct sp_session_result *res)
+{
+	switch (res->failed_stage) {
+	case SP_SESSION_STAGE_LAUNCH:
+		return sp_cli_error("cannot start '%s': %s", a->command[0], sp_strerror(err));
+	case SP_SESSION_STAGE_ATTACH:
+		return attach_error(err, a, res->failed_pid);
+	case SP_SESSION_STAGE_EXEC:
+		sp_cli_error("cannot run '%s': %s", a->command[0], sp_strerror(err));
+		return -err == ENOENT ? 127 : 126;
+	default:
+		return sp_cli_error("cannot record into '%s': %s", a->output, sp_strerror(err));
+	}
+}
+
+/* The session's end on the command line: the command's fate, the exit status. */
+static int session_status(const struct sp_cli_record_args *a, const struct sp_session_result *res)
+{
+	int rc = res->exit_status;
+	if (res->command_pid < 0) {
+		if (res->error)
+			fprintf(stderr, "stackpulse %s: the recorded processes keep running\n",
+				sp_cli_subcommand);
+		return rc;
+	}
+	if (res->error && !res->command_exited)
+		fprintf(stderr, "stackpulse %s: command '%s' was ended (SIGTERM) as "
+				"recording failed\n", sp_cli_subcommand, a->command[0]);
+	else if (!res->command_ended_by_stop)
+		print_fate(a->command[0], res->command_status, rc);
+	return rc;
+}
+
 int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_hooks *hooks)
 {
 	struct sp_cli_record_args a = *args;
-	struct sp_recorder *rec = NULL;
-	struct sp_launch *launch = NULL;
-	struct sp_summary summary;
 	int rc = SP_EXIT_FAILURE, err;
 
 	describe_target(&a);
@@ -696,6 +721,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		}
 	}
 
+	/* The handler only counts; the session polls the count (lib/ installs no handler). */
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -703,148 +729,31 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 
 	a.opts.cpus = a.cpus;
 	a.opts.ncpus = a.ncpus;
-	pid_t pid = -1;
-	if (a.system_wide) {
-		err = sp_recorder_attach_system(a.output, &a.opts, &rec);
-		if (err) {
-			rc = attach_error(err, &a, -1);
-			goto out;
-		}
-		/* A command given with -a runs while everything is sampled, and bounds it. */
-		if (a.command && (err = sp_launch_suspended(a.command, &launch)) == 0) {
-			pid = sp_launch_pid(launch);
-			err = sp_launch_start(launch);
-			if (err)
-				sp_launch_try_wait(launch, NULL);
-		}
-		if (err) {
-			rc = sp_cli_error("cannot run '%s': %s", a.command[0], sp_strerror(err));
-			sp_recorder_finish(rec, NULL);
-			rc = -err == ENOENT ? 127 : 126;
-			goto out;
-		}
-	} else if (a.command) {
-		err = sp_launch_suspended(a.command, &launch);
-		if (err) {
-			rc = sp_cli_error("cannot start '%s': %s", a.command[0], sp_strerror(err));
-			goto out;
-		}
-		pid = sp_launch_pid(launch);
-		err = sp_recorder_attach(pid, a.output, SP_ATTACH_ENABLE_ON_EXEC, &a.opts, &rec);
-		if (err) {
-			rc = attach_error(err, &a, pid);
-			goto out;
-		}
-		err = sp_launch_start(launch);
-		if (err) {
-			rc = sp_cli_error("cannot run '%s': %s", a.command[0], sp_strerror(err));
-			sp_launch_try_wait(launch, NULL);
-			sp_recorder_finish(rec, NULL);
-			rc = -err == ENOENT ? 127 : 126;
-			goto out;
-		}
-	} else {
-		pid = a.pids[0];
-		err = attach_processes(&a, &rec);
-		if (err) {
-			/* A half-made recording is no use: leave no spool behind. */
-			if (rec)
-				unlink(a.output);
-			rc = err;
-			goto out;
-		}
-	}
-	if (!sp_recorder_counts_kernel_time(rec))
-		sp_cli_warn("kernel-mode sampling denied (kernel.perf_event_paranoid is %d): time "
-			    "spent in system calls is not sampled%s; run as root or grant "
-			    "CAP_PERFMON to count it",
-			    sp_perf_event_paranoid(), a.opts.include_kernel ? " and -k is off" : "");
-
-	double start = now_s();
-	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
-	int status = 0;
-	bool exited = false, write_failed = false;
 	/* One refreshed status line on a terminal; nothing in logs, with -q, or under a live view. */
-	bool status_line = !a.quiet && !hooks && isatty(STDERR_FILENO);
-	if (hooks && (err = hooks->begin(hooks->ctx, rec))) {
-		sp_recorder_finish(rec, NULL);
-		if (launch)
-			end_command(launch, pid, a.command[0], 1, &status);
-		rc = err;
-		goto out;
-	}
-	double next_status = start + 1.0;
-	while (!stop_requested) {
-		if (launch && sp_launch_try_wait(launch, &status) == 1) {
-			exited = true;
-			break;
-		}
-		if (!launch && !a.system_wide && !sp_recorder_process_is_active(rec, 0))
-			break;
-		if (deadline && now_s() >= deadline)
-			break;
-		if (sp_recorder_wait(rec, 100) < 0)
-			break;
-		err = sp_recorder_consume_available(rec);
-		if (err) {
-			spool_write_error(a.output, err, true);
-			write_failed = true;
-			break;
-		}
-		if (status_line && now_s() >= next_status) {
-			print_status(rec, now_s() - start);
-			next_status = now_s() + 1.0;
-		}
-		/* the live view: keys and refreshes; it may end the recording (q) */
-		if (hooks && hooks->tick(hooks->ctx, rec, now_s()))
-			break;
-	}
-	if (status_line)
-		fputs("\r\033[K", stderr);
-	/* Signals after this one hurry the command along (see end_command). */
-	int first_stop = stop_requested;
-	double elapsed = now_s() - start;
-	err = sp_recorder_finish(rec, &summary);
-	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
-	if (hooks)
-		hooks->end(hooks->ctx, rec);
-	if (err && !write_failed)
-		spool_write_error(a.output, err, true);
-	else if (!err && !a.quiet)
-		print_summary(&a, &summary, sp_recorder_event_source(rec),
-			      sp_recorder_counts_kernel_time(rec), elapsed);
-	const char *bomb;
-	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
-	if (not_inflated)
-		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
-			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
-			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
-			    not_inflated == 1 ? "it claims" : "each claims",
-			    SP_INFLATE_SECTION_MAX >> 20,
-			    not_inflated == 1 ? "its module was" : "their modules were");
-
-	if (launch) {
-		bool ended_by_us = false;
-		if (!exited)
-			ended_by_us = end_command(launch, pid, a.command[0], first_stop, &status);
-		rc = err ? SP_EXIT_FAILURE : exit_status_of(status);
-		/* The command ended because -d asked for it: that is success. */
-		if (!err && ended_by_us)
-			rc = SP_EXIT_OK;
-		if (err && !exited)
-			fprintf(stderr, "stackpulse %s: command '%s' was ended (SIGTERM) as "
-					"recording failed\n", sp_cli_subcommand, a.command[0]);
-		else if (!ended_by_us)
-			print_fate(a.command[0], status, rc);
-	} else {
-		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
-		if (err)
-			fprintf(stderr, "stackpulse %s: the recorded processes keep running\n",
-				sp_cli_subcommand);
-	}
-out:
-	sp_recorder_free(rec);
-	sp_launch_free(launch);
+	struct cli_session c = {.a = &a, .live = hooks,
+				.status_line = !a.quiet && !hooks && isatty(STDERR_FILENO)};
+	struct sp_session_opts so = {
+		.record = a.opts,
+		.spool_path = a.output,
+		.command = a.command,
+		.pids = a.pids,
+		.npids = a.npids,
+		.descendants = a.descendants,
+		.system_wide = a.system_wide,
+		.attach_mode = a.stop_attach ? SP_ATTACH_STOP_ENABLE_RESUME
+					     : SP_ATTACH_ENABLE_THEN_SCAN,
+		.duration_ns = a.duration_s > 0 ? (uint64_t)(a.duration_s * 1e9) : 0,
+		.stop_requests = &stop_requested,
+		.hooks = {&c, session_started, session_drained, session_finished, session_notice},
+	};
+	struct sp_session_result res;
+	err = sp_session_run(&so, &res);
+	if (err < 0)
+		rc = start_error(err, &a, &res);
+	else if (err > 0)
+		rc = err; /* the live view could not start */
+	else
+		rc = session_status(&a, &res);
 	free(a.pids);
 	free(a.cpus);
 	return rc;

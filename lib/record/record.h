@@ -13,7 +13,8 @@
  * and images replaced while recording (images.c), a tail of the spool given
  * those images (tail_images.c), container perf maps (container_perf_maps.c);
  * launching a command (launch.c), the liveness of attached processes
- * (liveness.c) and their children (children.c).
+ * (liveness.c) and their children (children.c), and the recording session
+ * every front end runs (session.c).
  * May call: unwind, spool, symbols (naming replaced images at record end:
  * sp_symbolize_images) and util.  Never report.
  */

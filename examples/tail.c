@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Process a profile while recording (the seeds' Tail): record a command and,
+ * Process a profile while recording (a tail of the spool): record a command and,
  * every half second, read the samples written since the last look and print
  * how many landed in each leaf function so far.
  */

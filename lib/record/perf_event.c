@@ -182,7 +182,7 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	}
 	/*
 	 * The callchain brings kernel frames (-k) and the user frame-pointer
-	 * chain that extends stacks deeper than the copy (DESIGN decision 3).
+	 * chain that extends stacks deeper than the copy (docs/DESIGN.md, decision 3).
 	 */
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;

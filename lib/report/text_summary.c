@@ -42,7 +42,7 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 		else
 			fprintf(out, "  %s %.3f s, %.1f MiB peak\n", who, cpu, peak);
 	}
-	/* The seeds' skip counters, named only when something was skipped. */
+	/* The skip counters, named only when something was skipped. */
 	const struct {
 		const char *what;
 		uint64_t n;

@@ -190,7 +190,7 @@ static int open_events(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mod
 static int register_process(struct sp_recorder *r, pid_t pid, enum sp_attach_mode mode,
 			    size_t first_fd)
 {
-	struct sp_process *p = sp_recorder_add_process(r, pid);
+	struct sp_process *p = sp_process_table_add(&r->procs, pid);
 	if (!p)
 		return -ENOMEM;
 	if (mode == SP_ATTACH_STOP_ENABLE_RESUME) {
@@ -243,7 +243,7 @@ static struct sp_recorder *recorder_new(void)
 	struct sp_recorder *r = calloc(1, sizeof(*r));
 	if (!r)
 		return NULL;
-	sp_map_init(&r->proc_index);
+	sp_process_table_init(&r->procs);
 	sp_map_init(&r->opened_tids);
 	sp_map_init(&r->sample_origin);
 	sp_root_chains_init(&r->root_chains);

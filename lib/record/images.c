@@ -51,8 +51,8 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 		return;
 	r->last_evict_ns = now;
 	size_t dropped = 0;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		struct sp_process *p = r->procs[i];
+	for (size_t i = 0; i < r->procs.n; i++) {
+		struct sp_process *p = r->procs.all[i];
 		if (!p->exited || (!p->nmods && !p->npre_exec) || now - p->exited_ns < EVICT_AFTER_NS ||
 		    !(kill(p->pid, 0) && errno == ESRCH) || maps_replaced_file(p))
 			continue;
@@ -65,9 +65,9 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 		return;
 	for (size_t i = 0; i < r->files.nfiles; i++)
 		r->files.files[i]->in_use = false;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		mark_in_use(r->procs[i]->mods, r->procs[i]->nmods);
-		mark_in_use(r->procs[i]->pre_exec, r->procs[i]->npre_exec);
+	for (size_t i = 0; i < r->procs.n; i++) {
+		mark_in_use(r->procs.all[i]->mods, r->procs.all[i]->nmods);
+		mark_in_use(r->procs.all[i]->pre_exec, r->procs.all[i]->npre_exec);
 	}
 	r->summary.processes_forgotten += dropped;
 	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
@@ -81,9 +81,9 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 void sp_recorder_store_replaced_images(struct sp_recorder *r)
 {
 	size_t n = 0;
-	for (size_t i = 0; i < r->nprocs; i++)
-		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
-			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+	for (size_t i = 0; i < r->procs.n; i++)
+		for (size_t j = 0; j < r->procs.all[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs.all[i]->mods[j];
 			if (pm->file && sp_modfile_replaced(pm->file) && pm->module_id >= n)
 				n = (size_t)pm->module_id + 1;
 		}
@@ -92,9 +92,9 @@ void sp_recorder_store_replaced_images(struct sp_recorder *r)
 		return;
 	for (size_t i = 0; i < n; i++)
 		fds[i] = -1;
-	for (size_t i = 0; i < r->nprocs; i++)
-		for (size_t j = 0; j < r->procs[i]->nmods; j++) {
-			const struct sp_proc_module *pm = &r->procs[i]->mods[j];
+	for (size_t i = 0; i < r->procs.n; i++)
+		for (size_t j = 0; j < r->procs.all[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs.all[i]->mods[j];
 			if (pm->file && pm->module_id < n && sp_modfile_replaced(pm->file))
 				fds[pm->module_id] = pm->file->fd;
 		}

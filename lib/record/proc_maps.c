@@ -14,15 +14,31 @@
 
 /* ---- processes --------------------------------------------------------- */
 
-struct sp_process *sp_recorder_find_process(struct sp_recorder *r, pid_t pid)
+void sp_process_table_init(struct sp_process_table *t)
 {
-	uint32_t idx;
-	return sp_map_get(&r->proc_index, (uint64_t)(uint32_t)pid, &idx) ? r->procs[idx] : NULL;
+	memset(t, 0, sizeof(*t));
+	sp_map_init(&t->index);
 }
 
-struct sp_process *sp_recorder_add_process(struct sp_recorder *r, pid_t pid)
+void sp_process_table_release(struct sp_process_table *t)
 {
-	struct sp_process *p = sp_recorder_find_process(r, pid);
+	for (size_t i = 0; i < t->n; i++) {
+		sp_process_release(t->all[i]);
+		free(t->all[i]);
+	}
+	free(t->all);
+	sp_map_release(&t->index);
+}
+
+struct sp_process *sp_process_table_find(struct sp_process_table *t, pid_t pid)
+{
+	uint32_t idx;
+	return sp_map_get(&t->index, (uint64_t)(uint32_t)pid, &idx) ? t->all[idx] : NULL;
+}
+
+struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid)
+{
+	struct sp_process *p = sp_process_table_find(t, pid);
 	if (p) {
 		/* A pid seen again after its exit is a new process (pid reuse). */
 		if (p->exited) {
@@ -33,16 +49,15 @@ struct sp_process *sp_recorder_add_process(struct sp_recorder *r, pid_t pid)
 		}
 		return p;
 	}
-	if (sp_array_reserve((void **)&r->procs, &r->procs_cap, r->nprocs + 1,
-			     sizeof(*r->procs)))
+	if (sp_array_reserve((void **)&t->all, &t->cap, t->n + 1, sizeof(*t->all)))
 		return NULL;
 	p = calloc(1, sizeof(*p));
-	if (!p || sp_map_put(&r->proc_index, (uint64_t)(uint32_t)pid, (uint32_t)r->nprocs)) {
+	if (!p || sp_map_put(&t->index, (uint64_t)(uint32_t)pid, (uint32_t)t->n)) {
 		free(p);
 		return NULL;
 	}
 	p->pid = pid;
-	r->procs[r->nprocs++] = p;
+	t->all[t->n++] = p;
 	return p;
 }
 
@@ -259,7 +274,7 @@ const struct sp_unwind_module *sp_recorder_find_module(void *ctx, uint64_t pc)
  */
 struct sp_process *sp_recorder_discover_process(struct sp_recorder *r, const struct sp_perf_sample *s)
 {
-	struct sp_process *p = sp_recorder_add_process(r, (pid_t)s->pid);
+	struct sp_process *p = sp_process_table_add(&r->procs, (pid_t)s->pid);
 	if (!p)
 		return NULL;
 	p->maps_known = true;

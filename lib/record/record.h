@@ -421,6 +421,13 @@ struct sp_kept_perf_maps {
 	size_t n, cap, fds_cap;
 };
 
+/* Every process the recording knows, by pid (proc_maps.c). */
+struct sp_process_table {
+	struct sp_map index; /* pid -> index into all */
+	struct sp_process **all;
+	size_t n, cap;
+};
+
 /* Attached roots, watched through pidfds (attach.c). */
 struct sp_attached_roots {
 	pid_t *pids;
@@ -440,10 +447,7 @@ struct sp_recorder {
 	struct sp_events events;
 	struct sp_spool_writer *spool;
 	struct sp_summary summary;
-	/* processes: pid -> index into procs */
-	struct sp_map proc_index;
-	struct sp_process **procs;
-	size_t nprocs, procs_cap;
+	struct sp_process_table procs;
 	struct sp_modfile_cache files;
 	struct sp_attached_roots roots;
 	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
@@ -481,9 +485,12 @@ static inline void sp_recorder_note_write(struct sp_recorder *r, int err)
 }
 
 /* proc_maps.c: the process table, modules from mmap records and /proc/PID/maps. */
-struct sp_process *sp_recorder_find_process(struct sp_recorder *r, pid_t pid);
+void sp_process_table_init(struct sp_process_table *t);
+/* Frees every process. */
+void sp_process_table_release(struct sp_process_table *t);
+struct sp_process *sp_process_table_find(struct sp_process_table *t, pid_t pid);
 /* The process of pid, made on first sight; a pid seen again after its exit starts anew. */
-struct sp_process *sp_recorder_add_process(struct sp_recorder *r, pid_t pid);
+struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid);
 /* Record who p runs as (or from's user, p being gone) when that is new to the spool. */
 void sp_recorder_note_owner(struct sp_recorder *r, struct sp_process *p,
 			    const struct sp_process *from, uint64_t time);

@@ -29,9 +29,9 @@ static void on_mmap2(struct sp_recorder *r, const void *rec, size_t len)
 	uint64_t time = 0;
 	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
 		time = id.time;
-	struct sp_process *p = sp_recorder_find_process(r, (pid_t)m.pid);
+	struct sp_process *p = sp_process_table_find(&r->procs, (pid_t)m.pid);
 	if (!p)
-		p = sp_recorder_add_process(r, (pid_t)m.pid);
+		p = sp_process_table_add(&r->procs, (pid_t)m.pid);
 	if (p)
 		sp_recorder_add_mapping(r, p, m.addr, m.addr + m.len, m.pgoff, makedev(m.maj, m.min), m.ino,
 			    m.filename, time);
@@ -54,7 +54,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 		if (r->held.n)
 			sp_recorder_release_held(r, (int32_t)c.pid, -1, true);
 		/* An exec replaces the whole image: the old modules are gone. */
-		struct sp_process *p = sp_recorder_add_process(r, (pid_t)c.pid);
+		struct sp_process *p = sp_process_table_add(&r->procs, (pid_t)c.pid);
 		if (p) {
 			sp_process_begin_exec(p);
 			p->maps_known = true; /* the new image's mappings follow */
@@ -88,8 +88,8 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 	}
 	if (fork && t.pid != t.ppid) {
 		/* A forked child starts with a copy of its parent's modules. */
-		struct sp_process *parent = sp_recorder_find_process(r, (pid_t)t.ppid);
-		struct sp_process *child = sp_recorder_add_process(r, (pid_t)t.pid);
+		struct sp_process *parent = sp_process_table_find(&r->procs, (pid_t)t.ppid);
+		struct sp_process *child = sp_process_table_add(&r->procs, (pid_t)t.pid);
 		if (child && parent && parent != child) {
 			sp_process_copy_modules(child, parent);
 			child->maps_known = parent->maps_known;
@@ -100,7 +100,7 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		if (r->held.n)
 			sp_recorder_release_held(r, -1, (int32_t)t.tid, false);
 		sp_root_chains_forget(&r->root_chains, t.tid);
-		struct sp_process *p = t.pid == t.tid ? sp_recorder_find_process(r, (pid_t)t.pid) : NULL;
+		struct sp_process *p = t.pid == t.tid ? sp_process_table_find(&r->procs, (pid_t)t.pid) : NULL;
 		if (p) {
 			p->exited = true;
 			p->exited_ns = sp_monotonic_ns();
@@ -287,18 +287,13 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->spool_path);
 	sp_events_release(&r->events);
 	sp_spool_writer_free(r->spool);
-	for (size_t i = 0; i < r->nprocs; i++) {
-		sp_process_release(r->procs[i]);
-		free(r->procs[i]);
-	}
-	free(r->procs);
+	sp_process_table_release(&r->procs);
 	sp_modfile_cache_release(&r->files);
 	for (size_t i = 0; i < r->roots.n; i++)
 		if (r->roots.pidfds[i] >= 0)
 			close(r->roots.pidfds[i]);
 	free(r->roots.pids);
 	free(r->roots.pidfds);
-	sp_map_release(&r->proc_index);
 	sp_map_release(&r->opened_tids);
 	sp_map_release(&r->sample_origin);
 	sp_root_chains_release(&r->root_chains);

@@ -141,7 +141,7 @@ static struct sp_process *admit_sample(struct sp_recorder *r, const void *rec, s
 	}
 	if (!s->has_time)
 		sum->missing_timestamp_samples++;
-	struct sp_process *p = sp_recorder_find_process(r, (pid_t)s->pid);
+	struct sp_process *p = sp_process_table_find(&r->procs, (pid_t)s->pid);
 	if (r->system_wide && (!p || !p->maps_known))
 		p = sp_recorder_discover_process(r, s);
 	if (!p) {

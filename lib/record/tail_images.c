@@ -13,8 +13,8 @@
 static void tail_images(void *ctx, struct sp_tail *t, size_t first, size_t end)
 {
 	struct sp_recorder *r = ctx;
-	for (size_t i = 0; i < r->nprocs; i++) {
-		const struct sp_process *p = r->procs[i];
+	for (size_t i = 0; i < r->procs.n; i++) {
+		const struct sp_process *p = r->procs.all[i];
 		for (size_t j = 0; j < p->nmods; j++) {
 			const struct sp_proc_module *pm = &p->mods[j];
 			if (pm->module_id < first || pm->module_id >= end || !pm->file ||

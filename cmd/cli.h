@@ -65,8 +65,9 @@ struct sp_cli_live_hooks {
 };
 
 /*
- * Record as args say (attach or launch, drain, finish, summary, the
- * command's fate), with hooks (may be NULL) along.  Returns the exit status.
+ * Record as args say through sp_session_run (attach or launch, drain,
+ * finish, stop the command), printing the status line, the summary and the
+ * command's fate, with hooks (may be NULL) along.  Returns the exit status.
  * Takes args' pids and cpus (freed).
  */
 int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_hooks *hooks);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* stackpulse record: options into sp_record_opts, then the drain loop's CLI side. */
+/* stackpulse record: options into a recording session (sp_session_run), its messages and summary. */
 #include "cli.h"
 
 #include <errno.h>
@@ -13,7 +13,6 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -302,13 +301,6 @@ static void on_stop_signal(int sig)
 		stop_requested++;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /*
  * The spool could not be written: say so with what is left and what to do.
  * Once recording ran, the writer has stopped at the first failure, so the
@@ -354,7 +346,7 @@ static int output_refused(const char *path)
 /* An attach failure with what to do about it. */
 static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 {
-	uint32_t freq = a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY;
+	uint32_t freq = sp_record_opts_frequency(&a->opts);
 	int out_err = -err == EACCES || -err == EPERM || -err == EROFS ? output_refused(a->output) : 0;
 	if (out_err == EACCES || out_err == EPERM || out_err == EROFS)
 		return sp_cli_error("cannot create spool '%s': %s; record to another place with -o",
@@ -404,14 +396,9 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 				    "hardware event (no PMU, as in most virtual machines); use "
 				    "-e cpu-clock (time on CPU) instead", a->opts.event);
 	case SP_E_BAD_CPU: {
-		char online[256] = "?";
-		FILE *f = fopen("/sys/devices/system/cpu/online", "re");
-		if (f) {
-			if (!fgets(online, sizeof(online), f))
-				snprintf(online, sizeof(online), "?");
-			online[strcspn(online, "\n")] = '\0';
-			fclose(f);
-		}
+		char online[256];
+		if (sp_online_cpus_text(online, sizeof(online)))
+			snprintf(online, sizeof(online), "?");
 		return sp_cli_error("-C %s names a CPU that is not online (online: %s)",
 				    a->cpu_list ? a->cpu_list : "", online);
 	}
@@ -432,137 +419,34 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 	}
 }
 
+/* The summary of a finished recording, with what this process spent on it. */
 static void print_summary(const struct sp_cli_record_args *a, const struct sp_summary *s,
 			  enum sp_event_source source, bool counts_kernel_time, double elapsed)
 {
+	struct sp_summary_text t = {
+		.subcommand = sp_cli_subcommand,
+		.spool_path = a->output,
+		.elapsed_s = elapsed,
+		.source = source,
+		.counts_kernel_time = counts_kernel_time,
+		.opts = &a->opts,
+		.realtime = a->realtime != 0,
+		.system_wide = a->system_wide,
+		.cpu_list = a->cpu_list,
+		.cpu_s = -1,
+		.with_display = !strcmp(sp_cli_subcommand, "top"),
+	};
 	struct stat st;
-	double kib = stat(a->output, &st) ? 0 : (double)st.st_size / 1024.0;
-	uint64_t n = s->samples ? s->samples : 1;
-	char per_sample[32] = "no samples", rate[48];
-	if (s->samples)
-		snprintf(per_sample, sizeof(per_sample), "%.1f bytes/sample",
-			 kib * 1024.0 / (double)n);
-	if (a->opts.period)
-		snprintf(rate, sizeof(rate), "every %" PRIu64 " %s", a->opts.period,
-			 sp_event_counts_time(source) ? "ns" : "events");
-	else
-		snprintf(rate, sizeof(rate), "at %u Hz",
-			 a->opts.frequency_hz ? a->opts.frequency_hz : SP_DEFAULT_FREQUENCY);
-	fprintf(stderr,
-		"stackpulse %s: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
-		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
-		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
-		sp_cli_subcommand, a->output, kib, per_sample, elapsed, sp_event_name(source), rate,
-		s->samples,
-		s->sample_events, s->lost_events, s->empty_stack_samples,
-		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
-	/*
-	 * The recorder's own CPU (draining, unwinding, writing) and peak resident
-	 * memory (ru_maxrss, KiB; the perf rings are locked kernel pages it does
-	 * not count), not the target's.
-	 */
+	if (!stat(a->output, &st))
+		t.spool_bytes = (uint64_t)st.st_size;
+	/* ru_maxrss is in KiB */
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
-		double cpu = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-			     (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-		double peak = (double)ru.ru_maxrss / 1024.0;
-		/* top's display (symbolizing, counting, drawing) runs in the same process */
-		const char *who = strcmp(sp_cli_subcommand, "top") ? "recorder CPU"
-								   : "CPU (recording and display)";
-		if (s->samples)
-			fprintf(stderr, "  %s %.3f s (%.1f us per sample), %.1f MiB peak\n", who,
-				cpu, cpu * 1e6 / (double)s->samples, peak);
-		else
-			fprintf(stderr, "  %s %.3f s, %.1f MiB peak\n", who, cpu, peak);
+		t.cpu_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+			  (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+		t.peak_mib = (double)ru.ru_maxrss / 1024.0;
 	}
-	/* The seeds' skip counters, named only when something was skipped. */
-	const struct {
-		const char *what;
-		uint64_t n;
-	} skipped[] = {
-		{"without pid/tid", s->missing_pid_samples + s->missing_tid_samples},
-		{"of the idle task", s->idle_tid_samples},
-		{"without timestamp", s->missing_timestamp_samples},
-	};
-	for (size_t i = 0; i < sizeof(skipped) / sizeof(skipped[0]); i++)
-		if (skipped[i].n)
-			fprintf(stderr, "  %" PRIu64 " samples %s\n", skipped[i].n, skipped[i].what);
-	if (sp_summary_error_total(s)) {
-		fprintf(stderr, "  why stacks ended early or samples were skipped:\n");
-		for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
-			if (i != SP_STOP_ROOT && s->stop_reasons[i])
-				fprintf(stderr, "    %-18s %10" PRIu64 "  %s\n", sp_stop_reason_name(i),
-					s->stop_reasons[i], sp_stop_reason_text(i));
-		for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
-			if (s->error_stats[i])
-				fprintf(stderr, "    %-18s %10" PRIu64 "  %s\n", sp_error_kind_name(i),
-					s->error_stats[i], sp_error_kind_text(i));
-	}
-	if (s->lost_events)
-		fprintf(stderr, "  %" PRIu64 " samples were lost: %s or lower --stack-size%s\n",
-			s->lost_events, a->opts.period ? "raise -c's period" : "lower -F",
-			a->realtime ? "" : ", or drain faster with --realtime (as root)");
-	if (s->spliced_stacks)
-		fprintf(stderr, "  %" PRIu64 " of those stacks %s continued with the kernel's "
-				"frame-pointer chain where both chains met\n",
-			s->spliced_stacks, s->spliced_stacks == 1 ? "was" : "were");
-	if (s->exec_samples)
-		fprintf(stderr, "  %" PRIu64 " sample%s taken while execve replaced the image: the "
-				"calling program's frame alone (its callers left with the old image)\n",
-			s->exec_samples, s->exec_samples == 1 ? "" : "s");
-	if (s->jitdump_frames)
-		fprintf(stderr, "  %" PRIu64 " frame%s of JIT code %s unwound with the unwinding "
-				"information its runtime wrote into %s\n",
-			s->jitdump_frames, s->jitdump_frames == 1 ? "" : "s",
-			s->jitdump_frames == 1 ? "was" : "were",
-			s->jitdumps == 1 ? "a jitdump" : "jitdumps");
-	if (s->container_perf_maps)
-		fprintf(stderr, "  %" PRIu64 " frame%s of JIT or Python code named from the perf map%s of %" PRIu64
-				" process%s in containers (kept in the spool: their /tmp goes with them)\n",
-			s->container_perf_map_frames, s->container_perf_map_frames == 1 ? "" : "s",
-			s->container_perf_maps == 1 ? "" : "s", s->container_perf_maps,
-			s->container_perf_maps == 1 ? "" : "es");
-	if (s->container_perf_maps_missing)
-		fprintf(stderr, "  %" PRIu64 " process%s in containers running JIT code or Python had no "
-				"perf map to trust in the container's /tmp (perf-NSPID.map, NSPID its pid "
-				"there): its JIT frames stay addresses; start Python with -X perf, Node with "
-				"--perf-basic-prof\n",
-			s->container_perf_maps_missing, s->container_perf_maps_missing == 1 ? "" : "es");
-	if (a->system_wide)
-		fprintf(stderr, "  system-wide%s%s: %" PRIu64 " sample%s of kernel threads and idle "
-				"CPUs; %" PRIu64 " process%s already running read from /proc at "
-				"%s first sample\n",
-			a->cpu_list ? ", CPUs " : "", a->cpu_list ? a->cpu_list : "",
-			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
-			s->processes_discovered, s->processes_discovered == 1 ? "" : "es",
-			s->processes_discovered == 1 ? "its" : "their");
-	if (a->cpu_list && !a->system_wide)
-		fprintf(stderr, "  sampled only on CPUs %s (-C): time the targets ran on other CPUs "
-				"is not counted\n", a->cpu_list);
-	if (s->processes_forgotten)
-		fprintf(stderr, "  %" PRIu64 " process%s gone for good %s forgotten and %" PRIu64
-				" module file%s no process mapped any more closed, to bound memory\n",
-			s->processes_forgotten, s->processes_forgotten == 1 ? "" : "es",
-			s->processes_forgotten == 1 ? "was" : "were", s->files_closed,
-			s->files_closed == 1 ? "" : "s");
-	if (s->fp_frames)
-		fprintf(stderr, "  %" PRIu64 " frame%s in code without unwind tables %s found by "
-				"frame pointers, kept where the stack reached its root\n",
-			s->fp_frames, s->fp_frames == 1 ? "" : "s", s->fp_frames == 1 ? "was" : "were");
-	/* A denial was said once when recording started; only "on" is news here. */
-	if (a->opts.include_kernel && s->kernel_enabled && counts_kernel_time)
-		fprintf(stderr, "  kernel frames on\n");
-	unsigned copied = a->opts.stack_size ? a->opts.stack_size : SP_DEFAULT_STACK_SIZE;
-	/* Only where the whole copy was used: a copy ending at the stack's top is no hint. */
-	if (s->stacks_cut_by_copy && copied < SP_MAX_SAMPLE_USER_STACK)
-		fprintf(stderr, "  %" PRIu64 " stack%s deeper than the copied %u bytes %s cut: raise "
-				"--stack-size (up to %u)\n", s->stacks_cut_by_copy,
-			s->stacks_cut_by_copy == 1 ? "" : "s", copied,
-			s->stacks_cut_by_copy == 1 ? "was" : "were", SP_MAX_SAMPLE_USER_STACK);
-	else if (s->stacks_cut_by_copy)
-		fprintf(stderr, "  stacks deeper than %u bytes (the kernel's largest copy) were "
-				"cut; frame pointers (-fno-omit-frame-pointer) let them go on\n",
-			copied);
+	sp_summary_write_text(s, &t, stderr);
 }
 
 /* Append one word, single-quoted when a shell would split or expand it. */
@@ -611,13 +495,8 @@ static void describe_target(struct sp_cli_record_args *a)
 			used = append_word(a->cmdline, sizeof(a->cmdline), used, *p, p == a->command);
 		return;
 	}
-	char path[64], raw[1024];
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)a->pids[0]);
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(raw, 1, sizeof(raw) - 1, f) : 0;
-	if (f)
-		fclose(f);
-	raw[n] = '\0';
+	char raw[1024];
+	size_t n = sp_pid_cmdline(a->pids[0], raw, sizeof(raw));
 	for (size_t i = 0; i < n; i += strlen(raw + i) + 1)
 		used = append_word(a->cmdline, sizeof(a->cmdline), used, raw + i, i == 0);
 	if (!used)
@@ -625,38 +504,6 @@ static void describe_target(struct sp_cli_record_args *a)
 	if (a->npids > 1 && used + 32 < sizeof(a->cmdline))
 		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more process%s)",
 			 a->npids - 1, a->npids > 2 ? "es" : "");
-}
-
-/* 0 when path is an executable regular file, else the errno execve would give. */
-static int runnable(const char *path)
-{
-	struct stat st;
-	if (access(path, X_OK))
-		return errno;
-	if (stat(path, &st))
-		return errno;
-	return S_ISREG(st.st_mode) ? 0 : EACCES; /* a directory is "executable" to access() */
-}
-
-/* Would execvp find an executable file?  0, or the errno it would fail with. */
-static int command_error(const char *cmd)
-{
-	if (strchr(cmd, '/'))
-		return runnable(cmd);
-	const char *path = getenv("PATH");
-	int err = ENOENT;
-	char buf[4096];
-	for (const char *p = path ? path : "/usr/local/bin:/usr/bin:/bin"; *p;) {
-		size_t len = strcspn(p, ":");
-		snprintf(buf, sizeof(buf), "%.*s/%s", (int)(len ? len : 1), len ? p : ".", cmd);
-		int e = runnable(buf);
-		if (!e)
-			return 0;
-		if (e == EACCES)
-			err = EACCES;
-		p += len + (p[len] == ':');
-	}
-	return err;
 }
 
 /* Can the spool be created?  Checked before a command starts or a process stops. */
@@ -699,63 +546,6 @@ static void print_fate(const char *name, int status, int rc)
 		sp_cli_note("command '%s' exited with status %d", name, WEXITSTATUS(status));
 }
 
-static int exit_status_of(int status)
-{
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	if (WIFSIGNALED(status))
-		return 128 + WTERMSIG(status);
-	return SP_EXIT_FAILURE;
-}
-
-/*
- * End a launched command still running when recording stopped, as perf does:
- * a terminal's Ctrl-C reached it already, so it gets a moment to exit on its
- * own; then SIGTERM; a command still there 5 s later, or a further signal to
- * record, gets SIGKILL.  Returns true when our SIGTERM (for -d) ended it.
- */
-static bool end_command(struct sp_launch *launch, pid_t pid, const char *name, int first_stop,
-			int *status)
-{
-	for (int i = 0; i < 20 && first_stop; i++) {
-		if (sp_launch_try_wait(launch, status) == 1)
-			return false;
-		usleep(10000);
-	}
-	if (sp_launch_try_wait(launch, status) == 1)
-		return false;
-	kill(pid, SIGTERM);
-	double kill_at = now_s() + 5.0;
-	bool killed = false, said = false;
-	while (sp_launch_try_wait(launch, status) == 0) {
-		if (!said && !killed && now_s() >= kill_at - 4.0) {
-			sp_cli_warn("waiting for '%s' to exit after SIGTERM (SIGKILL in 4 s; "
-				    "Ctrl-C again to kill it now)", name);
-			said = true;
-		}
-		if (!killed && (stop_requested > first_stop || now_s() >= kill_at)) {
-			if (now_s() >= kill_at)
-				sp_cli_warn("'%s' did not exit 5 s after SIGTERM: sending SIGKILL", name);
-			kill(pid, SIGKILL);
-			killed = true;
-		}
-		usleep(10000);
-	}
-	return !first_stop && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM;
-}
-
-static int paranoid_level(void)
-{
-	int v = -1;
-	FILE *f = fopen("/proc/sys/kernel/perf_event_paranoid", "re");
-	if (f) {
-		if (fscanf(f, "%d", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
 static void print_status(const struct sp_recorder *rec, double elapsed)
 {
 	struct sp_summary s;
@@ -765,42 +555,6 @@ static void print_status(const struct sp_recorder *rec, double elapsed)
 	fflush(stderr);
 }
 
-/* -p PID,... [--descendants]: the first attach creates the spool, the rest join it. */
-static int attach_processes(struct sp_cli_record_args *a, struct sp_recorder **rec)
-{
-	enum sp_attach_mode mode = a->stop_attach ? SP_ATTACH_STOP_ENABLE_RESUME
-						  : SP_ATTACH_ENABLE_THEN_SCAN;
-	int err = sp_recorder_attach(a->pids[0], a->output, mode, &a->opts, rec);
-	if (err)
-		return attach_error(err, a, a->pids[0]);
-	for (size_t i = 1; i < a->npids; i++) {
-		err = sp_recorder_open_process(*rec, a->pids[i], mode);
-		if (err)
-			return attach_error(err, a, a->pids[i]);
-	}
-	for (size_t i = 0; a->descendants && i < a->npids; i++) {
-		pid_t *kids = NULL;
-		size_t n = 0;
-		err = sp_discover_descendants(a->pids[i], &kids, &n);
-		if (err) {
-			sp_cli_warn("cannot list the descendants of pid %d: %s", (int)a->pids[i],
-				    sp_strerror(err));
-			continue;
-		}
-		for (size_t k = 0; k < n; k++) {
-			/* A descendant may exit between the listing and the attach. */
-			err = sp_recorder_open_process(*rec, kids[k], mode);
-			if (err && err != -SP_E_NO_PROCESS && err != -ESRCH) {
-				err = attach_error(err, a, kids[k]);
-				free(kids);
-				return err;
-			}
-		}
-		free(kids);
-	}
-	return 0;
-}
-
 int cmd_record(int argc, char **argv)
 {
 	struct sp_cli_record_args a = {.output = "profile.spool"};
@@ -808,12 +562,124 @@ int cmd_record(int argc, char **argv)
 	return sp_cli_record_run(&a, NULL);
 }
 
+
+/* The CLI's side of a recording session: the status line, a live view, messages, the summary. */
+struct cli_session {
+	const struct sp_cli_record_args *a;
+	const struct sp_cli_live_hooks *live;
+	bool status_line;
+	uint64_t start_ns, next_status_ns;
+};
+
+#define NS_PER_S 1000000000ull
+
+static int session_started(void *ctx, struct sp_recorder *rec)
+{
+	struct cli_session *c = ctx;
+	if (!sp_recorder_counts_kernel_time(rec))
+		sp_cli_warn("kernel-mode sampling denied (kernel.perf_event_paranoid is %d): time "
+			    "spent in system calls is not sampled%s; run as root or grant "
+			    "CAP_PERFMON to count it",
+			    sp_perf_event_paranoid(), c->a->opts.include_kernel ? " and -k is off" : "");
+	c->start_ns = sp_monotonic_ns();
+	c->next_status_ns = c->start_ns + NS_PER_S;
+	return c->live ? c->live->begin(c->live->ctx, rec) : 0;
+}
+
+static int session_drained(void *ctx, struct sp_recorder *rec, uint64_t now_ns)
+{
+	struct cli_session *c = ctx;
+	if (c->status_line && now_ns >= c->next_status_ns) {
+		print_status(rec, (double)(now_ns - c->start_ns) / 1e9);
+		c->next_status_ns = sp_monotonic_ns() + NS_PER_S;
+	}
+	/* the live view: keys and refreshes; it may end the recording (q) */
+	return c->live && c->live->tick(c->live->ctx, rec, (double)now_ns / 1e9);
+}
+
+static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp_session_result *res)
+{
+	struct cli_session *c = ctx;
+	const struct sp_cli_record_args *a = c->a;
+	if (c->status_line)
+		fputs("\r\033[K", stderr);
+	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
+	if (c->live)
+		c->live->end(c->live->ctx, rec);
+	if (res->error && res->end != SP_SESSION_DRAIN_FAILED)
+		spool_write_error(a->output, res->error, true);
+	else if (!res->error && !a->quiet)
+		print_summary(a, &res->summary, sp_recorder_event_source(rec),
+			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+	const char *bomb;
+	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
+	if (not_inflated)
+		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
+			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
+			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
+			    not_inflated == 1 ? "it claims" : "each claims",
+			    SP_INFLATE_SECTION_MAX >> 20,
+			    not_inflated == 1 ? "its module was" : "their modules were");
+}
+
+static void session_notice(void *ctx, enum sp_session_notice what, pid_t pid, int err)
+{
+	const struct sp_cli_record_args *a = ((struct cli_session *)ctx)->a;
+	switch (what) {
+	case SP_SESSION_NOTICE_DRAIN_FAILED:
+		spool_write_error(a->output, err, true);
+		break;
+	case SP_SESSION_NOTICE_NO_DESCENDANTS:
+		sp_cli_warn("cannot list the descendants of pid %d: %s", (int)pid, sp_strerror(err));
+		break;
+	case SP_SESSION_NOTICE_TERM_WAIT:
+		sp_cli_warn("waiting for '%s' to exit after SIGTERM (SIGKILL in 4 s; "
+			    "Ctrl-C again to kill it now)", a->command[0]);
+		break;
+	case SP_SESSION_NOTICE_KILL_SENT:
+		sp_cli_warn("'%s' did not exit 5 s after SIGTERM: sending SIGKILL", a->command[0]);
+		break;
+	}
+}
+
+/* A session that could not start: what failed, and the exit status. */
+static int start_error(int err, const struct sp_cli_record_args *a,
+		       const struct sp_session_result *res)
+{
+	switch (res->failed_stage) {
+	case SP_SESSION_STAGE_LAUNCH:
+		return sp_cli_error("cannot start '%s': %s", a->command[0], sp_strerror(err));
+	case SP_SESSION_STAGE_ATTACH:
+		return attach_error(err, a, res->failed_pid);
+	case SP_SESSION_STAGE_EXEC:
+		sp_cli_error("cannot run '%s': %s", a->command[0], sp_strerror(err));
+		return -err == ENOENT ? 127 : 126;
+	default:
+		return sp_cli_error("cannot record into '%s': %s", a->output, sp_strerror(err));
+	}
+}
+
+/* The session's end on the command line: the command's fate, the exit status. */
+static int session_status(const struct sp_cli_record_args *a, const struct sp_session_result *res)
+{
+	int rc = res->exit_status;
+	if (res->command_pid < 0) {
+		if (res->error)
+			fprintf(stderr, "stackpulse %s: the recorded processes keep running\n",
+				sp_cli_subcommand);
+		return rc;
+	}
+	if (res->error && !res->command_exited)
+		fprintf(stderr, "stackpulse %s: command '%s' was ended (SIGTERM) as "
+				"recording failed\n", sp_cli_subcommand, a->command[0]);
+	else if (!res->command_ended_by_stop)
+		print_fate(a->command[0], res->command_status, rc);
+	return rc;
+}
+
 int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_hooks *hooks)
 {
 	struct sp_cli_record_args a = *args;
-	struct sp_recorder *rec = NULL;
-	struct sp_launch *launch = NULL;
-	struct sp_summary summary;
 	int rc = SP_EXIT_FAILURE, err;
 
 	describe_target(&a);
@@ -826,9 +692,9 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		return sp_cli_error("cannot create spool '%s': %s%s", a.output, sp_strerror(err),
 				    sp_cli_output_hint(err));
 	}
-	if (a.command && (err = command_error(a.command[0]))) {
-		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(err));
-		return err == ENOENT ? 127 : 126;
+	if (a.command && (err = sp_command_runnable(a.command[0]))) {
+		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(-err));
+		return err == -ENOENT ? 127 : 126;
 	}
 	/* perf would attach, and the spool would hold no sample: say why instead. */
 	for (size_t i = 0; i < a.npids; i++) {
@@ -855,6 +721,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		}
 	}
 
+	/* The handler only counts; the session polls the count (lib/ installs no handler). */
 	struct sigaction sa = {.sa_handler = on_stop_signal};
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
@@ -862,148 +729,31 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 
 	a.opts.cpus = a.cpus;
 	a.opts.ncpus = a.ncpus;
-	pid_t pid = -1;
-	if (a.system_wide) {
-		err = sp_recorder_attach_system(a.output, &a.opts, &rec);
-		if (err) {
-			rc = attach_error(err, &a, -1);
-			goto out;
-		}
-		/* A command given with -a runs while everything is sampled, and bounds it. */
-		if (a.command && (err = sp_launch_suspended(a.command, &launch)) == 0) {
-			pid = sp_launch_pid(launch);
-			err = sp_launch_start(launch);
-			if (err)
-				sp_launch_try_wait(launch, NULL);
-		}
-		if (err) {
-			rc = sp_cli_error("cannot run '%s': %s", a.command[0], sp_strerror(err));
-			sp_recorder_finish(rec, NULL);
-			rc = -err == ENOENT ? 127 : 126;
-			goto out;
-		}
-	} else if (a.command) {
-		err = sp_launch_suspended(a.command, &launch);
-		if (err) {
-			rc = sp_cli_error("cannot start '%s': %s", a.command[0], sp_strerror(err));
-			goto out;
-		}
-		pid = sp_launch_pid(launch);
-		err = sp_recorder_attach(pid, a.output, SP_ATTACH_ENABLE_ON_EXEC, &a.opts, &rec);
-		if (err) {
-			rc = attach_error(err, &a, pid);
-			goto out;
-		}
-		err = sp_launch_start(launch);
-		if (err) {
-			rc = sp_cli_error("cannot run '%s': %s", a.command[0], sp_strerror(err));
-			sp_launch_try_wait(launch, NULL);
-			sp_recorder_finish(rec, NULL);
-			rc = -err == ENOENT ? 127 : 126;
-			goto out;
-		}
-	} else {
-		pid = a.pids[0];
-		err = attach_processes(&a, &rec);
-		if (err) {
-			/* A half-made recording is no use: leave no spool behind. */
-			if (rec)
-				unlink(a.output);
-			rc = err;
-			goto out;
-		}
-	}
-	if (!sp_recorder_counts_kernel_time(rec))
-		sp_cli_warn("kernel-mode sampling denied (kernel.perf_event_paranoid is %d): time "
-			    "spent in system calls is not sampled%s; run as root or grant "
-			    "CAP_PERFMON to count it",
-			    paranoid_level(), a.opts.include_kernel ? " and -k is off" : "");
-
-	double start = now_s();
-	double deadline = a.duration_s > 0 ? start + a.duration_s : 0;
-	int status = 0;
-	bool exited = false, write_failed = false;
 	/* One refreshed status line on a terminal; nothing in logs, with -q, or under a live view. */
-	bool status_line = !a.quiet && !hooks && isatty(STDERR_FILENO);
-	if (hooks && (err = hooks->begin(hooks->ctx, rec))) {
-		sp_recorder_finish(rec, NULL);
-		if (launch)
-			end_command(launch, pid, a.command[0], 1, &status);
-		rc = err;
-		goto out;
-	}
-	double next_status = start + 1.0;
-	while (!stop_requested) {
-		if (launch && sp_launch_try_wait(launch, &status) == 1) {
-			exited = true;
-			break;
-		}
-		if (!launch && !a.system_wide && !sp_recorder_process_is_active(rec, 0))
-			break;
-		if (deadline && now_s() >= deadline)
-			break;
-		if (sp_recorder_wait(rec, 100) < 0)
-			break;
-		err = sp_recorder_consume_available(rec);
-		if (err) {
-			spool_write_error(a.output, err, true);
-			write_failed = true;
-			break;
-		}
-		if (status_line && now_s() >= next_status) {
-			print_status(rec, now_s() - start);
-			next_status = now_s() + 1.0;
-		}
-		/* the live view: keys and refreshes; it may end the recording (q) */
-		if (hooks && hooks->tick(hooks->ctx, rec, now_s()))
-			break;
-	}
-	if (status_line)
-		fputs("\r\033[K", stderr);
-	/* Signals after this one hurry the command along (see end_command). */
-	int first_stop = stop_requested;
-	double elapsed = now_s() - start;
-	err = sp_recorder_finish(rec, &summary);
-	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
-	if (hooks)
-		hooks->end(hooks->ctx, rec);
-	if (err && !write_failed)
-		spool_write_error(a.output, err, true);
-	else if (!err && !a.quiet)
-		print_summary(&a, &summary, sp_recorder_event_source(rec),
-			      sp_recorder_counts_kernel_time(rec), elapsed);
-	const char *bomb;
-	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
-	if (not_inflated)
-		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
-			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
-			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
-			    not_inflated == 1 ? "it claims" : "each claims",
-			    SP_INFLATE_SECTION_MAX >> 20,
-			    not_inflated == 1 ? "its module was" : "their modules were");
-
-	if (launch) {
-		bool ended_by_us = false;
-		if (!exited)
-			ended_by_us = end_command(launch, pid, a.command[0], first_stop, &status);
-		rc = err ? SP_EXIT_FAILURE : exit_status_of(status);
-		/* The command ended because -d asked for it: that is success. */
-		if (!err && ended_by_us)
-			rc = SP_EXIT_OK;
-		if (err && !exited)
-			fprintf(stderr, "stackpulse %s: command '%s' was ended (SIGTERM) as "
-					"recording failed\n", sp_cli_subcommand, a.command[0]);
-		else if (!ended_by_us)
-			print_fate(a.command[0], status, rc);
-	} else {
-		rc = err ? SP_EXIT_FAILURE : SP_EXIT_OK;
-		if (err)
-			fprintf(stderr, "stackpulse %s: the recorded processes keep running\n",
-				sp_cli_subcommand);
-	}
-out:
-	sp_recorder_free(rec);
-	sp_launch_free(launch);
+	struct cli_session c = {.a = &a, .live = hooks,
+				.status_line = !a.quiet && !hooks && isatty(STDERR_FILENO)};
+	struct sp_session_opts so = {
+		.record = a.opts,
+		.spool_path = a.output,
+		.command = a.command,
+		.pids = a.pids,
+		.npids = a.npids,
+		.descendants = a.descendants,
+		.system_wide = a.system_wide,
+		.attach_mode = a.stop_attach ? SP_ATTACH_STOP_ENABLE_RESUME
+					     : SP_ATTACH_ENABLE_THEN_SCAN,
+		.duration_ns = a.duration_s > 0 ? (uint64_t)(a.duration_s * 1e9) : 0,
+		.stop_requests = &stop_requested,
+		.hooks = {&c, session_started, session_drained, session_finished, session_notice},
+	};
+	struct sp_session_result res;
+	err = sp_session_run(&so, &res);
+	if (err < 0)
+		rc = start_error(err, &a, &res);
+	else if (err > 0)
+		rc = err; /* the live view could not start */
+	else
+		rc = session_status(&a, &res);
 	free(a.pids);
 	free(a.cpus);
 	return rc;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <sys/ioctl.h>
 #include <termios.h>
-#include <time.h>
 #include <unistd.h>
 
 enum {
@@ -145,13 +144,6 @@ static const struct argp argp = {
 	"Exit status: as 'stackpulse record'.",
 	children, NULL, NULL,
 };
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- the terminal ---------------------------------------------------------- */
 
@@ -406,9 +398,7 @@ static int top_begin(void *ctx, struct sp_recorder *rec)
 		err = sp_live_new(t->tail, t->sym, &lo, &t->live);
 	if (err)
 		return sp_cli_error("cannot follow the spool '%s': %s", t->rec.output, sp_strerror(err));
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	t->start_s = t->last_refresh_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	t->start_s = t->last_refresh_s = (double)sp_monotonic_ns() / 1e9;
 	t->next_refresh_s = t->start_s + t->delay_s;
 	if (!t->batch)
 		raw_terminal(t);
@@ -419,7 +409,7 @@ static int refresh(struct top *t, struct sp_recorder *rec, double now)
 {
 	if (!t->paused) {
 		sp_recorder_flush(rec);
-		int err = sp_live_update(t->live, monotonic_ns(), NULL);
+		int err = sp_live_update(t->live, sp_monotonic_ns(), NULL);
 		if (err) {
 			snprintf(t->status, sizeof(t->status), "reading the spool: %s", sp_strerror(err));
 			return 0;
@@ -446,7 +436,7 @@ static int top_tick(void *ctx, struct sp_recorder *rec, double now)
 		return 1;
 	/* samples the last update left to count, a budget's worth between two drains */
 	if (!t->paused && sp_live_behind(t->live))
-		sp_live_update(t->live, monotonic_ns(), NULL);
+		sp_live_update(t->live, sp_monotonic_ns(), NULL);
 	if (now >= t->next_refresh_s) {
 		t->next_refresh_s = now + t->delay_s;
 		return refresh(t, rec, now);
@@ -466,9 +456,7 @@ static void top_end(void *ctx, struct sp_recorder *rec)
 		do
 			sp_live_update(t->live, 0, NULL);
 		while (sp_live_behind(t->live));
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		print_batch(t, (double)ts.tv_sec + (double)ts.tv_nsec / 1e9, true);
+		print_batch(t, (double)sp_monotonic_ns() / 1e9, true);
 	}
 	sp_live_free(t->live);
 	sp_symbolizer_free(t->sym);

@@ -26,38 +26,30 @@ static int print_leaf(const struct sp_resolved_frame *f, void *arg)
 
 int main(int argc, char **argv)
 {
-	struct sp_launch *child;
-	struct sp_recorder *rec;
-	struct sp_record_opts opts = {.frequency_hz = 999};
-	struct sp_summary sum;
-	int err, status;
+	struct sp_session_result res;
+	int err;
 
 	if (argc < 2) {
 		fprintf(stderr, "usage: embed COMMAND [ARGS...]\n");
 		return 2;
 	}
 	/*
-	 * The child waits before execve, so the events switch on exactly at its
-	 * exec.  On the error paths below, exiting is the cleanup: a child that
-	 * was never started sees its start pipe close and exits too.
+	 * One call records the whole session: the command starts suspended,
+	 * the events switch on exactly at its exec, the rings are drained
+	 * until it exits, and the spool is finished.  Every option left 0
+	 * takes its default (999 Hz, 32 KiB of stack per sample).
 	 */
-	if ((err = sp_launch_suspended(argv + 1, &child)))
+	struct sp_session_opts opts = {.spool_path = "embed.spool", .command = argv + 1};
+	err = sp_session_run(&opts, &res);
+	if (err < 0 && res.failed_stage == SP_SESSION_STAGE_LAUNCH)
 		return fail("cannot start the command", err);
-	if ((err = sp_recorder_attach(sp_launch_pid(child), "embed.spool",
-				      SP_ATTACH_ENABLE_ON_EXEC, &opts, &rec)))
+	if (err < 0 && res.failed_stage == SP_SESSION_STAGE_ATTACH)
 		return fail("cannot attach", err);
-	if ((err = sp_launch_start(child)))
+	if (err < 0)
 		return fail("cannot run the command", err);
-	while (sp_launch_try_wait(child, &status) == 0) {
-		sp_recorder_wait(rec, 100);
-		sp_recorder_consume_available(rec);
-	}
-	err = sp_recorder_finish(rec, &sum);
-	sp_recorder_free(rec);
-	sp_launch_free(child);
-	if (err)
-		return fail("cannot finish embed.spool", err);
-	printf("%" PRIu64 " samples\n", sum.samples);
+	if (res.error)
+		return fail("cannot finish embed.spool", res.error);
+	printf("%" PRIu64 " samples\n", res.summary.samples);
 
 	/*
 	 * Read the spool back and stream the frames of the first samples: the

@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stackpulse.h>
-#include <time.h>
 
 static int fail(const char *what, int err)
 {
@@ -77,15 +76,62 @@ static void print_leaves(const struct leaves *l, const char *when)
 		       best);
 }
 
-int main(int argc, char **argv)
-{
-	struct sp_launch *child;
-	struct sp_recorder *rec;
-	struct sp_record_opts opts = {.frequency_hz = 999};
+/* What the session's hooks share: the tail following the spool, its symbolizer, the leaves. */
+struct follow {
 	struct sp_tail *tail;
 	struct sp_symbolizer *sym;
-	struct leaves leaves = {0};
-	int err, status;
+	struct leaves leaves;
+	uint64_t last_ns;
+	const char *failed; /* what failed in a hook, with err */
+	int err;
+};
+
+/*
+ * The tail reads the spool the recorder writes.  Its first poll, before the
+ * first drain, reads the header (no sample yet), and the symbolizer is built
+ * on what it read; later polls go through process_visible.
+ */
+static int on_started(void *ctx, struct sp_recorder *rec)
+{
+	struct follow *f = ctx;
+	struct sp_tail_batch first;
+	if ((f->err = sp_recorder_tail(rec, &f->tail)) || (f->err = sp_tail_poll(f->tail, &first)))
+		return fail("cannot follow tail.spool", f->err);
+	if ((f->err = sp_tail_symbolizer(f->tail, NULL, &f->sym)))
+		return fail("cannot symbolize", f->err);
+	f->last_ns = sp_monotonic_ns();
+	return 0;
+}
+
+/* Every half second: what the recorder holds in its buffer reaches the file, then the tail. */
+static int on_drained(void *ctx, struct sp_recorder *rec, uint64_t now_ns)
+{
+	struct follow *f = ctx;
+	if (now_ns - f->last_ns < 500000000ull)
+		return 0;
+	f->last_ns = now_ns;
+	if ((f->err = sp_recorder_flush(rec)) || (f->err = process_visible(f->tail, f->sym, &f->leaves))) {
+		f->failed = "cannot follow tail.spool";
+		return 1;
+	}
+	print_leaves(&f->leaves, "so far");
+	return 0;
+}
+
+/* The spool is finished: the rest of it, trailer included, while the recorder still hands images. */
+static void on_finished(void *ctx, struct sp_recorder *rec, const struct sp_session_result *res)
+{
+	struct follow *f = ctx;
+	(void)rec;
+	if (!f->failed && !res->error && (f->err = process_visible(f->tail, f->sym, &f->leaves)))
+		f->failed = "cannot follow tail.spool";
+}
+
+int main(int argc, char **argv)
+{
+	struct follow f = {0};
+	struct sp_session_result res;
+	int err;
 
 	if (argc < 2 || argv[1][0] == '-') {
 		fprintf(stderr, "usage: tail COMMAND [ARGS...]\n"
@@ -93,46 +139,27 @@ int main(int argc, char **argv)
 				"every half second while it runs, the samples so far and their top leaf.\n");
 		return 2;
 	}
-	if ((err = sp_launch_suspended(argv + 1, &child)))
+	struct sp_session_opts opts = {
+		.spool_path = "tail.spool",
+		.command = argv + 1,
+		.hooks = {.ctx = &f, .started = on_started, .drained = on_drained,
+			  .finished = on_finished},
+	};
+	err = sp_session_run(&opts, &res);
+	if (err > 0)
+		return err; /* on_started said why */
+	if (err < 0 && res.failed_stage == SP_SESSION_STAGE_LAUNCH)
 		return fail("cannot start the command", err);
-	if ((err = sp_recorder_attach(sp_launch_pid(child), "tail.spool",
-				      SP_ATTACH_ENABLE_ON_EXEC, &opts, &rec)))
+	if (err < 0 && res.failed_stage == SP_SESSION_STAGE_ATTACH)
 		return fail("cannot attach", err);
-	/*
-	 * The tail reads the spool the recorder writes.  Its first poll reads
-	 * the header (no sample yet: the command has not started), and the
-	 * symbolizer is built on what it read; later polls go through
-	 * process_visible.
-	 */
-	struct sp_tail_batch first;
-	if ((err = sp_recorder_tail(rec, &tail)) || (err = sp_tail_poll(tail, &first)))
-		return fail("cannot follow tail.spool", err);
-	if ((err = sp_tail_symbolizer(tail, NULL, &sym)))
-		return fail("cannot symbolize", err);
-	if ((err = sp_launch_start(child)))
+	if (err < 0)
 		return fail("cannot run the command", err);
-	struct timespec last, now;
-	clock_gettime(CLOCK_MONOTONIC, &last);
-	while (sp_launch_try_wait(child, &status) == 0) {
-		sp_recorder_wait(rec, 100);
-		sp_recorder_consume_available(rec);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((now.tv_sec - last.tv_sec) * 1000 + (now.tv_nsec - last.tv_nsec) / 1000000 < 500)
-			continue;
-		last = now;
-		/* what the recorder holds in its buffer reaches the file, then the tail */
-		if ((err = sp_recorder_flush(rec)) || (err = process_visible(tail, sym, &leaves)))
-			return fail("cannot follow tail.spool", err);
-		print_leaves(&leaves, "so far");
-	}
-	if ((err = sp_recorder_finish(rec, NULL)))
-		return fail("cannot finish tail.spool", err);
-	if ((err = process_visible(tail, sym, &leaves)))
-		return fail("cannot follow tail.spool", err);
-	print_leaves(&leaves, "at the end");
-	sp_symbolizer_free(sym);
-	sp_tail_free(tail);
-	sp_recorder_free(rec);
-	sp_launch_free(child);
+	if (f.failed)
+		return fail(f.failed, f.err);
+	if (res.error)
+		return fail("cannot finish tail.spool", res.error);
+	print_leaves(&f.leaves, "at the end");
+	sp_symbolizer_free(f.sym);
+	sp_tail_free(f.tail);
 	return 0;
 }

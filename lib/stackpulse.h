@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <stdio.h>
 #include <sys/types.h>
 
@@ -1715,6 +1716,185 @@ void sp_annotate_result_release(struct sp_annotate_result *res);
  */
 int sp_annotate_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		      const struct sp_annotate_opts *opts, FILE *out, struct sp_annotate_result *res);
+
+/* Recording defaults, the recording session, system facts, clock         */
+/* (lib/util/record_defaults.c, lib/record/session.c, lib/util/sysinfo.c, */
+/* lib/util/pace.c, lib/report/text_summary.c)                            */
+
+/* opts's sampling frequency in Hz, SP_DEFAULT_FREQUENCY when 0; 0 when opts samples by period. */
+uint32_t sp_record_opts_frequency(const struct sp_record_opts *opts);
+/* opts's user stack copy in bytes, SP_DEFAULT_STACK_SIZE when 0. */
+uint32_t sp_record_opts_stack_size(const struct sp_record_opts *opts);
+
+/* Why a session stopped draining. */
+enum sp_session_end {
+	SP_SESSION_TARGET_EXITED = 0, /* the command, or every attached process, ended */
+	SP_SESSION_DEADLINE,          /* duration_ns passed */
+	SP_SESSION_STOP_REQUESTED,    /* *stop_requests became non-zero */
+	SP_SESSION_HOOK_STOPPED,      /* the drained hook returned non-zero */
+	SP_SESSION_WAIT_FAILED,       /* waiting on the rings failed */
+	SP_SESSION_DRAIN_FAILED,      /* a drain failed (the spool could not be written) */
+};
+
+/* Where a session that could not record failed (struct sp_session_result.failed_stage). */
+enum sp_session_stage {
+	SP_SESSION_STAGE_NONE = 0,
+	SP_SESSION_STAGE_LAUNCH, /* the command could not be forked (sp_launch_suspended) */
+	SP_SESSION_STAGE_ATTACH, /* attaching to failed_pid (-1: system-wide) failed */
+	SP_SESSION_STAGE_EXEC,   /* the command could not be run (execve failed) */
+};
+
+/* What a session tells its front end while it runs (struct sp_session_hooks.notice). */
+enum sp_session_notice {
+	/* The spool could not be written (err): draining stops, the spool is finished. */
+	SP_SESSION_NOTICE_DRAIN_FAILED,
+	/* Listing pid's descendants failed (err): they are not recorded, the rest is. */
+	SP_SESSION_NOTICE_NO_DESCENDANTS,
+	/* The command (pid) still runs 1 s after SIGTERM: SIGKILL follows 4 s later. */
+	SP_SESSION_NOTICE_TERM_WAIT,
+	/* The command (pid) did not exit 5 s after SIGTERM: SIGKILL was sent. */
+	SP_SESSION_NOTICE_KILL_SENT,
+};
+
+struct sp_session_result;
+
+/*
+ * Callbacks of a session, each optional (NULL), all called on the caller's
+ * thread with ctx.  rec is borrowed for the call.
+ */
+struct sp_session_hooks {
+	void *ctx;
+	/*
+	 * Recording has started (attached, the command running).  0 goes on;
+	 * anything else stops at once: the spool is finished, a launched
+	 * command stopped, and sp_session_run returns that value.
+	 */
+	int (*started)(void *ctx, struct sp_recorder *rec);
+	/* After each drain, about every 100 ms (now_ns: CLOCK_MONOTONIC); non-zero stops draining. */
+	int (*drained)(void *ctx, struct sp_recorder *rec, uint64_t now_ns);
+	/*
+	 * The spool is finished (res's summary, elapsed_ns and error are set),
+	 * before a launched command still running is stopped.
+	 */
+	void (*finished)(void *ctx, struct sp_recorder *rec, const struct sp_session_result *res);
+	/* A step worth telling the user about (enum sp_session_notice); err is -errno or 0. */
+	void (*notice)(void *ctx, enum sp_session_notice what, pid_t pid, int err);
+};
+
+/* What a session records and until when; zero-initialise, then set a target. */
+struct sp_session_opts {
+	struct sp_record_opts record; /* sampling options (defaults where 0) */
+	const char *spool_path;       /* the spool to write, created or truncated */
+	/* Target: a command (argv, PATH searched), pids, or system_wide (with or without a command). */
+	char *const *command;
+	const pid_t *pids;            /* npids running processes, borrowed for the call */
+	size_t npids;
+	bool descendants;             /* with pids: also every process already descended from them */
+	bool system_wide;             /* every process on record.cpus (all online CPUs when NULL) */
+	enum sp_attach_mode attach_mode; /* for pids: SP_ATTACH_ENABLE_THEN_SCAN or _STOP_ENABLE_RESUME */
+	uint64_t duration_ns;         /* stop after this long; 0 = until the target ends or a stop */
+	/*
+	 * How many stop requests arrived (a front end's SIGINT/SIGTERM handler
+	 * counts them), polled between drains; NULL = none.  The first stops
+	 * draining; one more while a launched command is being stopped sends
+	 * it SIGKILL.  The library installs no signal handler.
+	 */
+	const volatile sig_atomic_t *stop_requests;
+	struct sp_session_hooks hooks;
+};
+
+/* How a session went; filled by sp_session_run. */
+struct sp_session_result {
+	struct sp_summary summary;   /* the finished spool's counters */
+	enum sp_session_end end;
+	int error;                   /* finishing the spool: 0 or -errno (a drain's write error included) */
+	uint64_t elapsed_ns;         /* from the start of sampling to the end of draining */
+	enum sp_session_stage failed_stage; /* set when sp_session_run returned < 0 */
+	pid_t failed_pid;            /* the process the failed stage was about (-1: none, system-wide) */
+	pid_t command_pid;           /* the launched command, or -1 */
+	int command_status;          /* its wait(2) status once reaped */
+	bool command_exited;         /* it ended by itself while recording */
+	bool command_ended_by_stop;  /* our SIGTERM after the deadline (no stop request) ended it */
+	/*
+	 * The status a front end exits with: 1 when the spool failed (error);
+	 * else with a launched command its exit status (128+N when killed by
+	 * signal N), 0 when our SIGTERM at the deadline ended it; 0 otherwise.
+	 */
+	int exit_status;
+};
+
+/*
+ * Record one session, the loop every front end runs (record, top, an
+ * embedding program): launch the command suspended and attach at its exec
+ * (SP_ATTACH_ENABLE_ON_EXEC), or attach to pids (and their descendants), or
+ * sample every CPU (launching the command, if any, once sampling is on);
+ * then drain the rings until the command or every attached process ends,
+ * duration_ns passes, *stop_requests turns non-zero, or the drained hook
+ * says stop; finish the spool; then stop a launched command still running,
+ * as perf does: a moment to exit on its own if a stop was requested (a
+ * terminal's Ctrl-C reached it too), SIGTERM, and SIGKILL 5 s later or at
+ * one more stop request.  Blocks for the whole session; never prints,
+ * never exits, installs no signal handler.
+ *
+ * Returns 0 when the session recorded (res says how it ended, including a
+ * spool error in res->error); a started hook's non-zero value; or -errno /
+ * -SP_E_* when it could not start, with res->failed_stage and
+ * res->failed_pid saying where (a spool half made by a later attach is
+ * removed).  res is filled in every case.  o and everything it points to
+ * are borrowed for the call.
+ */
+int sp_session_run(const struct sp_session_opts *o, struct sp_session_result *res);
+
+/*
+ * What a recording's text summary says besides its counters
+ * (sp_summary_write_text, lib/report/text_summary.c); the caller measures
+ * the costs.
+ */
+struct sp_summary_text {
+	const char *subcommand;       /* "record", "top": the first line's "stackpulse SUBCOMMAND:" */
+	const char *spool_path;
+	uint64_t spool_bytes;         /* the spool's size */
+	double elapsed_s;             /* recording time, s */
+	enum sp_event_source source;  /* the event sampled (sp_recorder_event_source) */
+	bool counts_kernel_time;      /* sp_recorder_counts_kernel_time */
+	const struct sp_record_opts *opts; /* the sampling options recorded with */
+	bool realtime;                /* drained at a real-time priority (no --realtime hint) */
+	bool system_wide;
+	const char *cpu_list;         /* the CPUs named (-C), or NULL */
+	double cpu_s;                 /* the recording process's own CPU time, s; < 0: unknown, not shown */
+	double peak_mib;              /* its peak resident memory, MiB */
+	bool with_display;            /* a live view shared the process (top): its CPU is both */
+};
+
+/*
+ * Write the summary of a finished recording s as record and top print it:
+ * the spool written, the counts, the recorder's cost, the skipped samples,
+ * why stacks ended early (only what occurred), hints.  Lines end in '\n'.
+ */
+void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_text *t, FILE *out);
+
+/* CLOCK_MONOTONIC in ns. */
+uint64_t sp_monotonic_ns(void);
+
+/*
+ * The online CPUs as /sys/devices/system/cpu/online lists them ("0-3,5"),
+ * without the newline, into buf (size bytes).  0 or -errno.
+ */
+int sp_online_cpus_text(char *buf, size_t size);
+/* kernel.perf_event_paranoid (/proc/sys/kernel/perf_event_paranoid), or -1 when unreadable. */
+int sp_perf_event_paranoid(void);
+/*
+ * pid's command line, /proc/PID/cmdline: its arguments, each NUL-terminated,
+ * into buf (at most size - 1 bytes, then a NUL).  Returns the bytes read, 0
+ * when the process is gone or has none (a kernel thread, a zombie).
+ */
+size_t sp_pid_cmdline(pid_t pid, char *buf, size_t size);
+/*
+ * Would execvp(3) find cmd as an executable regular file (searching PATH,
+ * or /usr/local/bin:/usr/bin:/bin without it, when cmd has no '/')?  0, or
+ * the -errno the exec would fail with (-ENOENT, -EACCES, ...).
+ */
+int sp_command_runnable(const char *cmd);
 
 #ifdef __cplusplus
 }

@@ -43,50 +43,6 @@ uint32_t sp_max_sample_rate(void)
 	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 }
 
-/* Online CPUs from sysfs ("0-3,5"); falls back to every configured CPU. */
-static int online_cpus(int **out)
-{
-	int n = 0, cap = 64;
-	int *cpus = malloc(cap * sizeof(int));
-	if (!cpus)
-		return -ENOMEM;
-	FILE *f = fopen("/sys/devices/system/cpu/online", "r");
-	char line[4096];
-	if (f && fgets(line, sizeof(line), f)) {
-		char *p = line;
-		while (*p && *p != '\n') {
-			char *q;
-			long a = strtol(p, &q, 10), b = a;
-			if (q == p || a < 0)
-				break;
-			if (*q == '-')
-				b = strtol(q + 1, &q, 10);
-			for (long c = a; c <= b && c < 65536; c++) {
-				if (n == cap) {
-					int *m = realloc(cpus, (cap *= 2) * sizeof(int));
-					if (!m) {
-						free(cpus);
-						fclose(f);
-						return -ENOMEM;
-					}
-					cpus = m;
-				}
-				cpus[n++] = (int)c;
-			}
-			p = *q == ',' ? q + 1 : q;
-		}
-	}
-	if (f)
-		fclose(f);
-	if (n == 0) {
-		long c = sysconf(_SC_NPROCESSORS_CONF);
-		for (long i = 0; i < c && i < cap; i++)
-			cpus[n++] = (int)i;
-	}
-	*out = cpus;
-	return n;
-}
-
 /*
  * Without CAP_IPC_LOCK (approximated by root) the kernel lets a user lock
  * kernel.perf_event_mlock_kb per online CPU for rings, plus RLIMIT_MEMLOCK:
@@ -192,8 +148,9 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	memset(e, 0, sizeof(*e));
 	e->epfd = -1;
 	sp_map_init(&e->id_tid);
-	uint32_t freq = opts->frequency_hz ? opts->frequency_hz : SP_DEFAULT_FREQUENCY;
-	uint32_t stack = opts->stack_size ? opts->stack_size : SP_DEFAULT_STACK_SIZE;
+	/* by period, freq is the rate the rings are sized for (below) */
+	uint32_t freq = sp_record_opts_frequency(opts);
+	uint32_t stack = sp_record_opts_stack_size(opts);
 	uint32_t max_rate = sp_max_sample_rate();
 	if (!opts->period && max_rate && freq > max_rate)
 		return -SP_E_FREQ_LIMIT;
@@ -225,7 +182,7 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	}
 	/*
 	 * The callchain brings kernel frames (-k) and the user frame-pointer
-	 * chain that extends stacks deeper than the copy (DESIGN decision 3).
+	 * chain that extends stacks deeper than the copy (docs/DESIGN.md, decision 3).
 	 */
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
@@ -286,7 +243,7 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	e->bytes_per_s = (uint64_t)per_sample * freq;
 	a->watermark = 1;
 
-	int n = online_cpus(&e->cpus);
+	int n = sp_online_cpus(&e->cpus);
 	if (n < 0)
 		return n;
 	e->ncpus = n;

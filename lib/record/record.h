@@ -5,9 +5,16 @@
  * Owns: perf_event_open events and their rings (perf_event.c), decoding of
  * the kernel's records (perf_record.c), user registers (perf_regs.c), the
  * process and module state the records build (process.c, modfile.c), the
- * recorder's drain loop that unwinds each sample and writes the spool
- * (recorder.c), launching a command (launch.c), the liveness of attached
- * processes (liveness.c) and their children (children.c).
+ * recorder: its dispatch of drained records (recorder.c), attaching and its
+ * lifecycle (attach.c), the process table and /proc maps (proc_maps.c), the
+ * sample path that unwinds each sample and writes it (sample.c), callchain
+ * splicing and thread roots (callchain.c), the stack-key cache
+ * (stack_cache.c), thread names (thread_names.c), eviction of processes gone
+ * and images replaced while recording (images.c), a tail of the spool given
+ * those images (tail_images.c), container perf maps (container_perf_maps.c);
+ * launching a command (launch.c), the liveness of attached processes
+ * (liveness.c) and their children (children.c), and the recording session
+ * every front end runs (session.c).
  * May call: unwind, spool, symbols (naming replaced images at record end:
  * sp_symbolize_images) and util.  Never report.
  */
@@ -256,8 +263,8 @@ struct sp_process {
 	bool is_python;
 	/*
 	 * Runs JIT code or a Python runtime: in a container its perf map is
-	 * looked for (then kept open) on its samples, every PERF_MAP_RETRY_NS
-	 * while missing, PERF_MAP_TRIES times at most.
+	 * looked for (then kept open) on its samples, every 0.2 s
+	 * while missing, SP_PERF_MAP_TRIES times at most.
 	 */
 	bool perf_map_wanted;
 	uint8_t perf_map_tries;
@@ -294,5 +301,227 @@ struct sp_proc_module *sp_process_find_pre_exec(const struct sp_process *p, uint
 void sp_process_end_exec(struct sp_process *p);
 void sp_process_release(struct sp_process *p);
 
+
+/* ---- the recorder (recorder.c and the files named below) ----------------- */
+
+#define SP_RECORD_MAX_FRAMES 1024
+#define SP_ROOT_CHAIN_MAX 16 /* root-end frames remembered per thread */
+
+/* Thread names (comm) by (pid, tid), so a forked task inherits its parent's (thread_names.c). */
+struct sp_task_comm {
+	char name[16]; /* as the kernel gives it (TASK_COMM_LEN) */
+	bool written;  /* the spool has it */
+};
+
+struct sp_thread_names {
+	struct sp_map index; /* (pid << 32 | tid) -> index into comms */
+	struct sp_task_comm *comms;
+	size_t n, cap;
+};
+
+void sp_thread_names_init(struct sp_thread_names *t);
+void sp_thread_names_release(struct sp_thread_names *t);
+struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pid, uint32_t tid);
+/* Remember (pid, tid)'s name; written says the spool already has it.  Out of memory: unnamed. */
+void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t tid,
+			      const char *name, bool written);
+/* (pid, tid)'s name from /proc (pid 0, the idle task: "[idle]"), not yet in the spool. */
+void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid);
+
+/*
+ * Stacks seen before (stack_cache.c): the same key (process, its module
+ * generation, kernel and user return addresses, the end marker) gives the
+ * stack id interned the first time, without interning its frames again.
+ */
+struct sp_stack_cache {
+	struct sp_map map; /* key hash -> index into keys */
+	struct sp_stack_key *keys;
+	size_t nkeys, keys_cap;
+	uint64_t *words; /* every key's words, back to back */
+	size_t nwords, words_cap;
+};
+
+void sp_stack_cache_init(struct sp_stack_cache *c);
+void sp_stack_cache_release(struct sp_stack_cache *c);
+/* The hash of key words w[0..n). */
+uint64_t sp_stack_cache_hash(const uint64_t *w, size_t n);
+/* The stack id cached for key[0..n) with hash h, or false. */
+bool sp_stack_cache_find(const struct sp_stack_cache *c, const uint64_t *key, size_t n, uint64_t h,
+			 uint32_t *stack_id);
+/* Remember key -> stack_id; out of memory or past the cap only means no caching. */
+void sp_stack_cache_put(struct sp_stack_cache *c, const uint64_t *key, size_t n, uint64_t h,
+			uint32_t stack_id);
+
+/* The root end of each thread's last complete stack (callchain.c). */
+struct sp_root_chain {
+	uint32_t n;
+	uint64_t pcs[SP_ROOT_CHAIN_MAX]; /* outermost frames last */
+};
+
+struct sp_root_chains {
+	struct sp_map index; /* tid -> index into chains */
+	struct sp_root_chain *chains;
+	size_t n, cap;
+};
+
+void sp_root_chains_init(struct sp_root_chains *c);
+void sp_root_chains_release(struct sp_root_chains *c);
+/* Remember the root end of tid's complete stack pcs[0..n). */
+void sp_root_chains_remember(struct sp_root_chains *c, uint32_t tid, const uint64_t *pcs, size_t n);
+void sp_root_chains_forget(struct sp_root_chains *c, uint32_t tid);
+/*
+ * Complete a spliced stack pcs[0..*n) (room for SP_RECORD_MAX_FRAMES) from
+ * tid's remembered root end; true when the root was reached.
+ */
+bool sp_root_chains_complete(const struct sp_root_chains *c, uint32_t tid, uint64_t *pcs, size_t *n);
+
+/*
+ * Split perf's callchain at its context markers: kernel entries into kpcs
+ * (at most max) as lookup addresses, the user frame-pointer chain returned in
+ * place (*user, *nuser).  Returns the number of kernel entries.
+ */
+size_t sp_callchain_split(const struct sp_perf_sample *s, uint64_t *kpcs, size_t max,
+			  const uint64_t **user, size_t *nuser);
+/*
+ * When DWARF stopped early after pcs[0..n), continue with the frame-pointer
+ * chain user[0..nuser) only from where both chains agree (docs/DESIGN.md,
+ * decision 3), stopping at the first address no module of p maps.  Returns
+ * the new count; *used says whether frames were added; chain frames not used
+ * are added to *ignored.
+ */
+size_t sp_callchain_splice(uint64_t *pcs, size_t n, struct sp_process *p, const uint64_t *user,
+			   size_t nuser, bool *used, uint64_t *ignored);
+
+/*
+ * A sample whose stack the kernel could not copy at all, in a process not
+ * known to be in an exec: the old image's pc after execve replaced the
+ * address space (the exec's record is still to come), or a forked child's
+ * first steps.  Both stack ids are interned; the process's next record
+ * chooses: its exec record the complete one-frame stack, anything else the
+ * truncated one.  Inside one exec every sample has the same pc (the system
+ * call's return): held samples of the process at another pc than its last
+ * one's (a forked child's first steps before it exec'd) stay cut.
+ */
+struct sp_held_sample {
+	int32_t pid, tid;
+	uint64_t time, pc;
+	uint32_t cut, whole; /* stack ids: with the truncation marker, without */
+};
+#define SP_HELD_MAX 64
+
+struct sp_held_samples {
+	struct sp_held_sample s[SP_HELD_MAX];
+	size_t n;
+};
+
+/* Perf maps of processes in containers, kept open: pid and fd (proc_maps.c). */
+struct sp_kept_perf_maps {
+	int32_t *pids;
+	int *fds;
+	size_t n, cap, fds_cap;
+};
+
+/* Every process the recording knows, by pid (proc_maps.c). */
+struct sp_process_table {
+	struct sp_map index; /* pid -> index into all */
+	struct sp_process **all;
+	size_t n, cap;
+};
+
+/* Attached roots, watched through pidfds (attach.c). */
+struct sp_attached_roots {
+	pid_t *pids;
+	int *pidfds; /* -1 where pidfd_open failed */
+	size_t n;
+};
+
+/* One sample's stack, reused from sample to sample (sample.c). */
+struct sp_sample_scratch {
+	uint64_t pcs[SP_RECORD_MAX_FRAMES];
+	uint64_t kpcs[SP_RECORD_MAX_FRAMES];
+	uint32_t frame_ids[2 * SP_RECORD_MAX_FRAMES + 1];
+	uint64_t key[2 * SP_RECORD_MAX_FRAMES + 5]; /* this sample's stack-cache key */
+};
+
+struct sp_recorder {
+	struct sp_events events;
+	struct sp_spool_writer *spool;
+	struct sp_summary summary;
+	struct sp_process_table procs;
+	struct sp_modfile_cache files;
+	struct sp_attached_roots roots;
+	struct sp_map opened_tids; /* tids with events opened by attach/refresh */
+	/* With event ids: tid -> the tid whose event stream samples it (sample.c) */
+	struct sp_map sample_origin;
+	struct sp_root_chains root_chains;
+	struct sp_stack_cache stacks;
+	struct sp_thread_names names;
+	struct sp_sample_scratch scratch;
+	struct sp_unwind_stats unwind_stats;
+	int write_error;
+	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
+	uint64_t last_evict_ns; /* of the last sp_recorder_evict_gone pass */
+	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
+	char *spool_path;       /* for sp_recorder_tail */
+	struct sp_tail *tail;   /* the tail following the spool, given images as it polls */
+	bool finished;
+	/* Samples that may have been taken inside an exec, held until it is known (sample.c). */
+	struct sp_held_samples held;
+	struct sp_kept_perf_maps kept;
+};
+
+/* How many times a process's container perf map is looked for, 0.2 s apart. */
+#define SP_PERF_MAP_TRIES 50
+
+#define SP_NO_ORIGIN UINT32_MAX /* sample_origin of a tid that started or ended anew */
+
+/* A spool write's result: the first error is kept (the drain returns it) and counted once. */
+static inline void sp_recorder_note_write(struct sp_recorder *r, int err)
+{
+	if (err && !r->write_error) {
+		r->write_error = err;
+		r->summary.error_stats[SP_ERR_SPOOL_WRITE]++;
+	}
+}
+
+/* proc_maps.c: the process table, modules from mmap records and /proc/PID/maps. */
+void sp_process_table_init(struct sp_process_table *t);
+/* Frees every process. */
+void sp_process_table_release(struct sp_process_table *t);
+struct sp_process *sp_process_table_find(struct sp_process_table *t, pid_t pid);
+/* The process of pid, made on first sight; a pid seen again after its exit starts anew. */
+struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid);
+/* Record who p runs as (or from's user, p being gone) when that is new to the spool. */
+void sp_recorder_note_owner(struct sp_recorder *r, struct sp_process *p,
+			    const struct sp_process *from, uint64_t time);
+void sp_recorder_mark_python(struct sp_recorder *r, struct sp_process *p, bool is_python,
+			     uint64_t time);
+/* A process in a container: open its perf map while it lives and keep it (retried). */
+void sp_recorder_keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint64_t now_ns);
+/* A mapping of no file: anonymous memory or a kernel-made region other than [vdso]. */
+bool sp_anon_path(const char *path);
+/* Register an executable mapping of p: module record, then the process's map.  0 or -errno. */
+int sp_recorder_add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_t start,
+			    uint64_t end, uint64_t pgoff, uint64_t dev, uint64_t ino,
+			    const char *path, uint64_t time);
+/* Every executable mapping of p from /proc (a live thread's maps once the leader exited). */
+int sp_recorder_read_maps(struct sp_recorder *r, struct sp_process *p);
+/* sp_unwind's module lookup in a struct sp_process (ctx), compiling CFI on first use. */
+const struct sp_unwind_module *sp_recorder_find_module(void *ctx, uint64_t pc);
+/* System-wide: a process first seen at sample s, its owner and modules from /proc. */
+struct sp_process *sp_recorder_discover_process(struct sp_recorder *r,
+						const struct sp_perf_sample *s);
+
+/* sample.c: one PERF_RECORD_SAMPLE, unwound and written (or held). */
+void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len);
+/*
+ * Write the held samples of pid (all pids when pid is -1) or only of tid
+ * (tid >= 0): as taken inside an exec (exec) or as cut stacks.
+ */
+void sp_recorder_release_held(struct sp_recorder *r, int32_t pid, int32_t tid, bool exec);
+
+/* images.c: forget processes gone for good (at most every 2 s); name replaced images at the end. */
+void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now_ns);
+void sp_recorder_store_replaced_images(struct sp_recorder *r);
 
 #endif

@@ -8,7 +8,8 @@
  * escapes (escape.c), facts read from ELF files (elf_util.c), bounds on what
  * compressed ELF sections may inflate to (elf_inflate.c), module path display
  * and Python runtime modules (module_path.c), a process's owner from /proc
- * (procfs.c), opening only regular files in places others control
+ * (procfs.c), online CPUs, perf_event_paranoid, command lines and the PATH
+ * search (sysinfo.c), the monotonic clock and re-read pacing (pace.c), opening only regular files in places others control
  * (open_regular.c), and the error table (errors.c).
  * May call: libc and libelf only, never another stage of lib/.
  */
@@ -148,8 +149,7 @@ struct sp_elf_info {
 
 /* ---- pacing re-reads (pace.c) ------------------------------------------- */
 
-/* CLOCK_MONOTONIC in ns. */
-uint64_t sp_monotonic_ns(void);
+/* sp_monotonic_ns, CLOCK_MONOTONIC in ns, is public (stackpulse.h). */
 /*
  * A file the target keeps growing (a perf map, a jitdump) is re-read at most
  * a tenth of the reader's time: the next read waits SP_PACE_SPACING times as
@@ -325,6 +325,17 @@ uint64_t sp_pid_start_us(pid_t pid);
  * -SP_E_NO_PROCESS when it is gone, -SP_E_BAD_ARG when buf is too small.
  */
 int sp_pid_perf_map_path(pid_t pid, char *buf, size_t size, int32_t *nspid);
+
+/* ---- system facts (sysinfo.c) ------------------------------------------ */
+
+/*
+ * The online CPUs (/sys/devices/system/cpu/online) as a malloc'd array in
+ * *out that the caller frees, every configured CPU when that file is
+ * unreadable.  Returns how many, or -ENOMEM.  The public facts of sysinfo.c
+ * (sp_online_cpus_text, sp_perf_event_paranoid, sp_pid_cmdline,
+ * sp_command_runnable) are declared in stackpulse.h, for cmd/.
+ */
+int sp_online_cpus(int **out);
 
 /* ---- opening files others control (open_regular.c) --------------------- */
 

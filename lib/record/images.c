@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Module images of the recording's processes: forgetting processes gone for
+ * good, and naming the images deleted or replaced while recording into the
+ * spool at the end.
+ */
+#include "record/record.h"
+#include "spool/spool.h"
+#include "symbols/symbols.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+
+/* A pass every EVICT_EVERY_NS; a process is forgotten EVICT_AFTER_NS after its exit. */
+#define EVICT_EVERY_NS 2000000000ull
+#define EVICT_AFTER_NS 2000000000ull
+
+/* Some file of p's was deleted or replaced: kept to name its frames at the end. */
+static bool maps_replaced_file(const struct sp_process *p)
+{
+	for (size_t i = 0; i < p->nmods; i++)
+		if (p->mods[i].file && sp_modfile_replaced(p->mods[i].file))
+			return true;
+	return false;
+}
+
+static void mark_in_use(struct sp_proc_module *mods, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct sp_modfile *f = mods[i].file;
+		if (f) {
+			f->in_use = true;
+			if (f->cfi_owner)
+				f->cfi_owner->in_use = true;
+		}
+	}
+}
+
+/*
+ * A recording of a busy machine (or of a build) sees thousands of processes
+ * come and go.  Once one is gone for good (its exit drained EVICT_AFTER_NS
+ * ago, so its last samples are written; and no process has its pid), its
+ * modules are dropped, and the module files no process maps any more are
+ * closed with their CFI tables.  Files deleted or replaced stay open: the
+ * end of the recording names their frames from them.
+ */
+void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
+{
+	if (now - r->last_evict_ns < EVICT_EVERY_NS)
+		return;
+	r->last_evict_ns = now;
+	size_t dropped = 0;
+	for (size_t i = 0; i < r->procs.n; i++) {
+		struct sp_process *p = r->procs.all[i];
+		if (!p->exited || (!p->nmods && !p->npre_exec) || now - p->exited_ns < EVICT_AFTER_NS ||
+		    !(kill(p->pid, 0) && errno == ESRCH) || maps_replaced_file(p))
+			continue;
+		sp_process_end_exec(p);
+		sp_process_clear_modules(p);
+		p->maps_known = false;
+		dropped++;
+	}
+	if (!dropped)
+		return;
+	for (size_t i = 0; i < r->files.nfiles; i++)
+		r->files.files[i]->in_use = false;
+	for (size_t i = 0; i < r->procs.n; i++) {
+		mark_in_use(r->procs.all[i]->mods, r->procs.all[i]->nmods);
+		mark_in_use(r->procs.all[i]->pre_exec, r->procs.all[i]->npre_exec);
+	}
+	r->summary.processes_forgotten += dropped;
+	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
+}
+/*
+ * docs/DESIGN.md, decision 7: a module file deleted or replaced while recording can
+ * never be proven at its path again, so its frames are named now, from the
+ * image the recorder holds open, and stored in the spool.  Only at the end,
+ * only for such files: the check is one stat(2) per module file.
+ */
+void sp_recorder_store_replaced_images(struct sp_recorder *r)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->procs.n; i++)
+		for (size_t j = 0; j < r->procs.all[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs.all[i]->mods[j];
+			if (pm->file && sp_modfile_replaced(pm->file) && pm->module_id >= n)
+				n = (size_t)pm->module_id + 1;
+		}
+	int *fds = n ? malloc(n * sizeof(*fds)) : NULL;
+	if (!fds)
+		return;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = -1;
+	for (size_t i = 0; i < r->procs.n; i++)
+		for (size_t j = 0; j < r->procs.all[i]->nmods; j++) {
+			const struct sp_proc_module *pm = &r->procs.all[i]->mods[j];
+			if (pm->file && pm->module_id < n && sp_modfile_replaced(pm->file))
+				fds[pm->module_id] = pm->file->fd;
+		}
+	uint64_t frames;
+	/* Best effort: without these records the frames say their file is not the recorded one. */
+	sp_symbolize_images(r->spool, fds, n, &frames);
+	free(fds);
+}

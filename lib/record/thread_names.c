@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/* Thread names by (pid, tid): what the kernel reported, inherited at a fork, or read from /proc. */
+#include "record/record.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static uint64_t task_key(uint32_t pid, uint32_t tid)
+{
+	return (uint64_t)pid << 32 | tid;
+}
+
+void sp_thread_names_init(struct sp_thread_names *t)
+{
+	memset(t, 0, sizeof(*t));
+	sp_map_init(&t->index);
+}
+
+void sp_thread_names_release(struct sp_thread_names *t)
+{
+	sp_map_release(&t->index);
+	free(t->comms);
+}
+
+struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pid, uint32_t tid)
+{
+	uint32_t idx;
+	return sp_map_get(&t->index, task_key(pid, tid), &idx) ? &t->comms[idx] : NULL;
+}
+
+void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t tid,
+			      const char *name, bool written)
+{
+	struct sp_task_comm *c = sp_thread_names_find(t, pid, tid);
+	if (!c) {
+		if (sp_array_reserve((void **)&t->comms, &t->cap, t->n + 1, sizeof(*t->comms)) ||
+		    sp_map_put(&t->index, task_key(pid, tid), (uint32_t)t->n))
+			return; /* out of memory: the thread stays unnamed */
+		c = &t->comms[t->n++];
+	}
+	snprintf(c->name, sizeof(c->name), "%s", name);
+	c->written = written;
+}
+
+/*
+ * System-wide: (pid, tid)'s name from /proc, written with its first sample.
+ * The idle task, pid 0, is "[idle]".
+ */
+void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid)
+{
+	char path[96], name[64] = "[idle]";
+	if (pid) {
+		name[0] = '\0';
+		snprintf(path, sizeof(path), "/proc/%u/task/%u/comm", pid, tid);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n = fd < 0 ? -1 : read(fd, name, sizeof(name) - 1);
+		if (fd >= 0)
+			close(fd);
+		name[n > 0 ? n : 0] = '\0';
+		name[strcspn(name, "\n")] = '\0';
+	}
+	sp_thread_names_remember(t, pid, tid, name, false);
+}

@@ -127,8 +127,8 @@ enum sp_perf_map_verdict {
  * Read DIR/perf-PID.map into m (freshly initialised) once it passes the
  * checks a file written by someone else deserves: opened without following
  * a symlink, a regular file, not writable by group or others (mode & 022),
- * owned by root or by owner, the process's effective uid (docs/DESIGN.md,
- * decision 9: any user can write /tmp/perf-PID.map for any pid); with owner
+ * owned by root or by owner, the process's effective uid
+ * (docs/DESIGN.md, decision 9: any user can write /tmp/perf-PID.map for any pid); with owner
  * SP_PERF_MAP_OWNER_UNKNOWN (a spool without OWNER records), by root or the
  * caller's effective uid.  When not_before_us is non-zero (the process's start, µs since the
  * epoch), a file last modified more than SP_PERF_MAP_TIME_MARGIN_US before

@@ -384,8 +384,8 @@ size_t sp_callchain_split(const struct sp_perf_sample *s, uint64_t *kpcs, size_t
 			  const uint64_t **user, size_t *nuser);
 /*
  * When DWARF stopped early after pcs[0..n), continue with the frame-pointer
- * chain user[0..nuser) only from where both chains agree (docs/DESIGN.md,
- * decision 3), stopping at the first address no module of p maps.  Returns
+ * chain user[0..nuser) only from where both chains agree
+ * (docs/DESIGN.md, decision 3), stopping at the first address no module of p maps.  Returns
  * the new count; *used says whether frames were added; chain frames not used
  * are added to *ignored.
  */

@@ -396,8 +396,8 @@ int sp_cmp_pid(const void *a, const void *b);
 
 /*
  * At record end, name the frames of modules whose file was deleted or
- * replaced from the images the recorder kept open (docs/DESIGN.md,
- * decision 7: a module is named from the very image that was sampled):
+ * replaced from the images the recorder kept open
+ * (docs/DESIGN.md, decision 7: a module is named from the very image that was sampled):
  * fd_by_module[id] (n entries) is such an image's fd, or -1.  Reads the
  * spool written so far back, resolves the frames of those modules that the
  * samples use, and appends their symbol records to w (lib/symbols/names_to_spool.c).

@@ -13,8 +13,8 @@
 #include <unistd.h>
 
 /*
- * JIT code without CFI proven from its code, at record time (docs/DESIGN.md,
- * decision 4).  A frame in anonymous executable memory
+ * JIT code without CFI proven from its code, at record time
+ * (docs/DESIGN.md, decision 4).  A frame in anonymous executable memory
  * is proven from the instructions between its function's entry and the pc
  * (lib/unwind/codeframe.c).  The entry comes from one of two places, never from a
  * scan backwards (which cannot tell code from data):

@@ -125,8 +125,8 @@ static inline unsigned sp_stack_read(const struct sp_stack_mem *s, uint64_t addr
 
 struct sp_unwind_module;
 /*
- * A row for pc in module m proven from its code bytes (docs/DESIGN.md,
- * decision 4: the CFA derived from the instructions that fall through from
+ * A row for pc in module m proven from its code bytes
+ * (docs/DESIGN.md, decision 4: the CFA derived from the instructions that fall through from
  * the function's entry), for modules without CFI: out filled and returned, or NULL when nothing is
  * proven.  ctx is the find callback's; after_call: pc is a return address.
  */
@@ -200,8 +200,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
 
 /*
- * Frames proven from code bytes (lib/unwind/codeframe.c; docs/DESIGN.md,
- * decision 4: nothing is proven past a jump or a return).
+ * Frames proven from code bytes (lib/unwind/codeframe.c;
+ * docs/DESIGN.md, decision 4: nothing is proven past a jump or a return).
  * code[0, len) is a function's machine code from its entry; pc_off is the pc's
  * offset in it (after_call: a return address, which must follow a call).
  * Fills row (SP_CFI_CFA_REG, ra at CFA-8) from the straight-line instructions

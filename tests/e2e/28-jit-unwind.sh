@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Unwinding through generated code without CFI, proven from its instructions at record
-# time (DESIGN decision 4): (b) hand-made JIT code named by a perf map keeps its native
+# time (docs/DESIGN.md, decision 4): (b) hand-made JIT code named by a perf map keeps its native
 # callers down to main; (a) CPython 3.12 / 3.13 -X perf (and PYTHONPERFSUPPORT=1) keep
 # the whole Python chain above a busy leaf; (c) Node's JIT frames, measured only.
 # Beside each share: perf record --call-graph dwarf + perf script on the same program.

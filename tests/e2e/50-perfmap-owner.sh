@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 # Anyone can write /tmp/perf-PID.map for any pid: a perf map names a process's code
-# only when it belongs to the process's user or root (DESIGN decision 9).  The spool
+# only when it belongs to the process's user or root (docs/DESIGN.md, decision 9).  The spool
 # records each process's effective uid (OWNER records); report refuses another
 # user's map, says so, and leaves the frames as addresses.
 . "$(dirname "$0")/lib.sh"

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# record -p never signals its target (DESIGN decision 11): a program that treats
+# record -p never signals its target (docs/DESIGN.md, decision 11): a program that treats
 # EINTR from epoll_wait as fatal (blocked_wait) survives the attach and its stacks
 # are recorded; --stop-attach still does it the old way (SIGSTOP, SIGCONT), which
 # that program does not survive.  A target that starts threads all the while

@@ -48,7 +48,7 @@ grep -q "jit_work  *$JD" jd.txt && ok "the report names jit_work from $JD" ||
 with_timeout 60 "$SP" symbolize -o jd-sym.spool jd.spool >/dev/null 2>&1 ||
 	fail "symbolize of the jit_dump spool exited $?"
 
-# A jitdump others can write is not believed (DESIGN decision 9, as perf maps).
+# A jitdump others can write is not believed (docs/DESIGN.md, decision 9, as perf maps).
 chmod 0666 "$JD"
 with_timeout 60 "$SP" report --format=folded jd.spool >jd-open.folded 2>/dev/null
 if grep -q 'jit_work' jd-open.folded; then

@@ -37,6 +37,8 @@ LIBS = $(DEP_LIBS) -liberty -lz
 LIB_SRC := $(sort $(wildcard lib/*/*.c))
 LIB_OBJ := $(LIB_SRC:.c=.o)
 LIB_HDR := $(wildcard lib/*.h lib/*/*.h)
+# The public header and the parts it includes (lib/stackpulse/*.h).
+PUBLIC_HDR := lib/stackpulse.h $(wildcard lib/stackpulse/*.h)
 CMD_SRC := $(sort $(wildcard cmd/*.c))
 CMD_OBJ := $(CMD_SRC:.c=.o)
 UNIT_SRC := $(sort $(wildcard tests/unit/*.c))
@@ -58,7 +60,7 @@ libstackpulse.a: $(LIB_OBJ)
 lib/%.o: lib/%.c $(LIB_HDR) | check-deps
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
-cmd/%.o: cmd/%.c cmd/cli.h lib/stackpulse.h
+cmd/%.o: cmd/%.c cmd/cli.h $(PUBLIC_HDR)
 	$(CC) $(ALL_CFLAGS) -c -o $@ $<
 
 stackpulse: $(CMD_OBJ) libstackpulse.a
@@ -110,6 +112,8 @@ install: stackpulse libstackpulse.a
 	install -m 755 stackpulse $(DESTDIR)$(bindir)/stackpulse
 	install -m 644 libstackpulse.a $(DESTDIR)$(libdir)/libstackpulse.a
 	install -m 644 lib/stackpulse.h $(DESTDIR)$(includedir)/stackpulse.h
+	install -d $(DESTDIR)$(includedir)/stackpulse
+	install -m 644 lib/stackpulse/*.h $(DESTDIR)$(includedir)/stackpulse/
 	sed -e 's|@prefix@|$(prefix)|g' -e 's|@libdir@|$(libdir)|g' \
 	  -e 's|@includedir@|$(includedir)|g' -e 's|@version@|$(VERSION)|g' \
 	  stackpulse.pc.in >$(DESTDIR)$(libdir)/pkgconfig/stackpulse.pc
@@ -126,10 +130,10 @@ scripts/rusage-run: scripts/rusage-run.c
 bench-tools: scripts/gen-spool scripts/rusage-run
 
 # The README's embedding example, built against this tree's library.
-examples/embed: examples/embed.c libstackpulse.a lib/stackpulse.h
+examples/embed: examples/embed.c libstackpulse.a $(PUBLIC_HDR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
 # The Tail example: a profile processed while it is recorded.
-examples/tail: examples/tail.c libstackpulse.a lib/stackpulse.h
+examples/tail: examples/tail.c libstackpulse.a $(PUBLIC_HDR)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $< libstackpulse.a $(LIBS)
 embed-example: examples/embed examples/tail
 

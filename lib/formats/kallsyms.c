@@ -142,15 +142,7 @@ static int set_text(struct bucket *b, const struct ksym_line *l, uint8_t rank)
 /* First index j with addrs[j] >= x (n when none). */
 static size_t lower_bound(const uint64_t *a, size_t n, uint64_t x)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (a[mid] < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return sp_partition_point(n, i, a[i] < x);
 }
 
 static int add_symbol(struct sp_kallsyms *k, struct bucket *buckets, const struct ksym_line *l)
@@ -316,14 +308,7 @@ const struct sp_ksym *sp_kallsyms_find(const struct sp_kallsyms *k, uint64_t add
 	if (j < k->n && k->addrs[j] == addr)
 		return k->sym_of[j] == NO_KEPT ? NULL : &k->syms[k->sym_of[j]];
 	/* Not a needed address: a kept symbol may still hold it. */
-	size_t lo = 0, hi = k->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (k->syms[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = sp_partition_point(k->nsyms, i, k->syms[i].addr <= addr);
 	if (lo == 0 || addr >= k->syms[lo - 1].end)
 		return NULL;
 	return &k->syms[lo - 1];

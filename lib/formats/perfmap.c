@@ -55,16 +55,8 @@ int sp_perf_map_add_name(struct sp_perf_map *m, const char *s, size_t n, uint32_
 {
 	if (m->names_len + n + 1 > UINT32_MAX)
 		return -ENOMEM;
-	if (m->names_len + n + 1 > m->names_cap) {
-		size_t cap = m->names_cap ? m->names_cap : 4096;
-		while (cap < m->names_len + n + 1)
-			cap *= 2;
-		char *p = realloc(m->names, cap);
-		if (!p)
-			return -ENOMEM;
-		m->names = p;
-		m->names_cap = cap;
-	}
+	if (sp_array_reserve((void **)&m->names, &m->names_cap, m->names_len + n + 1, 1))
+		return -ENOMEM;
 	memcpy(m->names + m->names_len, s, n);
 	m->names[m->names_len + n] = '\0';
 	*off = (uint32_t)m->names_len;
@@ -211,15 +203,9 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 				m->stats.malformed++;
 			continue;
 		}
-		if (n == cap) {
-			size_t c = cap ? cap * 2 : 256;
-			struct sp_perf_map_entry *ne = realloc(e, c * sizeof(*ne));
-			if (!ne) {
-				err = -ENOMEM;
-				break;
-			}
-			e = ne;
-			cap = c;
+		if (sp_array_reserve((void **)&e, &cap, n + 1, sizeof(*e))) {
+			err = -ENOMEM;
+			break;
 		}
 		e[n].start = start;
 		e[n].end = start + size;
@@ -239,14 +225,7 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 
 const struct sp_perf_map_range *sp_perf_map_find(const struct sp_perf_map *m, uint64_t addr)
 {
-	size_t lo = 0, hi = m->n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (m->ranges[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = sp_partition_point(m->n, i, m->ranges[i].start <= addr);
 	if (lo == 0 || addr >= m->ranges[lo - 1].end)
 		return NULL;
 	return &m->ranges[lo - 1];

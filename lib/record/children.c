@@ -19,14 +19,8 @@ struct pid_list {
 
 static int pid_list_push(struct pid_list *l, pid_t pid)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		pid_t *v = realloc(l->v, cap * sizeof(*v));
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if (sp_array_reserve((void **)&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+		return -ENOMEM;
 	l->v[l->n++] = pid;
 	return 0;
 }
@@ -247,15 +241,9 @@ static int read_links(const char *proc, struct link **out, size_t *n, struct sp_
 			continue; /* exited during the scan, or not readable: not a descendant now */
 		if (is_dead_state(state) || ppid <= 0)
 			continue;
-		if (len == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct link *nv = realloc(v, ncap * sizeof(*nv));
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
-			v = nv;
-			cap = ncap;
+		if (sp_array_reserve((void **)&v, &cap, len + 1, sizeof(*v))) {
+			err = -ENOMEM;
+			break;
 		}
 		v[len++] = (struct link){.ppid = ppid, .pid = pid};
 	}
@@ -274,14 +262,7 @@ static int read_links(const char *proc, struct link **out, size_t *n, struct sp_
 static int queue_linked(const struct link *links, size_t nlinks, pid_t pid, struct sp_map *seen,
 			struct pid_list *queue)
 {
-	size_t lo = 0, hi = nlinks;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (links[mid].ppid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = sp_partition_point(nlinks, i, links[i].ppid < pid);
 	int err = 0;
 	for (size_t i = lo; !err && i < nlinks && links[i].ppid == pid; i++)
 		err = visit(seen, queue, links[i].pid);

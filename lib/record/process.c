@@ -8,31 +8,13 @@
 
 static int reserve(struct sp_process *p, size_t extra)
 {
-	if (p->nmods + extra <= p->cap)
-		return 0;
-	size_t cap = p->cap ? p->cap * 2 : 32;
-	while (cap < p->nmods + extra)
-		cap *= 2;
-	struct sp_proc_module *m = realloc(p->mods, cap * sizeof(*m));
-	if (!m)
-		return -ENOMEM;
-	p->mods = m;
-	p->cap = cap;
-	return 0;
+	return sp_array_reserve((void **)&p->mods, &p->cap, p->nmods + extra, sizeof(*p->mods));
 }
 
 /* Index of the first of the n sorted modules whose end is above addr. */
 static size_t first_ending_above(const struct sp_proc_module *mods, size_t n, uint64_t addr)
 {
-	size_t lo = 0, hi = n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (mods[mid].end <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return sp_partition_point(n, i, mods[i].end <= addr);
 }
 
 static size_t lower_bound(const struct sp_process *p, uint64_t addr)

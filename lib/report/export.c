@@ -84,14 +84,8 @@ int sp_intern(struct sp_intern *t, const void *key, size_t len, uint32_t *id, bo
 	}
 	if (t->n + 1 >= UINT32_MAX)
 		return -ENOMEM;
-	if (t->n + 2 > t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 64;
-		size_t *off = realloc(t->off, cap * sizeof(*off));
-		if (!off)
-			return -ENOMEM;
-		t->off = off;
-		t->cap = cap;
-	}
+	if (sp_array_reserve((void **)&t->off, &t->cap, t->n + 2, sizeof(*t->off)))
+		return -ENOMEM;
 	int err = len ? sp_buf_append(&t->keys, key, len) : 0;
 	if (!err)
 		err = sp_map_put(&t->index, h, (uint32_t)t->n);

@@ -131,14 +131,7 @@ static int find_function(struct elf_names *names, struct file_entry *f, Dwarf_Di
 		names->ncus++;
 	}
 	const struct cu_funcs *c = &names->cus[idx];
-	size_t lo = 0, hi = c->n;
-	while (lo < hi) { /* first range starting above pc */
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->r[mid].lo <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = sp_partition_point(c->n, i, c->r[i].lo <= pc); /* first range starting above pc */
 	for (size_t i = lo, seen = 0; i-- > 0 && seen < FUNCTION_SCAN; seen++)
 		if (pc < c->r[i].hi) {
 			*out = &c->r[i];
@@ -157,9 +150,9 @@ static int find_function(struct elf_names *names, struct file_entry *f, Dwarf_Di
  */
 static int scopes_in_function(const Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die **out)
 {
-	size_t n = 0, cap = 16;
-	Dwarf_Die *v = malloc(cap * sizeof(*v));
-	if (!v)
+	size_t n = 0, cap = 0;
+	Dwarf_Die *v = NULL;
+	if (sp_array_reserve((void **)&v, &cap, 16, sizeof(*v)))
 		return -ENOMEM;
 	v[n++] = *fn;
 	while (n < MAX_SCOPE_DEPTH) {
@@ -183,14 +176,9 @@ static int scopes_in_function(const Dwarf_Die *fn, Dwarf_Addr pc, Dwarf_Die **ou
 		} while (!deeper && dwarf_siblingof(&child, &child) == 0);
 		if (!deeper)
 			break;
-		if (n == cap) {
-			cap *= 2;
-			Dwarf_Die *w = realloc(v, cap * sizeof(*v));
-			if (!w) {
-				free(v);
-				return -ENOMEM;
-			}
-			v = w;
+		if (sp_array_reserve((void **)&v, &cap, n + 1, sizeof(*v))) {
+			free(v);
+			return -ENOMEM;
 		}
 		v[n++] = child;
 	}
@@ -259,14 +247,9 @@ static int cu_by_ranges(struct file_entry *f, uint64_t svma, Dwarf_Die **cu, Dwa
 		if (err)
 			return err;
 	}
-	size_t lo = 0, hi = f->ncu_ranges;
-	while (lo < hi) { /* first range starting above svma */
-		size_t mid = lo + (hi - lo) / 2;
-		if (f->cu_ranges[mid].lo + f->cu_ranges[mid].bias <= svma)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* The first range starting above svma. */
+	size_t lo = sp_partition_point(f->ncu_ranges, i,
+				       f->cu_ranges[i].lo + f->cu_ranges[i].bias <= svma);
 	/* Ranges of different CUs do not overlap; a few back cover nested ones. */
 	for (size_t i = lo, seen = 0; i-- > 0 && seen < FUNCTION_SCAN; seen++) {
 		const struct cu_range *r = &f->cu_ranges[i];

@@ -274,14 +274,7 @@ void sp_symtab_release(struct sp_symtab *t)
 
 const struct sp_symtab_entry *sp_symtab_find(const struct sp_symtab *t, uint64_t addr)
 {
-	size_t lo = 0, hi = t->n;
-	while (lo < hi) { /* first entry above addr */
-		size_t mid = lo + (hi - lo) / 2;
-		if (t->e[mid].addr <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = sp_partition_point(t->n, i, t->e[i].addr <= addr); /* first entry above addr */
 	for (size_t i = lo, seen = 0; i-- > 0 && seen < ENCLOSING_SCAN; seen++)
 		if (addr - t->e[i].addr < t->e[i].size)
 			return &t->e[i];

@@ -544,17 +544,7 @@ static inline uint32_t cache_slot(uint64_t pc)
 /* Number of rows whose start is <= pc (index into order). */
 static uint32_t upper_bound(const struct sp_cfi_table *t, uint64_t pc)
 {
-	uint32_t lo = 0, hi = t->nrows;
-
-	while (lo < hi) {
-		uint32_t mid = lo + (hi - lo) / 2;
-
-		if (t->rows[t->order[mid]].start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (uint32_t)sp_partition_point(t->nrows, i, t->rows[t->order[i]].start <= pc);
 }
 
 /* Insert row (which contains pc and no existing row does) at sorted position pos. */

@@ -282,14 +282,7 @@ static void refresh(struct sp_jitdump_cfi *c)
 
 static const struct jd_fn *find_fn(const struct sp_jitdump_cfi *c, uint64_t at)
 {
-	size_t lo = 0, hi = c->nfns;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->fns[mid].start <= at)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = sp_partition_point(c->nfns, i, c->fns[i].start <= at);
 	return lo && at < c->fns[lo - 1].end ? &c->fns[lo - 1] : NULL;
 }
 

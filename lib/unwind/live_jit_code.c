@@ -203,16 +203,8 @@ static ptrdiff_t code_at(struct sp_jit_code *j, uint64_t entry, size_t len)
 	if (sp_array_reserve((void **)&j->fns, &j->fns_cap, j->nfns + 1,
 			     sizeof(*j->fns)))
 		return -1;
-	if (j->pool_len + len > j->pool_cap) {
-		size_t cap = j->pool_cap ? j->pool_cap : 16384;
-		while (cap < j->pool_len + len)
-			cap *= 2;
-		uint8_t *p = realloc(j->pool, cap);
-		if (!p)
-			return -1;
-		j->pool = p;
-		j->pool_cap = cap;
-	}
+	if (sp_array_reserve((void **)&j->pool, &j->pool_cap, j->pool_len + len, 1))
+		return -1;
 	struct jit_fn *f = &j->fns[j->nfns];
 	f->entry = entry;
 	f->pool_off = (uint32_t)j->pool_len;

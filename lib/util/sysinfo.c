@@ -29,9 +29,10 @@ int sp_online_cpus_text(char *buf, size_t size)
 
 int sp_online_cpus(int **out)
 {
-	int n = 0, cap = 64;
-	int *cpus = malloc(cap * sizeof(int));
-	if (!cpus)
+	int n = 0;
+	size_t cap = 0;
+	int *cpus = NULL;
+	if (sp_array_reserve((void **)&cpus, &cap, 64, sizeof(*cpus)))
 		return -ENOMEM;
 	char line[4096];
 	if (!sp_online_cpus_text(line, sizeof(line))) {
@@ -44,13 +45,10 @@ int sp_online_cpus(int **out)
 			if (*q == '-')
 				b = strtol(q + 1, &q, 10);
 			for (long c = a; c <= b && c < 65536; c++) {
-				if (n == cap) {
-					int *m = realloc(cpus, (cap *= 2) * sizeof(int));
-					if (!m) {
-						free(cpus);
-						return -ENOMEM;
-					}
-					cpus = m;
+				if (sp_array_reserve((void **)&cpus, &cap, (size_t)n + 1,
+						     sizeof(*cpus))) {
+					free(cpus);
+					return -ENOMEM;
 				}
 				cpus[n++] = (int)c;
 			}
@@ -59,7 +57,7 @@ int sp_online_cpus(int **out)
 	}
 	if (n == 0) {
 		long c = sysconf(_SC_NPROCESSORS_CONF);
-		for (long i = 0; i < c && i < cap; i++)
+		for (long i = 0; i < c && (size_t)i < cap; i++)
 			cpus[n++] = (int)i;
 	}
 	*out = cpus;

@@ -487,13 +487,6 @@ static void on_follow_signal(int sig)
 	follow_stop = 1;
 }
 
-static uint64_t monotonic_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * report --follow: the spool read as it grows (a tail), a fresh function
  * table every interval, work per table proportional to the new samples,
@@ -544,7 +537,7 @@ static int report_follow(struct report_args *a)
 	for (;;) {
 		/* the window ends now while a recording writes; else at the last sample */
 		bool growing = sp_spool_is_growing(a->spool_path);
-		err = sp_live_update(live, growing ? monotonic_ns() : 0, NULL);
+		err = sp_live_update(live, growing ? sp_monotonic_ns() : 0, NULL);
 		if (err)
 			break;
 		uint64_t win, all;

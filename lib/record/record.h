@@ -4,7 +4,7 @@
  *
  * Owns: perf_event_open events and their rings (perf_event.c), decoding of
  * the kernel's records (perf_record.c), user registers (perf_regs.c), the
- * process and module state the records build (process.c, modfile.c), the
+ * process and module state the records build (process.c, module_files.c), the
  * recorder: its dispatch of drained records (recorder.c), attaching and its
  * lifecycle (attach.c), the process table and /proc maps (proc_maps.c), the
  * sample path that unwinds each sample and writes it (sample.c), callchain
@@ -189,7 +189,7 @@ int sp_events_drain(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *c
 void sp_events_drain_side(struct sp_events *e, sp_record_fn fn, void *ctx, uint64_t *corrupt);
 void sp_events_release(struct sp_events *e);
 
-/* ---- process and module state (process.c, modfile.c) -------------------- */
+/* ---- process and module state (process.c, module_files.c) -------------------- */
 
 /* One backing file, opened once and shared by every mapping of it. */
 struct sp_modfile {
@@ -218,7 +218,7 @@ struct sp_proc_module {
 	struct sp_unwind_module um;
 };
 
-/* Every module file a recording has opened, found by (dev, ino) (lib/record/modfile.c). */
+/* Every module file a recording has opened, found by (dev, ino) (lib/record/module_files.c). */
 struct sp_modfile_cache {
 	struct sp_map file_index;     /* hash(dev, ino) -> index into files */
 	struct sp_map build_id_index; /* hash(build-id) -> first file with it */

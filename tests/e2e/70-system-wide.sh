@@ -80,14 +80,26 @@ if command -v taskset >/dev/null 2>&1 && [ "$(nproc)" -ge 2 ]; then
 	with_timeout 60 "$SP" report --format=folded --pid=$on1 cpu0.spool >on1.folded 2>/dev/null
 	n0=$(folded_total on0.folded) n1=$(folded_total on1.folded)
 	info "-C 0: $n0 samples of the program on CPU 0, $n1 of the one on CPU 1"
-	[ "$n0" -gt 500 ] && [ "$n1" -eq 0 ] && ok "-C 0 keeps only CPU 0's samples" ||
+	# at least 100: other work on a loaded machine may take most of CPU 0 from it
+	[ "$n0" -gt 100 ] && [ "$n1" -eq 0 ] && ok "-C 0 keeps only CPU 0's samples" ||
 		fail "-C 0: $n0 samples of CPU 0's program, $n1 of CPU 1's (want many and none)"
 	# the idle task is pid 0: --pid 0 keeps it (a second with nothing busy)
 	sp_record idle.spool -a -d 1 || fail "record -a -d 1 exited $?: $(head -c 300 record.err)"
-	"$SP" report --pid 0 --format=folded idle.spool >idle.folded 2>idle.err &&
-		[ "$(folded_total idle.folded)" -gt 0 ] &&
-		ok "report --pid 0 keeps the idle task's samples ($(folded_total idle.folded))" ||
-		fail "report --pid 0: $(head -c 200 idle.err) $(head -n 3 idle.folded | tr '\n' '|')"
+	# How many samples the idle task has, from the per-process roots: on a machine kept
+	# busy by other work there may be none, and --pid 0 must then keep none.
+	"$SP" report --format=folded --group-by=process idle.spool 2>/dev/null |
+		awk '/^\[idle\] \(pid 0\);/ { n += $NF } END { print n + 0 }' >idle.want
+	want=$(cat idle.want)
+	if "$SP" report --pid 0 --format=folded idle.spool >idle.folded 2>idle.err &&
+		[ "$(folded_total idle.folded)" = "$want" ]; then
+		if [ "$want" -gt 0 ]; then
+			ok "report --pid 0 keeps the idle task's $want samples, no other"
+		else
+			ok "report --pid 0 keeps nothing: the idle task had no sample (no CPU was idle)"
+		fi
+	else
+		fail "report --pid 0 kept $(folded_total idle.folded) samples, the idle task has $want: $(head -c 200 idle.err)"
+	fi
 	# --percent-limit leaves small processes' sections out, counted
 	"$SP" report --group-by=process --percent-limit 5 sw.spool >sections.txt 2>/dev/null
 	grep -q '^(.* more process.* under 5.0% each' sections.txt &&

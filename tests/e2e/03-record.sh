@@ -108,7 +108,7 @@ info "top stack: $(folded_top small.folded 1)"
 share_at_least 99 "$1" "$2" "the folded stacks start with [truncated] and end in level4"
 # The hot loop's stacks are whole with the default copy.  A sample or two taken while
 # the program starts (its execve, ld.so before the mappings are known) may be cut:
-# shown, not failed (issue 13 covers samples during execve).
+# shown, not failed (e2e 58 covers samples during execve).
 others=$(grep '^\[truncated\]' long.folded 2>/dev/null | grep -v 'level4 [0-9]*$' | head -n 3 | tr '\n' ' ')
 [ -n "$others" ] && info "truncated outside the hot loop: $others"
 if grep -q '^\[truncated\].*level4 [0-9]*$' long.folded 2>/dev/null; then

@@ -45,9 +45,10 @@ plant report/aggregate.h '#include "report/views.h"'
 	fail "the planted include circle was not found: $(cat planted.out)"
 
 # The design the code follows is in the tree: comments cite "docs/DESIGN.md, decision N"
-# (on one line) and never a document outside it.
-(cd "$REPO" && grep -rnIiE "the seeds|\.\./shared" lib cmd examples;
-	grep -rnIiP '(?<!docs/DESIGN\.md, )\bdecision [0-9]+' lib cmd examples) >citations.out
+# (on one line) and never a document outside it, nor the issue tracker's numbers.
+(cd "$REPO" && grep -rnIiE "the seeds'|design seeds|seeds/[0-9]|\.\./shared" lib cmd examples tests scripts --exclude-dir=node_modules --exclude-dir=corpus --exclude=43-layers.sh --exclude='*.o';
+	grep -rnIiP '(?<!docs/DESIGN\.md, )\bdecision [0-9]+' lib cmd examples tests scripts --exclude-dir=node_modules --exclude-dir=corpus --exclude=43-layers.sh --exclude='*.o';
+	grep -rnIE '\(issue [0-9]+|issue [0-9]+ item [0-9]' lib cmd examples tests scripts --exclude-dir=node_modules --exclude-dir=corpus --exclude='*.o') >citations.out
 if [ -s citations.out ]; then
 	fail "comments cite documents outside the tree or a decision not as docs/DESIGN.md, decision N: $(cat citations.out)"
 else

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Where `symbolize` may write (issue 12 item 6): -o to a symlink, a FIFO, a device node or
+# Where `symbolize` may write: -o to a symlink, a FIFO, a device node or
 # a directory, or an in-place update of a symlinked spool, is refused with exit 1 and a
 # message saying what the path is, and the path is left as it was (rename would have
 # replaced it by a regular file: /dev/null by a world-writable spool).  -o to a new path or

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Errors at the command line's bounds (issue 12 item 13): --width states the range it
+# Errors at the command line's bounds: --width states the range it
 # accepts, a pid list over the limit is named by its count and not echoed back, and
 # -p of a kernel thread says why it cannot be recorded, before any event is opened.
 . "$(dirname "$0")/lib.sh"

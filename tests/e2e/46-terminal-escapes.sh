@@ -4,7 +4,7 @@
 # newline and a BEL, C1 controls, bidirectional and invisible characters and
 # bytes that are not UTF-8 are shown as \xHH in every text view, the text
 # exports, pprof's strings and the warnings on stderr, and JSON's way (\uXXXX)
-# in the JSON outputs (issue 12: a hostile user's names on root's terminal).  A
+# in the JSON outputs (a hostile user's names on root's terminal).  A
 # backslash is shown as \x5c, so no name can spell an escape.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse

@@ -3,7 +3,7 @@
 # reached without a symlink, owned by root or this user (writable by others only when
 # sticky, as /tmp), the cache itself this user's and writable by no one else; levels
 # made now are 0700.  Otherwise report warns, names the directory and why, writes
-# nothing there, and prints what it prints without a cache (issue 12: root renaming
+# nothing there, and prints what it prints without a cache (root renaming
 # files through another user's symlinks).
 . "$(dirname "$0")/lib.sh"
 need_stackpulse

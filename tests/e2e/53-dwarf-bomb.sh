@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Compressed-DWARF bombs (issue 12 item 11).  A small library whose compressed
+# Compressed-DWARF bombs.  A small library whose compressed
 # .debug_pubnames inflates to 512 MiB from half a megabyte (tests/e2e/elf-bomb.py):
 # recording a program that calls it cost the recorder 516 MiB and 3.1 s of CPU
 # (986 of 1,113 samples lost), its report 539 MiB and 4.4 s; moved to a separate

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# record -p needs CAP_PERFMON alone (issue 12 item 7: it used to stop the target, which
+# record -p needs CAP_PERFMON alone (it used to stop the target, which
 # takes CAP_KILL for another user's process).  A user with no capability but
 # CAP_PERFMON (ambient, and the only one left in its bounding set) records a chain4 of
 # its own, then one of another user, with kernel.perf_event_paranoid as it is here

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Frame pointers where there is no CFI (docs/DESIGN.md, decision 3; issue 13 item 1):
+# Frame pointers where there is no CFI (docs/DESIGN.md, decision 3):
 # (a) a C program built with frame pointers and no unwind tables keeps its whole chain
 #     down to _start; without frame pointers it ends in an honest [truncated], never a
 #     chain with frames missing;

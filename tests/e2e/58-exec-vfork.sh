@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# The odd frames of process creation (issue 13 item 4): samples taken while execve
+# The odd frames of process creation: samples taken while execve
 # replaces the image carry the old image's pc; they show the calling program's frame
 # (glibc's execve), complete, never an unknown address or a truncated stack.  glibc's
 # __vfork keeps its return address in rdi across the syscall (CFI register rule); its

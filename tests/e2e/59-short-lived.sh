@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
-# Short-lived programs whose binary is gone before the recorder drains its ring (issue 13
-# item 3): 100 copies of spin_ms, each run for 20 ms of CPU and deleted as it exits.  The
+# Short-lived programs whose binary is gone before the recorder drains its ring:
+# 100 copies of spin_ms, each run for 20 ms of CPU and deleted as it exits.  The
 # side-band event wakes the recorder at each new mapping, so each copy's file is opened
 # while its process lives; its CFI and symbols are kept.  Beside stackpulse: perf record
 # --call-graph dwarf on the same script.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# JIT unwinding information from jitdumps (issue 13 item 2):
+# JIT unwinding information from jitdumps:
 # (a) jit_dump, a JIT whose generated code keeps no frame pointer and is described only
 #     by its jitdump (an .eh_frame in a JIT_CODE_UNWINDING_INFO record): the recorder
 #     reads it while the program runs and unwinds through the code exactly; the report

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# While libgcc hands an exception to its handler (issue 13 item 4), it copies the handler
+# While libgcc hands an exception to its handler, it copies the handler
 # frame's registers into _Unwind_RaiseException's save slots, its return address slot
 # included: an unwind from there reaches the handler's function (catcher) as if it had
 # called _Unwind_RaiseException, skipping __cxa_throw and thrower (and relay), then

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# PLT entries are named NAME@plt, as perf names them (issue 14 item 4): a program calling
+# PLT entries are named NAME@plt, as perf names them: a program calling
 # a one-line library function through its PLT, dynamically linked (.plt, JUMP_SLOT) and a
 # static one calling strlen through its IPLT (IRELATIVE: named after the indirect
 # function, where perf shows *ABS*+0xADDRESS@plt).  A sample lands on the PLT entry's

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# vDSO frames are named (issue 14 item 3): a program reading the clock in a loop spends
+# vDSO frames are named: a program reading the clock in a loop spends
 # most of its time in the vDSO; its frames there are named from the recording host's
 # own vDSO image when its build-id proves it the recorded one (__vdso_clock_gettime),
 # and symbolize stores those names.  Internal vDSO helpers that no symbol names stay

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Rust names are demangled (issue 14 item 1), as rustfilt and perf print them: the
+# Rust names are demangled, as rustfilt and perf print them: the
 # legacy scheme without its hash ("rust_names::dm::work", closures "{{closure}}"), the v0
 # scheme with its generic arguments and closures ("rust_names::dm::work::<u32>",
 # "{closure#0}", crate disambiguators hidden).  Inline frames are named by their DWARF

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Inline frames are named like their out-of-line selves (issue 14 item 5): a lambda that
+# Inline frames are named like their out-of-line selves: a lambda that
 # std::sort inlines is app::Sorter::run(...)::{lambda(int, int)#1}::operator()(int, int)
 # const, with its enclosing function and namespace, and the std:: helpers keep their
 # namespace (std::__unguarded_partition<...>), from DWARF's linkage names, built by g++

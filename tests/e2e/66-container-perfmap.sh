@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Python in a container (issue 14 item 6): a process in its own PID and mount namespace
+# Python in a container: a process in its own PID and mount namespace
 # with a private /tmp (unshare -p -f -m, a tmpfs on /tmp) writes its perf map as
 # /tmp/perf-NSPID.map in that /tmp, which the host's /tmp does not have and which goes
 # away with the container.  The recorder finds it through /proc/PID/root, keeps it open

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# The Python view (issue 14 item 7): by default only the interpreter's machinery around
+# The Python view: by default only the interpreter's machinery around
 # Python frames is hidden (the eval loop, call dispatch between Python frames, start-up
 # above the first one); native code a Python function calls shows.  A regex-heavy
 # program's top self function is the regex engine's sre_ucs1_match (perf's answer), not

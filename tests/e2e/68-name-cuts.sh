@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Names that fit (issue 14 item 8): two functions whose long names share their start and
+# Names that fit: two functions whose long names share their start and
 # their end, side by side in 80 columns, must not print alike in any view: the flat
 # table, the call tree, the bottom-up tree, the heaviest stacks and a diff keep in view
 # the part that tells them apart (a cut in the middle would print both the same); the

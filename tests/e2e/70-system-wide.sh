@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# The whole machine and other events (issue 15): record -a with three busy programs
+# The whole machine and other events: record -a with three busy programs
 # started outside the recorder and one started and ended during the recording; -C with
 # programs pinned to CPUs; -e page-faults, -e context-switches, -c PERIOD; a hardware
 # event on a machine without one.  Beside: perf record -a --call-graph dwarf.

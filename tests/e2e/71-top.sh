@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Watching a recording live (issue 16): stackpulse top driven in tmux (keys, screen),
+# Watching a recording live: stackpulse top driven in tmux (keys, screen),
 # top --batch on a program whose hot function moves half way, report on a spool still
 # being written and report --follow, and the Tail example program (examples/tail.c).
 # e2e: alone (reads top's screen after fixed delays)

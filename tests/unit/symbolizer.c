@@ -1048,7 +1048,7 @@ Test(symbolizer, symbol_cache_is_read_only_when_whole_and_trusted, .init = fixtu
 /*
  * Any ELF can claim any build-id: a copy with the same build-id and other
  * names, reported first, leaves a cache file of its own (its witness), which
- * never names the genuine file's frames (issue 12: cache poisoning).
+ * never names the genuine file's frames (cache poisoning).
  */
 Test(symbolizer, symbol_cache_of_another_file_never_answers, .init = fixtures_setup,
      .fini = fixtures_teardown)

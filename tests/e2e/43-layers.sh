@@ -18,7 +18,7 @@ fi
 
 # A copy of lib/ (sources and objects) with one broken rule at a time.
 plant() {
-	rm -rf tree && mkdir tree && cp -R "$REPO/lib" tree/lib
+	rm -rf tree && mkdir tree && cp -Rp "$REPO/lib" tree/lib
 	printf '%s\n' "$2" >>"tree/lib/$1"
 	python3 "$REPO/scripts/check-layers" tree >planted.out 2>&1
 }

@@ -615,10 +615,12 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
 	if (not_inflated)
 		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
-			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
+			    "'%s': %s more than %" PRIu64 " MiB, or more than was left of the "
+			    "%" PRIu64 " MiB all modules of a run may inflate; %s unwound with "
+			    ".eh_frame alone",
 			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
 			    not_inflated == 1 ? "it claims" : "each claims",
-			    SP_INFLATE_SECTION_MAX >> 20,
+			    SP_INFLATE_SECTION_MAX >> 20, SP_INFLATE_RUN_MAX >> 20,
 			    not_inflated == 1 ? "its module was" : "their modules were");
 }
 

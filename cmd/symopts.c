@@ -122,13 +122,15 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	if (st->sections_not_inflated)
 		sp_cli_warn("%" PRIu64 " compressed section%s not inflated, first in '%s': %s "
 			    "more than %" PRIu64 " MiB (%" PRIu64 " MiB for one file's sections "
-			    "together, %" PRIu64 " MiB for MiniDebugInfo), or %s not whole; what %s "
-			    "held (symbols, inline functions, lines) is missing",
+			    "together, %" PRIu64 " MiB for MiniDebugInfo, %" PRIu64 " MiB for all "
+			    "the files of this run: %" PRIu64 " skipped for that total), or %s not "
+			    "whole; what %s held (symbols, inline functions, lines) is missing",
 			    st->sections_not_inflated, st->sections_not_inflated == 1 ? "" : "s",
 			    st->section_not_inflated_file ? st->section_not_inflated_file : "?",
 			    st->sections_not_inflated == 1 ? "it claims" : "each claims",
 			    SP_INFLATE_SECTION_MAX >> 20, SP_INFLATE_FILE_MAX >> 20,
-			    SP_INFLATE_DEBUGDATA_MAX >> 20,
+			    SP_INFLATE_DEBUGDATA_MAX >> 20, SP_INFLATE_RUN_MAX >> 20,
+			    st->sections_over_run_budget,
 			    st->sections_not_inflated == 1 ? "is" : "are",
 			    st->sections_not_inflated == 1 ? "it" : "they");
 	if (st->cache_size_invalid)
@@ -142,4 +144,11 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->debug_files_mismatched,
 			    st->debug_files_mismatched == 1 ? "" : "s",
 			    st->debug_file_mismatched ? st->debug_file_mismatched : "?");
+	if (st->debug_files_over_crc_budget)
+		sp_cli_warn("%" PRIu64 " debug-link candidate%s not read: a run reads at most %" PRIu64
+			    " MiB of candidates to check their CRC (modules without a build-id); "
+			    "their modules have no separate debug file",
+			    st->debug_files_over_crc_budget,
+			    st->debug_files_over_crc_budget == 1 ? "" : "s",
+			    SP_DEBUGLINK_CRC_RUN_MAX >> 20);
 }

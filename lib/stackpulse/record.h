@@ -95,7 +95,8 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
 
 /*
  * Compressed .debug_frame sections the recorder left unread because they
- * claim to inflate past SP_INFLATE_SECTION_MAX (or SP_INFLATE_FILE_MAX):
+ * claim to inflate past SP_INFLATE_SECTION_MAX (or SP_INFLATE_FILE_MAX, or
+ * what is left of the process's SP_INFLATE_RUN_MAX):
  * their modules unwind with .eh_frame alone.  No other debug section is
  * ever inflated while recording.  *first (may be NULL) gets the first such
  * module file's path, borrowed from r, or NULL.

@@ -193,6 +193,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out)
 {
 	*out = sym->stats;
+	out->debug_files_over_crc_budget = sp_debug_crc_over_budget();
 	sp_stack_cache_add_stats(sym->stacks, out);
 }
 

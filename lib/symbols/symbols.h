@@ -104,6 +104,12 @@ struct sp_debug_found {
  */
 bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
 /*
+ * Debug-link candidates this process refused unread because their size no
+ * longer fit in what was left of SP_DEBUGLINK_CRC_RUN_MAX (they count as
+ * mismatched too).
+ */
+uint64_t sp_debug_crc_over_budget(void);
+/*
  * Look for q's separate debug file, in this order (GDB's and libdwfl's
  * conventions): for each absolute directory DIR of q->dirs,
  * DIR/.build-id/xx/rest.debug, DIR/LINK and DIR/FILEDIR/LINK; then

@@ -37,15 +37,10 @@ static uint64_t crc_read, crc_over_budget;
 /* Take size bytes from the run's CRC budget: false, and nothing taken, when they do not fit. */
 static bool take_crc_budget(uint64_t size)
 {
-	uint64_t used = __atomic_load_n(&crc_read, __ATOMIC_RELAXED);
-	do {
-		if (size > SP_DEBUGLINK_CRC_RUN_MAX - used) {
-			__atomic_add_fetch(&crc_over_budget, 1, __ATOMIC_RELAXED);
-			return false;
-		}
-	} while (!__atomic_compare_exchange_n(&crc_read, &used, used + size, true,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-	return true;
+	if (sp_budget_take(&crc_read, SP_DEBUGLINK_CRC_RUN_MAX, size, true))
+		return true;
+	__atomic_add_fetch(&crc_over_budget, 1, __ATOMIC_RELAXED);
+	return false;
 }
 
 uint64_t sp_debug_crc_over_budget(void)

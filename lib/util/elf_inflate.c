@@ -137,20 +137,16 @@ static int hide(Elf_Scn *scn, bool by_name)
  */
 static uint64_t run_inflated;
 
-/*
- * Take size from the run's budget (only see whether it fits when !take):
- * false, and nothing taken, when it does not fit.
- */
-static bool take_from_run(uint64_t size, bool take)
+bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take)
 {
-	uint64_t used = __atomic_load_n(&run_inflated, __ATOMIC_RELAXED);
+	uint64_t u = __atomic_load_n(used, __ATOMIC_RELAXED);
 	do {
-		if (size > SP_INFLATE_RUN_MAX - used)
+		if (u > max || size > max - u)
 			return false;
 		if (!take)
 			return true;
-	} while (!__atomic_compare_exchange_n(&run_inflated, &used, used + size, true,
-					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	} while (!__atomic_compare_exchange_n(used, &u, u + size, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
 	return true;
 }
 
@@ -189,7 +185,7 @@ static int bound_inflation(Elf *elf, bool (*want)(const char *name),
 			keep = false;
 			st->over_limit++;
 			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
-		} else if (!take_from_run(size, take)) {
+		} else if (!sp_budget_take(&run_inflated, SP_INFLATE_RUN_MAX, size, take)) {
 			keep = false;
 			st->over_limit++;
 			st->over_run++;

@@ -233,6 +233,12 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
  */
 int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
 				 struct sp_inflate_stats *st);
+/*
+ * A budget shared by a whole process (threads too): add size to *used when
+ * the sum stays within max (only see whether it would, when !take).  False,
+ * and nothing added, when it would not.
+ */
+bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take);
 /* Bytes this process's compressed sections were let inflate to so far (<= SP_INFLATE_RUN_MAX). */
 uint64_t sp_elf_inflate_run_used(void);
 

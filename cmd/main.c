@@ -85,6 +85,9 @@ const char *sp_cli_output_hint(int err)
 	if (err == -SP_E_NOT_REGULAR)
 		return " (another user's FIFO, device or socket: outputs go to regular files, or "
 		       "to your own)";
+	if (err == -SP_E_OUTPUT_NOT_OURS)
+		return " (a file another user made there in advance, in a sticky directory: "
+		       "give another -o, or remove it as root)";
 	if (err == -SP_E_SPOOL_BUSY)
 		return " (a stackpulse record or top still running writes it: give another -o, or "
 		       "wait for it to end)";

@@ -416,10 +416,17 @@ const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s);
 /* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
 /*
- * sp_output_create for a spool: the file is locked (flock(2) LOCK_EX, held
- * until closed) before it is truncated, so a spool another recording still
- * writes is left whole: -SP_E_SPOOL_BUSY.  (lib/util/open_regular.c)
+ * sp_output_create for a spool: the file is locked (fcntl(2) F_OFD_SETLK,
+ * F_WRLCK: only a descriptor open for writing takes it; held until closed)
+ * before it is truncated, so a spool another recording still writes is left
+ * whole: -SP_E_SPOOL_BUSY.  A mode that gives group and others nothing (0600,
+ * a system-wide spool) makes the output private: a regular file there that
+ * another user owns, or that others may read, is unlinked and the output
+ * created anew (O_EXCL), or -SP_E_OUTPUT_NOT_OURS when it cannot be.
+ * (lib/util/open_regular.c)
  */
 int sp_output_create_locked(const char *path, unsigned int mode);
+/* Whether a writer holds fd's file write-locked (F_OFD_GETLK; any descriptor). */
+bool sp_fd_write_locked(int fd);
 
 #endif

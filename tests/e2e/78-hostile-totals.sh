@@ -76,3 +76,90 @@ grep -q "7 debug-link candidates not read: a run reads at most 512 MiB" rep.err 
 grep -q 'work1' rep.folded && ok "the libraries' names are still there" ||
 	fail "work1 is missing: $(folded_top rep.folded 3)"
 [ "$(num_ge 10 "${wall:-99}")" = 1 ] && ok "report: $wall s" || fail "report: ${wall:-?} s"
+
+# --- locks and private outputs (issue 23 items 6, 7) ----------------------------
+if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
+	skip "locks and private outputs: need root, a user 'nobody' and setpriv"
+	finish
+fi
+AS_NOBODY="setpriv --reuid=nobody --regid=$(id -gn nobody) --clear-groups"
+mkdir -m 1777 sticky && chmod 0755 "$TMP"
+# holder lock|peek FILE READY SECONDS, run as nobody: opens FILE read-only, then
+# (lock) takes every lock a read-only descriptor can (flock LOCK_EX, a POSIX read
+# lock) or (peek) prints FILE's size through that descriptor at the end.
+cat >holder.c <<'HOLDER'
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(int argc, char **argv)
+{
+	int fd = open(argv[2], O_RDONLY);
+	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	struct stat st;
+	if (fd < 0 || (!strcmp(argv[1], "lock") && (flock(fd, LOCK_EX) || fcntl(fd, F_SETLK, &l))))
+		return perror(argv[2]), 1;
+	close(open(argv[3], O_WRONLY | O_CREAT, 0644));
+	sleep((unsigned)atoi(argv[4]));
+	if (fstat(fd, &st))
+		return 1;
+	printf("%lld\n", (long long)st.st_size);
+	return 0;
+}
+HOLDER
+cc -O1 -include stdlib.h -o holder holder.c 2>cc.err || { fail "cannot build holder: $(head -c 200 cc.err)"; finish; }
+# A spool anyone may read (0644): nobody opens it read-only and locks it every way a
+# read-only descriptor can (flock LOCK_EX, a POSIX read lock), and holds on.
+cp totals.spool sticky/locked.spool && chmod 0644 sticky/locked.spool
+$AS_NOBODY ./holder lock sticky/locked.spool sticky/held 30 2>holder.err &
+holder=$!
+track_pid $holder
+for _ in $(seq 50); do [ -e sticky/held ] && break; sleep 0.1; done
+if [ ! -e sticky/held ]; then
+	fail "nobody could not lock the spool read-only: $(head -c 200 holder.err)"
+else
+	with_timeout 60 "$SP" symbolize sticky/locked.spool >sym.out 2>sym.err &&
+		ok "symbolize in place goes on while a reader holds read-only locks on the spool" ||
+		fail "symbolize refused a spool a reader locked: $(head -c 300 sym.err)"
+	with_timeout 60 "$SP" record -o sticky/locked.spool -F 99 -- true >/dev/null 2>rec.err &&
+		ok "record -o goes on while a reader holds read-only locks on the spool" ||
+		fail "record -o refused a spool a reader locked: $(head -c 300 rec.err)"
+fi
+kill "$holder" 2>/dev/null
+# A writer's lock still counts: a recording in progress keeps its spool.
+"$SP" record -o busy.spool -F 99 -d 3 -- sleep 3 >/dev/null 2>busy.err &
+busy=$!
+track_pid $busy
+sleep 1
+"$SP" record -o busy.spool -F 99 -- true >/dev/null 2>busy2.err &&
+	fail "a second recording into a spool being recorded was let truncate it" ||
+	{ grep -q "another recording is writing it" busy2.err &&
+		ok "a second recording into a spool being recorded is refused" ||
+		fail "unexpected refusal: $(head -c 300 busy2.err)"; }
+wait $busy 2>/dev/null
+
+# nobody makes sticky/sys.spool (0666) in advance and keeps it open; record -a must
+# not fill it: a new file, root's, 0600, which nobody's descriptor does not reach.
+$AS_NOBODY sh -c 'umask 0; : >sticky/sys.spool; : >sticky/sym.spool; chmod 0666 sticky/sys.spool sticky/sym.spool'
+$AS_NOBODY ./holder peek sticky/sys.spool sticky/open2 4 >peek.out 2>peek.err &
+peek=$!
+track_pid $peek
+for _ in $(seq 50); do [ -e sticky/open2 ] && break; sleep 0.1; done
+with_timeout 60 "$SP" record -a -d 1 -F 99 -o sticky/sys.spool >/dev/null 2>sysrec.err ||
+	fail "record -a into the path of another user's file exited $?: $(head -c 300 sysrec.err)"
+set -- $(stat -c '%U %a %s' sticky/sys.spool)
+[ "$1" = root ] && [ "$2" = 600 ] && [ "${3:-0}" -gt 0 ] &&
+	ok "record -a replaced nobody's 0666 file with its own: $1, mode $2, $3 bytes" ||
+	fail "record -a wrote into nobody's file: owner $1, mode $2"
+wait $peek 2>/dev/null
+[ "$(cat peek.out)" = 0 ] && ok "nobody's open descriptor on its old file saw nothing of the profile" ||
+	fail "nobody's descriptor reads $(cat peek.out) bytes of the system-wide spool"
+with_timeout 60 "$SP" symbolize -o sticky/sym.spool sticky/sys.spool >/dev/null 2>symo.err ||
+	fail "symbolize -o exited $?: $(head -c 300 symo.err)"
+set -- $(stat -c '%U %a' sticky/sym.spool)
+[ "$1" = root ] && [ "$2" = 600 ] &&
+	ok "symbolize -o of a system-wide spool over nobody's file: $1's, mode $2" ||
+	fail "symbolize -o kept nobody's file: owner $1, mode $2"
+finish

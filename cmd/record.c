@@ -611,6 +611,12 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 	else if (!res->error && !a->quiet)
 		print_summary(a, &res->summary, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+	uint64_t maps_cut = sp_recorder_perf_maps_cut(rec);
+	if (maps_cut)
+		sp_cli_warn("%" PRIu64 " perf map%s read only to %s first 8 MiB (131072 lines) while "
+			    "recording: %s grew past it; JIT frames past the cut may end stacks",
+			    maps_cut, maps_cut == 1 ? "" : "s", maps_cut == 1 ? "its" : "their",
+			    maps_cut == 1 ? "it" : "they");
 	const char *bomb;
 	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
 	if (not_inflated)

@@ -102,6 +102,14 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
  * module file's path, borrowed from r, or NULL.
  */
 uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const char **first);
+/*
+ * Targets' perf maps read only to their first 8 MiB (or 131,072 lines)
+ * while recording, because they grew past that: memory per process stays
+ * bounded and re-reading never starves the recorder; the JIT functions past
+ * the cut are unwound without their entries (the report still names them
+ * from the whole map, within its own bound).
+ */
+uint64_t sp_recorder_perf_maps_cut(const struct sp_recorder *r);
 
 /*
  * False when the kernel refused kernel-mode sampling (an unprivileged user

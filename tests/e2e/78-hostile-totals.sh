@@ -77,6 +77,55 @@ grep -q 'work1' rep.folded && ok "the libraries' names are still there" ||
 	fail "work1 is missing: $(folded_top rep.folded 3)"
 [ "$(num_ge 10 "${wall:-99}")" = 1 ] && ok "report: $wall s" || fail "report: ${wall:-?} s"
 
+# --- a perf map that grows without end (issue 23 item 8) -------------------------
+# The target's map grows by a megabyte every 20 ms (about 150 MB in 3 s), none of its
+# lines naming the code it runs: the recorder read it again and again, its memory
+# followed the map (114 MB) and samples were lost.  Now a live map is read to its
+# first 8 MiB, cut once and said so.
+if [ -x "$REPO/tests/workloads/jit_perfmap" ]; then
+	cat >grow.py <<'GROW'
+import sys, time
+path, secs = sys.argv[1], float(sys.argv[2])
+end = time.time() + secs
+chunk = "".join("%x 10 junk_%d\n" % (0x100000000 + k * 16, k) for k in range(40000))
+with open(path, "w") as f:
+    while time.time() < end and f.tell() < (200 << 20):
+        f.write(chunk)
+        f.flush()
+        time.sleep(0.01)
+GROW
+	"$REPO/tests/workloads/jit_perfmap" -t 7 >jit.out &
+	jpid=$!
+	track_pid $jpid
+	for _ in $(seq 50); do grep -q 'perf map' jit.out && break; sleep 0.1; done
+	MAP=$(sed -n 's/^jit_perfmap: perf map //p' jit.out)
+	if [ -f "$MAP" ]; then
+		python3 grow.py "$MAP" 4.5 &
+		gpid=$!
+		track_pid $gpid
+		sleep 0.5
+		with_timeout 60 "$SP" record -p $jpid -d 3 -o grow.spool >/dev/null 2>grow.err
+		rc=$?
+		sed -n 1,3p grow.err | sed 's/^/# /'
+		info "the map: $(wc -c <"$MAP") bytes"
+		peak=$(record_peak_mib grow.err)
+		lost=$(sed -n 's/.*sample events), \([0-9][0-9]*\) lost.*/\1/p' grow.err | head -n 1)
+		[ $rc = 0 ] && [ -n "$peak" ] && [ "$(num_ge 40 "$peak")" = 1 ] &&
+			ok "recorder peak $peak MiB beside a perf map of $(($(wc -c <"$MAP") >> 20)) MiB (bound 40)" ||
+			fail "recorder peak ${peak:-?} MiB (exit $rc): $(head -c 300 grow.err)"
+		[ "${lost:-0}" -le 5 ] && ok "${lost:-0} samples lost" || fail "$lost samples lost"
+		grep -q "perf map read only to its first 8 MiB" grow.err &&
+			ok "record says the map was cut" || fail "no word of the cut map: $(tail -n 2 grow.err)"
+		wait $gpid 2>/dev/null
+		rm -f "$MAP"
+	else
+		fail "jit_perfmap left no perf map"
+	fi
+	kill $jpid 2>/dev/null
+else
+	skip "a growing perf map: tests/workloads/jit_perfmap not built (make workloads)"
+fi
+
 # --- locks and private outputs (issue 23 items 6, 7) ----------------------------
 if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
 	skip "locks and private outputs: need root, a user 'nobody' and setpriv"

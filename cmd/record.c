@@ -160,7 +160,8 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 		errno = 0;
 		unsigned long long v = strtoull(arg, &end, 10);
 		if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (1ull << 62))
-			argp_error(state, "invalid period '%s' (a positive number of events)", arg);
+			argp_error(state, "invalid period '%.*s%s' (a number of events from 1 to 2^62, "
+					  "4611686018427387904)", SP_CLI_ECHO(arg));
 		a->opts.period = v;
 		return 0;
 	}

@@ -113,7 +113,7 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	if (env_cache && *env_cache && *env_cache != '/')
 		sp_cli_warn("STACKPULSE_CACHE_DIR '%.*s%s' is not an absolute path: no cache is used "
 			    "(give an absolute path, or set it to '' to run without a cache)",
-			    SP_CLI_ECHO(env_cache));
+			    SP_CLI_CUT(env_cache));
 	if (st->cache_dir_refused)
 		sp_cli_warn("cache directory '%s' not used: %s (it must be this user's, reached "
 			    "through no symlink, and writable by no one else; set STACKPULSE_CACHE_DIR "

@@ -126,6 +126,46 @@ else
 	skip "a growing perf map: tests/workloads/jit_perfmap not built (make workloads)"
 fi
 
+# --- small ones (issue 23 item 9) --------------------------------------------------
+"$SP" record -c 9223372036854775807 -- true >/dev/null 2>c.err
+grep -q "2^62" c.err && ok "-c past its limit names the limit, 2^62" || fail "-c: $(head -n 1 c.err)"
+"$SP" record -p "$(printf '1\033]2;PWN\007')" >/dev/null 2>p.err
+if LC_ALL=C grep -q "$(printf '\033')" p.err; then
+	fail "record -p echoes a raw ESC"
+elif grep -q '1\\x1b\]2;PWN\\x07' p.err; then
+	ok "record -p echoes its argument escaped"
+else
+	fail "record -p: $(head -n 1 p.err)"
+fi
+
+# --- the symbol cache keys on ctime too (issue 23 item 9) --------------------------
+# A file's owner can rewrite it and set its mtime back: the cache, keyed on device,
+# inode, size and mtime, kept answering with the names it had read before.
+if [ -x "$REPO/tests/workloads/chain4" ]; then
+	cp "$REPO/tests/workloads/chain4" ./c4 && mkdir -p symc
+	if sp_record c4.spool -F 499 -- ./c4 -t 1 >/dev/null; then
+		STACKPULSE_CACHE_DIR=$PWD/symc "$SP" report --format=folded c4.spool >c4a.folded 2>/dev/null
+		m=$(stat -c %Y c4)
+		python3 -c '
+import sys
+p = sys.argv[1]
+b = open(p, "rb").read().replace(b"level4\0", b"levelZ\0")
+open(p, "r+b").write(b)' c4 && touch -d "@$m" c4
+		STACKPULSE_CACHE_DIR=$PWD/symc "$SP" report --format=folded c4.spool >c4b.folded 2>/dev/null
+		if ! grep -q level4 c4a.folded; then
+			fail "chain4's level4 is not named at all: $(folded_top c4a.folded 2)"
+		elif grep -q levelZ c4b.folded; then
+			ok "a module rewritten with its mtime set back is read again, not answered from the cache"
+		else
+			fail "the cache answered for a module rewritten with its mtime set back: $(folded_top c4b.folded 1)"
+		fi
+	else
+		fail "record of chain4 exited: $(head -c 300 record.err)"
+	fi
+else
+	skip "the symbol cache and ctime: tests/workloads/chain4 not built"
+fi
+
 # --- locks and private outputs (issue 23 items 6, 7) ----------------------------
 if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
 	skip "locks and private outputs: need root, a user 'nobody' and setpriv"

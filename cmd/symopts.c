@@ -144,6 +144,11 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->debug_files_mismatched,
 			    st->debug_files_mismatched == 1 ? "" : "s",
 			    st->debug_file_mismatched ? st->debug_file_mismatched : "?");
+	if (st->inline_frames_cut)
+		sp_cli_warn("%" PRIu64 " inlined-function frame%s left out of inline chains longer "
+			    "than %d entries (the innermost and the function itself are kept)",
+			    st->inline_frames_cut, st->inline_frames_cut == 1 ? "" : "s",
+			    SP_INLINE_CHAIN_MAX);
 	if (st->debug_files_over_crc_budget)
 		sp_cli_warn("%" PRIu64 " debug-link candidate%s not read: a run reads at most %" PRIu64
 			    " MiB of candidates to check their CRC (modules without a build-id); "

@@ -300,6 +300,15 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
 /* The cache's size bound (DIR/debug and DIR/symbols) unless opts or STACKPULSE_CACHE_SIZE say. */
 #define SP_CACHE_DEFAULT_MAX ((uint64_t)2 << 30)
 
+/*
+ * At most this many entries in one frame's inline chain (the frame's own
+ * function included), from DWARF or stored in a spool: the innermost are
+ * kept, the inlined callers past them dropped and counted (a hostile spool
+ * stores chains of any length, and every view repeats them for every stack
+ * they are in).
+ */
+#define SP_INLINE_CHAIN_MAX 64
+
 /* What a symbolizer could and could not use, counted as it resolves. */
 struct sp_symbolizer_stats {
 	uint64_t files_proven;        /* module files opened and proven the recorded file */
@@ -309,6 +318,8 @@ struct sp_symbolizer_stats {
 	uint64_t frames_address_only; /* distinct frames given the address form */
 	uint64_t frames_with_lines;   /* distinct frames given a source file and line (DWARF) */
 	uint64_t inline_frames;       /* inlined-function frames those frames expanded into */
+	/* Inlined-function entries dropped from chains longer than SP_INLINE_CHAIN_MAX. */
+	uint64_t inline_frames_cut;
 	/* Separate debug files, looked for once per module file without its own DWARF or symbols. */
 	uint64_t debug_files_used;    /* found and used (build-id or debug link CRC matched) */
 	/* Of those, found by libdwfl's own search once DEBUGINFOD_URLS is set (debuginfod). */

@@ -336,6 +336,7 @@ struct inline_chains {
 	uint32_t *len;
 	struct chain_block *blocks;
 	uint64_t *inline_frames; /* the symbolizer's stats.inline_frames */
+	uint64_t *inline_cut;    /* the symbolizer's stats.inline_frames_cut */
 };
 
 struct sp_symbolizer {

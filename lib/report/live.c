@@ -114,7 +114,7 @@ static uint32_t intern_entry(struct sp_live *l, uint32_t func, int32_t pid)
 	return (uint32_t)l->nentries++;
 }
 
-/* Entry ids the (process, stack) paths may hold before they are mapped again (16 MiB). */
+/* Ids the paths (and the stacks' function paths) may hold before they are mapped again (16 MiB). */
 #define LIVE_PATHS_MAX ((size_t)4 << 20)
 
 static int push_fpath(struct sp_live *l, uint32_t v)
@@ -144,6 +144,12 @@ static int stack_funcs(struct sp_live *l, uint32_t stack_id, const uint32_t **fp
 	if (sp_map_get(&l->fstack_index, stack_id, &off)) {
 		*fpath = l->fpaths + off;
 		return 0;
+	}
+	/* A cache too: past its bound (a spool of 100,000 deep stacks), it starts again. */
+	if (l->nfpaths > LIVE_PATHS_MAX) {
+		sp_map_release(&l->fstack_index);
+		sp_map_init(&l->fstack_index);
+		l->nfpaths = 0;
 	}
 	const struct sp_spool *s = sp_tail_spool(l->tail);
 	size_t start = l->nfpaths;

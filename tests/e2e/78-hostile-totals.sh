@@ -165,7 +165,8 @@ bounded "report --group-by=process, 8,000 processes" 100 "$SP" report --group-by
 with_timeout 60 "$RU" f.ru "$SP" report --follow pids.spool >f.out 2>f.err
 cpu=$(awk -v u="$(ru_field f.ru user_s)" -v s="$(ru_field f.ru sys_s)" 'BEGIN { print u + s }')
 kib=$(ru_field f.ru maxrss_kib)
-[ "$(num_ge 1 "$cpu")" = 1 ] && [ -n "$kib" ] && [ "$kib" -lt $((100 * 1024)) ] &&
+# Before: 0.9 s of CPU and 67 MiB for this 130 KB spool (13 s and 1.7 GB at 148 KB in the issue).
+[ "$(num_ge 0.6 "$cpu")" = 1 ] && [ -n "$kib" ] && [ "$kib" -lt $((48 * 1024)) ] &&
 	ok "report --follow, 8,000 processes: $cpu s of CPU, $((kib / 1024)) MiB" ||
 	fail "report --follow, 8,000 processes: $cpu s of CPU, ${kib:-?} KiB"
 
@@ -188,12 +189,12 @@ if [ -x "$REPO/tests/workloads/chain4" ]; then
 	cp "$REPO/tests/workloads/chain4" ./c4 && mkdir -p symc
 	if sp_record c4.spool -F 499 -- ./c4 -t 1 >/dev/null; then
 		STACKPULSE_CACHE_DIR=$PWD/symc "$SP" report --format=folded c4.spool >c4a.folded 2>/dev/null
-		m=$(stat -c %Y c4)
+		touch -r c4 c4.when # the mtime to the nanosecond, set back after the rewrite
 		python3 -c '
 import sys
 p = sys.argv[1]
 b = open(p, "rb").read().replace(b"level4\0", b"levelZ\0")
-open(p, "r+b").write(b)' c4 && touch -d "@$m" c4
+open(p, "r+b").write(b)' c4 && touch -r c4.when c4
 		STACKPULSE_CACHE_DIR=$PWD/symc "$SP" report --format=folded c4.spool >c4b.folded 2>/dev/null
 		if ! grep -q level4 c4a.folded; then
 			fail "chain4's level4 is not named at all: $(folded_top c4a.folded 2)"

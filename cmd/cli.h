@@ -4,6 +4,7 @@
 #define SP_CLI_H
 
 #include <argp.h>
+#include <limits.h>
 #include <string.h>
 
 #include "stackpulse.h"
@@ -88,10 +89,16 @@ void sp_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
  * An argument echoed in a message, cut at SP_CLI_ECHO_MAX characters with
  * "...", so a list of thousands of pids does not fill the terminal:
- * argp_error(state, "invalid list '%.*s%s'", SP_CLI_ECHO(arg)).
+ * argp_error(state, "invalid list '%.*s%s'", SP_CLI_ECHO(arg)).  Escaped
+ * first (sp_fputs_printable: argp_error prints as it is given), and cut
+ * between escapes and characters, never inside one.
  */
 #define SP_CLI_ECHO_MAX 60
-#define SP_CLI_ECHO(s) SP_CLI_ECHO_MAX, (s), strlen(s) > SP_CLI_ECHO_MAX ? "..." : ""
+#define SP_CLI_ECHO(s) INT_MAX, sp_cli_echo(s), ""
+/* For sp_cli_error, _warn and _note, which escape the whole message: cut only. */
+#define SP_CLI_CUT(s) SP_CLI_ECHO_MAX, (s), strlen(s) > SP_CLI_ECHO_MAX ? "..." : ""
+/* s escaped and cut as SP_CLI_ECHO says; valid until the eighth call after. */
+const char *sp_cli_echo(const char *s);
 
 /* The running subcommand's name, for messages ("record"). */
 extern const char *sp_cli_subcommand;

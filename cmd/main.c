@@ -32,6 +32,35 @@ static void vmessage(const char *level, const char *fmt, va_list ap)
 	fputc('\n', stderr);
 }
 
+const char *sp_cli_echo(const char *s)
+{
+	static char *ring[8];
+	static unsigned next;
+	char **slot = &ring[next++ % 8];
+	free(*slot);
+	*slot = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(slot, &len);
+	if (!f)
+		return "(out of memory)";
+	sp_fputs_printable(s, f);
+	if (fclose(f) || !*slot)
+		return "(out of memory)";
+	if (len <= SP_CLI_ECHO_MAX)
+		return *slot;
+	/* Cut before a character's continuation bytes and before an escape's \xHH. */
+	size_t cut = SP_CLI_ECHO_MAX;
+	while (cut && ((unsigned char)(*slot)[cut] & 0xc0) == 0x80)
+		cut--;
+	for (size_t j = cut; j && cut - j < 3; j--)
+		if ((*slot)[j - 1] == '\\' && (*slot)[j] == 'x') {
+			cut = j - 1;
+			break;
+		}
+	memcpy(*slot + cut, "...", 4);
+	return *slot;
+}
+
 int sp_cli_error(const char *fmt, ...)
 {
 	va_list ap;
@@ -85,6 +114,9 @@ const char *sp_cli_output_hint(int err)
 	if (err == -SP_E_NOT_REGULAR)
 		return " (another user's FIFO, device or socket: outputs go to regular files, or "
 		       "to your own)";
+	if (err == -SP_E_OUTPUT_NOT_OURS)
+		return " (a file another user made there in advance, in a sticky directory: "
+		       "give another -o, or remove it as root)";
 	if (err == -SP_E_SPOOL_BUSY)
 		return " (a stackpulse record or top still running writes it: give another -o, or "
 		       "wait for it to end)";

@@ -160,7 +160,8 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 		errno = 0;
 		unsigned long long v = strtoull(arg, &end, 10);
 		if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > (1ull << 62))
-			argp_error(state, "invalid period '%s' (a positive number of events)", arg);
+			argp_error(state, "invalid period '%.*s%s' (a number of events from 1 to 2^62, "
+					  "4611686018427387904)", SP_CLI_ECHO(arg));
 		a->opts.period = v;
 		return 0;
 	}
@@ -611,14 +612,22 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 	else if (!res->error && !a->quiet)
 		print_summary(a, &res->summary, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+	uint64_t maps_cut = sp_recorder_perf_maps_cut(rec);
+	if (maps_cut)
+		sp_cli_warn("%" PRIu64 " perf map%s read only to %s first 8 MiB (131072 lines) while "
+			    "recording: %s grew past it; JIT frames past the cut may end stacks",
+			    maps_cut, maps_cut == 1 ? "" : "s", maps_cut == 1 ? "its" : "their",
+			    maps_cut == 1 ? "it" : "they");
 	const char *bomb;
 	uint64_t not_inflated = sp_recorder_sections_not_inflated(rec, &bomb);
 	if (not_inflated)
 		sp_cli_warn("%" PRIu64 " compressed .debug_frame section%s not inflated, first in "
-			    "'%s': %s more than %" PRIu64 " MiB; %s unwound with .eh_frame alone",
+			    "'%s': %s more than %" PRIu64 " MiB, or more than was left of the "
+			    "%" PRIu64 " MiB all modules of a run may inflate; %s unwound with "
+			    ".eh_frame alone",
 			    not_inflated, not_inflated == 1 ? "" : "s", bomb ? bomb : "?",
 			    not_inflated == 1 ? "it claims" : "each claims",
-			    SP_INFLATE_SECTION_MAX >> 20,
+			    SP_INFLATE_SECTION_MAX >> 20, SP_INFLATE_RUN_MAX >> 20,
 			    not_inflated == 1 ? "its module was" : "their modules were");
 }
 

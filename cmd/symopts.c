@@ -113,7 +113,7 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	if (env_cache && *env_cache && *env_cache != '/')
 		sp_cli_warn("STACKPULSE_CACHE_DIR '%.*s%s' is not an absolute path: no cache is used "
 			    "(give an absolute path, or set it to '' to run without a cache)",
-			    SP_CLI_ECHO(env_cache));
+			    SP_CLI_CUT(env_cache));
 	if (st->cache_dir_refused)
 		sp_cli_warn("cache directory '%s' not used: %s (it must be this user's, reached "
 			    "through no symlink, and writable by no one else; set STACKPULSE_CACHE_DIR "
@@ -122,13 +122,15 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 	if (st->sections_not_inflated)
 		sp_cli_warn("%" PRIu64 " compressed section%s not inflated, first in '%s': %s "
 			    "more than %" PRIu64 " MiB (%" PRIu64 " MiB for one file's sections "
-			    "together, %" PRIu64 " MiB for MiniDebugInfo), or %s not whole; what %s "
-			    "held (symbols, inline functions, lines) is missing",
+			    "together, %" PRIu64 " MiB for MiniDebugInfo, %" PRIu64 " MiB for all "
+			    "the files of this run: %" PRIu64 " skipped for that total), or %s not "
+			    "whole; what %s held (symbols, inline functions, lines) is missing",
 			    st->sections_not_inflated, st->sections_not_inflated == 1 ? "" : "s",
 			    st->section_not_inflated_file ? st->section_not_inflated_file : "?",
 			    st->sections_not_inflated == 1 ? "it claims" : "each claims",
 			    SP_INFLATE_SECTION_MAX >> 20, SP_INFLATE_FILE_MAX >> 20,
-			    SP_INFLATE_DEBUGDATA_MAX >> 20,
+			    SP_INFLATE_DEBUGDATA_MAX >> 20, SP_INFLATE_RUN_MAX >> 20,
+			    st->sections_over_run_budget,
 			    st->sections_not_inflated == 1 ? "is" : "are",
 			    st->sections_not_inflated == 1 ? "it" : "they");
 	if (st->cache_size_invalid)
@@ -142,4 +144,16 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->debug_files_mismatched,
 			    st->debug_files_mismatched == 1 ? "" : "s",
 			    st->debug_file_mismatched ? st->debug_file_mismatched : "?");
+	if (st->inline_frames_cut)
+		sp_cli_warn("%" PRIu64 " inlined-function frame%s left out of inline chains longer "
+			    "than %d entries (the innermost and the function itself are kept)",
+			    st->inline_frames_cut, st->inline_frames_cut == 1 ? "" : "s",
+			    SP_INLINE_CHAIN_MAX);
+	if (st->debug_files_over_crc_budget)
+		sp_cli_warn("%" PRIu64 " debug-link candidate%s not read: a run reads at most %" PRIu64
+			    " MiB of candidates to check their CRC (modules without a build-id); "
+			    "their modules have no separate debug file",
+			    st->debug_files_over_crc_budget,
+			    st->debug_files_over_crc_budget == 1 ? "" : "s",
+			    SP_DEBUGLINK_CRC_RUN_MAX >> 20);
 }

@@ -40,7 +40,9 @@ extern "C" {
 	X(NOT_REGULAR, "not a regular file")                                   \
 	X(NO_HW_EVENT, "this machine's CPU exposes no such hardware event")    \
 	X(BAD_CPU, "no such CPU online")                                        \
-	X(SPOOL_BUSY, "another recording is writing it")
+	X(SPOOL_BUSY, "another recording is writing it")                      \
+	X(OUTPUT_NOT_OURS, "another user's file, which a private output "       \
+			   "neither enters nor can replace")
 
 enum sp_error {
 	SP_E_FIRST_ = 4096,

@@ -221,6 +221,12 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
 	out->error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 }
 
+uint64_t sp_recorder_perf_maps_cut(const struct sp_recorder *r)
+{
+	(void)r;
+	return sp_jit_perf_maps_cut();
+}
+
 uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const char **first)
 {
 	uint64_t n = 0;

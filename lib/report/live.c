@@ -56,6 +56,14 @@ struct sp_live {
 	struct sp_map stack_index;
 	uint32_t *paths;
 	size_t npaths, paths_cap;
+	/*
+	 * stack id -> offset into fpaths: [n, func ids leaf first...], named
+	 * once per stack whatever the processes sampling it (8,000 processes of
+	 * one 2,048-deep stack named it 8,000 times: 13 s, 1.7 GB).
+	 */
+	struct sp_map fstack_index;
+	uint32_t *fpaths;
+	size_t nfpaths, fpaths_cap;
 	struct bucket *buckets; /* ring of opts.window_s + 1 */
 	size_t nbuckets;
 	uint64_t newest_second;
@@ -106,6 +114,17 @@ static uint32_t intern_entry(struct sp_live *l, uint32_t func, int32_t pid)
 	return (uint32_t)l->nentries++;
 }
 
+/* Ids the paths (and the stacks' function paths) may hold before they are mapped again (16 MiB). */
+#define LIVE_PATHS_MAX ((size_t)4 << 20)
+
+static int push_fpath(struct sp_live *l, uint32_t v)
+{
+	if (sp_array_reserve((void **)&l->fpaths, &l->fpaths_cap, l->nfpaths + 1, sizeof(*l->fpaths)))
+		return -ENOMEM;
+	l->fpaths[l->nfpaths++] = v;
+	return 0;
+}
+
 static int push_path(struct sp_live *l, uint32_t v)
 {
 	if (sp_array_reserve((void **)&l->paths, &l->paths_cap, l->npaths + 1, sizeof(*l->paths)))
@@ -115,21 +134,26 @@ static int push_path(struct sp_live *l, uint32_t v)
 }
 
 /*
- * The entries of stack_id in process pid, leaf first: every function of
- * every frame (inlined ones first), markers and the runtime's hidden frames
- * left out.  Mapped once; *path points into l->paths: [n, ids...].
+ * The functions of stack_id, leaf first: every function of every frame
+ * (inlined ones first), markers and the runtime's hidden frames left out.
+ * Named once; *fpath points into l->fpaths: [n, func ids...].
  */
-static int stack_path(struct sp_live *l, int32_t pid, uint32_t stack_id, const uint32_t **path)
+static int stack_funcs(struct sp_live *l, uint32_t stack_id, const uint32_t **fpath)
 {
-	uint64_t key = (uint64_t)(uint32_t)pid << 32 | stack_id;
 	uint32_t off;
-	if (sp_map_get(&l->stack_index, key, &off)) {
-		*path = l->paths + off;
+	if (sp_map_get(&l->fstack_index, stack_id, &off)) {
+		*fpath = l->fpaths + off;
 		return 0;
 	}
+	/* A cache too: past its bound (a spool of 100,000 deep stacks), it starts again. */
+	if (l->nfpaths > LIVE_PATHS_MAX) {
+		sp_map_release(&l->fstack_index);
+		sp_map_init(&l->fstack_index);
+		l->nfpaths = 0;
+	}
 	const struct sp_spool *s = sp_tail_spool(l->tail);
-	size_t start = l->npaths;
-	int err = push_path(l, 0);
+	size_t start = l->nfpaths;
+	int err = push_fpath(l, 0);
 	uint32_t n = 0;
 	for (uint32_t id = stack_id; !err && id; id = sp_spool_stack_parent(s, id)) {
 		uint32_t frame_id = sp_spool_stack_frame(s, id);
@@ -143,10 +167,52 @@ static int stack_path(struct sp_live *l, int32_t pid, uint32_t stack_id, const u
 			if ((chain[i].flags & SP_RFRAME_HIDDEN_DEFAULT) && !l->opts.show_runtime)
 				continue;
 			uint32_t f = intern_func(l, chain[i].name, chain[i].module);
-			uint32_t e = f == NO_ENTRY ? NO_ENTRY : intern_entry(l, f, pid);
-			err = e == NO_ENTRY ? -ENOMEM : push_path(l, e);
+			err = f == NO_ENTRY ? -ENOMEM : push_fpath(l, f);
 			n++;
 		}
+	}
+	if (!err && l->nfpaths - start > UINT32_MAX)
+		err = -ENOMEM;
+	if (err) {
+		l->nfpaths = start;
+		return err;
+	}
+	l->fpaths[start] = n;
+	err = sp_map_put(&l->fstack_index, stack_id, (uint32_t)start);
+	if (err)
+		return err;
+	*fpath = l->fpaths + start;
+	return 0;
+}
+
+/*
+ * The entries of stack_id in process pid, leaf first (stack_funcs, each
+ * function as pid's entry).  Mapped once; *path points into l->paths:
+ * [n, ids...].
+ */
+static int stack_path(struct sp_live *l, int32_t pid, uint32_t stack_id, const uint32_t **path)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | stack_id;
+	uint32_t off;
+	if (sp_map_get(&l->stack_index, key, &off)) {
+		*path = l->paths + off;
+		return 0;
+	}
+	const uint32_t *fpath;
+	int err = stack_funcs(l, stack_id, &fpath);
+	if (err)
+		return err;
+	/* A path per (process, stack) is a cache: past its bound, it starts again. */
+	if (l->npaths > LIVE_PATHS_MAX) {
+		sp_map_release(&l->stack_index);
+		sp_map_init(&l->stack_index);
+		l->npaths = 0;
+	}
+	size_t start = l->npaths;
+	err = push_path(l, fpath[0]);
+	for (uint32_t i = 0; !err && i < fpath[0]; i++) {
+		uint32_t e = intern_entry(l, fpath[1 + i], pid);
+		err = e == NO_ENTRY ? -ENOMEM : push_path(l, e);
 	}
 	if (!err && l->npaths - start > UINT32_MAX)
 		err = -ENOMEM;
@@ -154,7 +220,6 @@ static int stack_path(struct sp_live *l, int32_t pid, uint32_t stack_id, const u
 		l->npaths = start;
 		return err;
 	}
-	l->paths[start] = n;
 	err = sp_map_put(&l->stack_index, key, (uint32_t)start);
 	if (err)
 		return err;
@@ -281,6 +346,7 @@ int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_li
 	sp_map_init(&l->func_index);
 	sp_map_init(&l->entry_index);
 	sp_map_init(&l->stack_index);
+	sp_map_init(&l->fstack_index);
 	*out = l;
 	return 0;
 }
@@ -291,6 +357,9 @@ static void drop_stacks(struct sp_live *l)
 	sp_map_release(&l->stack_index);
 	sp_map_init(&l->stack_index);
 	l->npaths = 0;
+	sp_map_release(&l->fstack_index);
+	sp_map_init(&l->fstack_index);
+	l->nfpaths = 0;
 }
 
 static uint64_t clock_ns(void)
@@ -578,6 +647,8 @@ void sp_live_free(struct sp_live *l)
 	free(l->funcs);
 	free(l->entries);
 	free(l->paths);
+	free(l->fpaths);
+	sp_map_release(&l->fstack_index);
 	sp_map_release(&l->func_index);
 	sp_map_release(&l->entry_index);
 	sp_map_release(&l->stack_index);

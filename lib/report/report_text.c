@@ -210,7 +210,7 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 	struct sp_agg_groups g;
 	int err = sp_agg_groups_build(&g, a, opts->group_by);
 	double limit = sp_text_limit(opts);
-	uint64_t rest = 0, rest_samples = 0;
+	uint64_t rest = 0, rest_samples = 0, over = 0, over_samples = 0, shown = 0;
 	for (size_t i = 0; !err && i < g.n && g.v[i].samples; i++) {
 		const struct sp_agg_group *sec = &g.v[i];
 		struct sp_agg part;
@@ -218,6 +218,12 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 		if (limit > 0 && pct(sec->samples, a->whole) < limit) {
 			rest++;
 			rest_samples += sec->samples;
+			continue;
+		}
+		/* Each section costs a pass and a full set of views: the busiest only. */
+		if (shown++ >= SP_REPORT_SECTIONS_MAX) {
+			over++;
+			over_samples += sec->samples;
 			continue;
 		}
 		if (g.kind == SP_GROUP_PROCESS)
@@ -235,6 +241,13 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 		}
 		sp_agg_release(&part);
 	}
+	if (!err && over)
+		fprintf(out, "\n(%" PRIu64 " more %s past the busiest %d, left out: %.1f%%, %" PRIu64
+			" sample%s)\n", over,
+			g.kind == SP_GROUP_PROCESS ? (over == 1 ? "process" : "processes")
+						   : (over == 1 ? "thread" : "threads"),
+			SP_REPORT_SECTIONS_MAX, pct(over_samples, a->whole), over_samples,
+			over_samples == 1 ? "" : "s");
 	if (!err && rest)
 		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %" PRIu64 " sample%s)\n",
 			rest, g.kind == SP_GROUP_PROCESS ? (rest == 1 ? "process" : "processes")

@@ -84,12 +84,29 @@ static int by_key(const void *pa, const void *pb, void *ctx)
 	return sp_text_func_cmp(c->agg, *(const uint32_t *)pa, *(const uint32_t *)pb, c->sort);
 }
 
-/* Back from i to the start of the UTF-8 character holding s[i] (never past lo). */
+/*
+ * The start of the escape \xHH holding s[i] (names are escaped: every
+ * backslash begins one, the backslash itself being \x5c), else i; never
+ * before lo.  A cut there keeps the escape whole or drops it whole: cut
+ * inside, "\x5c" would leave a lone backslash before the "...".
+ */
+static size_t escape_start(const char *s, size_t i, size_t lo)
+{
+	for (size_t j = i; j > lo && i - j < 3; j--)
+		if (s[j - 1] == '\\' && s[j] == 'x')
+			return j - 1;
+	return i;
+}
+
+/*
+ * Back from i to the start of the UTF-8 character or the escape holding
+ * s[i] (never past lo).
+ */
 static size_t char_start(const char *s, size_t i, size_t lo)
 {
 	while (i > lo && ((unsigned char)s[i] & 0xc0) == 0x80)
 		i--;
-	return i;
+	return escape_start(s, i, lo);
 }
 
 size_t sp_text_cut(char *buf, size_t cap, const char *s, size_t w, size_t diff_at)
@@ -110,7 +127,7 @@ size_t sp_text_cut(char *buf, size_t cap, const char *s, size_t w, size_t diff_a
 		 * drops: keep its end from there when it fits, else a window
 		 * around it between two cuts.
 		 */
-		if (n - diff_at <= w - 3) {
+		if (n - diff_at <= w - 3 || w < 7) { /* two cuts need room for one character */
 			head = 0;
 			tail_from = n - (w - 3);
 		} else {
@@ -128,6 +145,10 @@ size_t sp_text_cut(char *buf, size_t cap, const char *s, size_t w, size_t diff_a
 	head = char_start(s, head, 0);
 	while (tail_from < n && ((unsigned char)s[tail_from] & 0xc0) == 0x80)
 		tail_from++;
+	/* Inside an escape: on past its end. */
+	size_t e = escape_start(s, tail_from, 0);
+	if (e < tail_from)
+		tail_from = e + 4 < n ? e + 4 : n;
 	int k = snprintf(buf, cap, "%.*s...%s", (int)head, s, s + tail_from);
 	return k < 0 ? 0 : (size_t)k < cap ? (size_t)k : cap - 1;
 }

@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -167,7 +166,7 @@ bool sp_spool_is_growing(const char *path)
 	int fd = sp_open_regular(path, O_RDONLY, SP_RESOLVE_FOLLOW);
 	if (fd < 0)
 		return false;
-	bool held = flock(fd, LOCK_SH | LOCK_NB) && errno == EWOULDBLOCK;
+	bool held = sp_fd_write_locked(fd);
 	close(fd);
 	return held;
 }

@@ -95,12 +95,21 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
 
 /*
  * Compressed .debug_frame sections the recorder left unread because they
- * claim to inflate past SP_INFLATE_SECTION_MAX (or SP_INFLATE_FILE_MAX):
+ * claim to inflate past SP_INFLATE_SECTION_MAX (or SP_INFLATE_FILE_MAX, or
+ * what is left of the process's SP_INFLATE_RUN_MAX):
  * their modules unwind with .eh_frame alone.  No other debug section is
  * ever inflated while recording.  *first (may be NULL) gets the first such
  * module file's path, borrowed from r, or NULL.
  */
 uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const char **first);
+/*
+ * Targets' perf maps read only to their first 8 MiB (or 131,072 lines)
+ * while recording, because they grew past that: memory per process stays
+ * bounded and re-reading never starves the recorder; the JIT functions past
+ * the cut are unwound without their entries (the report still names them
+ * from the whole map, within its own bound).
+ */
+uint64_t sp_recorder_perf_maps_cut(const struct sp_recorder *r);
 
 /*
  * False when the kernel refused kernel-mode sampling (an unprivileged user

@@ -86,6 +86,12 @@ struct sp_report_opts {
 	/* Text views (the flat table, trees and diff; json uses max_rows and max_stacks). */
 	uint32_t sort;        /* enum sp_report_sort */
 	uint32_t group_by;    /* enum sp_report_group: text, folded and flame graph */
+/*
+ * Text sections of group_by: at most this many, the busiest; the rest are
+ * counted in one closing line (each section is a pass over the samples and a
+ * full set of views: 2,000 threads of one deep stack wrote 140 MB).
+ */
+#define SP_REPORT_SECTIONS_MAX 100
 	bool show_counts;     /* sample counts beside the shares (perf's -n) */
 	bool tree;            /* top-down call tree instead of the flat table */
 	bool inverted;        /* bottom-up tree: the callers of each leaf function */

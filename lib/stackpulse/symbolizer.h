@@ -275,6 +275,14 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
 #define SP_INFLATE_SECTION_MAX ((uint64_t)256 << 20)
 #define SP_INFLATE_FILE_MAX ((uint64_t)1 << 30)
 /*
+ * And all the files of one process (one run: the recorder, the symbolizer,
+ * annotate) together at most SP_INFLATE_RUN_MAX: the bounds above hold per
+ * file, and a process that loads many files claiming as much would multiply
+ * them.  A section kept takes its claim from this budget for the rest of the
+ * run; one that no longer fits is skipped and counted like the others.
+ */
+#define SP_INFLATE_RUN_MAX ((uint64_t)512 << 20)
+/*
  * MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF file holding only a
  * symbol table, which libdwfl unpacks whole for a stripped module): xz's
  * sizes are claims its decoder checks only at the end, so the section is
@@ -282,9 +290,24 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
  * SP_XZ_MEMLIMIT; past either it is skipped like a compressed section.
  */
 #define SP_INFLATE_DEBUGDATA_MAX ((uint64_t)64 << 20)
+/*
+ * A debug file proven by its debug link's CRC (a module without a build-id)
+ * is read whole; all such reads of one process together stop at this many
+ * bytes, and a candidate larger than what is left is refused unread.
+ */
+#define SP_DEBUGLINK_CRC_RUN_MAX ((uint64_t)512 << 20)
 #define SP_XZ_MEMLIMIT ((uint64_t)64 << 20)
 /* The cache's size bound (DIR/debug and DIR/symbols) unless opts or STACKPULSE_CACHE_SIZE say. */
 #define SP_CACHE_DEFAULT_MAX ((uint64_t)2 << 30)
+
+/*
+ * At most this many entries in one frame's inline chain (the frame's own
+ * function included), from DWARF or stored in a spool: the innermost are
+ * kept, the inlined callers past them dropped and counted (a hostile spool
+ * stores chains of any length, and every view repeats them for every stack
+ * they are in).
+ */
+#define SP_INLINE_CHAIN_MAX 64
 
 /* What a symbolizer could and could not use, counted as it resolves. */
 struct sp_symbolizer_stats {
@@ -295,6 +318,8 @@ struct sp_symbolizer_stats {
 	uint64_t frames_address_only; /* distinct frames given the address form */
 	uint64_t frames_with_lines;   /* distinct frames given a source file and line (DWARF) */
 	uint64_t inline_frames;       /* inlined-function frames those frames expanded into */
+	/* Inlined-function entries dropped from chains longer than SP_INLINE_CHAIN_MAX. */
+	uint64_t inline_frames_cut;
 	/* Separate debug files, looked for once per module file without its own DWARF or symbols. */
 	uint64_t debug_files_used;    /* found and used (build-id or debug link CRC matched) */
 	/* Of those, found by libdwfl's own search once DEBUGINFOD_URLS is set (debuginfod). */
@@ -309,13 +334,16 @@ struct sp_symbolizer_stats {
 	const char *cache_dir_refused, *cache_dir_refusal;
 	uint64_t debug_files_mismatched; /* refused: another build-id, wrong CRC, not trusted */
 	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
+	/* Of those, refused unread: past what was left of SP_DEBUGLINK_CRC_RUN_MAX (this run). */
+	uint64_t debug_files_over_crc_budget;
 	/*
 	 * Compressed sections of module and debug files skipped, never
-	 * inflated: over SP_INFLATE_SECTION_MAX or SP_INFLATE_FILE_MAX (names,
-	 * inline chains or lines they held are missing).  The first such
-	 * file's path, or NULL.
+	 * inflated: over SP_INFLATE_SECTION_MAX, SP_INFLATE_FILE_MAX or what
+	 * was left of SP_INFLATE_RUN_MAX (names, inline chains or lines they
+	 * held are missing).  The first such file's path, or NULL.  Of those,
+	 * sections_over_run_budget were skipped for the run's total alone.
 	 */
-	uint64_t sections_not_inflated;
+	uint64_t sections_not_inflated, sections_over_run_budget;
 	const char *section_not_inflated_file;
 	/*
 	 * The cache's size bound in bytes (cache_max_bytes, STACKPULSE_CACHE_SIZE

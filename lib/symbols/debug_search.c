@@ -17,9 +17,12 @@ static void note_mismatch(struct elf_names *names, uint32_t n, const char *path)
 								    strlen(path));
 }
 
-void sp_sym_note_not_inflated(struct elf_names *names, uint32_t n, const char *path)
+void sp_sym_note_not_inflated(struct elf_names *names, const struct sp_inflate_stats *ist,
+			      const char *path)
 {
+	uint32_t n = ist->over_limit;
 	names->stats->sections_not_inflated += n;
+	names->stats->sections_over_run_budget += ist->over_run;
 	if (n && path && !names->stats->section_not_inflated_file)
 		names->stats->section_not_inflated_file = sp_arena_strndup(names->strings, path,
 									 strlen(path));
@@ -49,7 +52,7 @@ static int bound_alternate(struct elf_names *names, int fd, const char *name)
 	struct sp_debug_copy copy;
 	int cfd = sp_debug_cache_open(NULL, 0, NULL, 0, fd, &copy);
 	if (names)
-		sp_sym_note_not_inflated(names, copy.inflate.over_limit, name);
+		sp_sym_note_not_inflated(names, &copy.inflate, name);
 	if (copy.refused || cfd >= 0)
 		close(fd);
 	if (copy.refused) {
@@ -141,7 +144,7 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 		names->stats->cache_files_too_large += copy.too_large;
 		if (!f->debug_bounded) {
 			f->debug_bounded = true;
-			sp_sym_note_not_inflated(names, copy.inflate.over_limit, f->debug_path);
+			sp_sym_note_not_inflated(names, &copy.inflate, f->debug_path);
 		}
 		if (copy.refused) {
 			close(fd);

@@ -26,6 +26,29 @@
 #define DEBUGLINK_CRC_MAX ((off_t)1 << 30)
 
 /*
+ * And what every candidate of this process has had read for its CRC so far:
+ * the run's budget (SP_DEBUGLINK_CRC_RUN_MAX).  Sixteen modules without a
+ * build-id, each with two sparse candidates of 1,023 MiB, cost every report
+ * 23-75 s under the bound of one file alone.  A candidate is read only when
+ * its size fits in what is left; crc_over_budget counts those refused so.
+ */
+static uint64_t crc_read, crc_over_budget;
+
+/* Take size bytes from the run's CRC budget: false, and nothing taken, when they do not fit. */
+static bool take_crc_budget(uint64_t size)
+{
+	if (sp_budget_take(&crc_read, SP_DEBUGLINK_CRC_RUN_MAX, size, true))
+		return true;
+	__atomic_add_fetch(&crc_over_budget, 1, __ATOMIC_RELAXED);
+	return false;
+}
+
+uint64_t sp_debug_crc_over_budget(void)
+{
+	return __atomic_load_n(&crc_over_budget, __ATOMIC_RELAXED);
+}
+
+/*
  * SIGINT or SIGTERM is pending: the caller blocked them to be told when to
  * give up a long read (sp_recorder_finish, reading replaced images at record
  * end).  A signal not blocked is handled at once and never seen here.
@@ -40,9 +63,10 @@ static bool stop_signal_pending(void)
 /*
  * The .gnu_debuglink CRC is the CRC-32 of the whole debug file, the same
  * polynomial zlib computes (GDB's "Debugging Information in Separate Files").
- * False on a read error, or when a stop signal is pending.
+ * False on a read error, past max bytes (the file grew), or when a stop
+ * signal is pending.
  */
-static bool file_crc32(int fd, uint32_t *out)
+static bool file_crc32(int fd, uint64_t max, uint32_t *out)
 {
 	unsigned char buf[65536];
 	uLong crc = crc32(0L, Z_NULL, 0);
@@ -59,6 +83,8 @@ static bool file_crc32(int fd, uint32_t *out)
 			break;
 		crc = crc32(crc, buf, (uInt)n);
 		off += n;
+		if ((uint64_t)off > max)
+			return false;
 	}
 	*out = (uint32_t)crc;
 	return true;
@@ -81,8 +107,9 @@ bool sp_debug_file_matches(const struct sp_debug_query *q, int fd)
 	}
 	/* Without a build-id only the debug link's CRC can tell. */
 	uint32_t crc;
-	return q->debuglink && st.st_size <= DEBUGLINK_CRC_MAX && file_crc32(fd, &crc) &&
-	       crc == q->debuglink_crc;
+	return q->debuglink && st.st_size <= DEBUGLINK_CRC_MAX &&
+	       take_crc_budget((uint64_t)st.st_size) &&
+	       file_crc32(fd, (uint64_t)st.st_size, &crc) && crc == q->debuglink_crc;
 }
 
 /* The search's state: the module file's identity, what was found, what was refused. */

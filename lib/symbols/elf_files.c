@@ -71,7 +71,7 @@ static uint8_t open_image(struct elf_names *names, struct file_entry *f, int fd)
 	 * the inflation bounds is not used.  Processes map ET_EXEC and ET_DYN.
 	 */
 	struct sp_inflate_stats ist;
-	if (!err && (sp_elf_bound_inflation(elf, NULL, &ist) ||
+	if (!err && (sp_elf_bound_inflation_probe(elf, NULL, &ist) ||
 		     (f->info.e_type == ET_REL && ist.over_limit)))
 		err = -SP_E_ELF_MALFORMED;
 	f->own_dwarf = !err && has_debug_info(elf);
@@ -123,7 +123,7 @@ static uint8_t open_image(struct elf_names *names, struct file_entry *f, int fd)
 		sp_elf_info_release(&f->info);
 		return FILE_UNREADABLE;
 	}
-	sp_sym_note_not_inflated(names, ist.over_limit, f->open_path);
+	sp_sym_note_not_inflated(names, &ist, f->open_path);
 	/* find_debuginfo gets the module's userdata slot: it leads back to f. */
 	void **userdata;
 	dwfl_module_info(f->mod, &userdata, NULL, NULL, NULL, NULL, NULL, NULL);

@@ -219,6 +219,18 @@ struct sp_resolved_frame *sp_sym_chain_alloc(struct inline_chains *ch, size_t n)
 void sp_sym_chain_set(struct inline_chains *ch, uint32_t frame_id, struct sp_resolved_frame *c,
 		      size_t n)
 {
+	/*
+	 * A chain stored in a spool is whatever its writer made it: 20,000
+	 * entries on one frame, 2,048 deep, made one report write a gigabyte.
+	 * The innermost entries and the frame's own function stay; the inlined
+	 * callers between them are dropped and counted.
+	 */
+	if (n > SP_INLINE_CHAIN_MAX) {
+		c[SP_INLINE_CHAIN_MAX - 1] = c[n - 1];
+		if (ch->inline_cut)
+			*ch->inline_cut += n - SP_INLINE_CHAIN_MAX;
+		n = SP_INLINE_CHAIN_MAX;
+	}
 	ch->by_frame[frame_id] = c;
 	ch->len[frame_id] = (uint32_t)n;
 	*ch->inline_frames += n - 1;

@@ -283,12 +283,17 @@ static int keep_owner(int fd, const struct stat *old)
  * Write the intact prefix of in_path plus records to out_path: into a new
  * file in out_path's directory, synced, then renamed over out_path.  old is
  * out_path's lstat when it was a regular file, NULL when it was absent; the
- * new file keeps old's owner and mode.  -EEXIST when out_path is no longer
- * what old says by the time of the rename: someone else wrote it meanwhile.
+ * new file keeps old's owner and mode, except a private spool's (a
+ * system-wide one: every user's processes), which is 0600 and given to
+ * another user only in place (the file it was read from): never to the
+ * owner of a file made in advance at -o's path.  -EEXIST when out_path is
+ * no longer what old says by the time of the rename: someone else wrote it
+ * meanwhile.
  */
 static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *records,
-		       const char *out_path, const struct stat *old)
+		       const char *out_path, const struct stat *old, bool private_)
 {
+	bool in_place = !strcmp(in_path, out_path);
 	char *copy = strdup(out_path);
 	char *tmp = NULL;
 	if (!copy)
@@ -306,7 +311,9 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 		goto out;
 	/* A new output gets a new file's mode (0666 less umask). */
 	mode_t mode;
-	if (old) {
+	if (private_) {
+		mode = 0600;
+	} else if (old) {
 		mode = old->st_mode & 07777;
 	} else {
 		mode_t mask = umask(0);
@@ -317,7 +324,7 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 	if (!err)
 		err = sp_write_all(fd, records->data, records->len);
 	/* The owner first: chown(2) clears the set-user-ID and set-group-ID bits. */
-	if (!err && old)
+	if (!err && old && (in_place || !private_))
 		err = keep_owner(fd, old);
 	if (!err && (fchmod(fd, mode) || fsync(fd)))
 		err = -errno;
@@ -395,7 +402,8 @@ int sp_spool_symbolize(const char *spool_path, const char *out_path,
 	res->bytes_written = records.len;
 	if (out_path || records.len || s->truncated)
 		err = write_spool(spool_path, s->intact_len, &records, out,
-				  exists ? &old : NULL);
+				  exists ? &old : NULL,
+				  (sp_spool_meta(s)->flags & SP_META_SYSTEM_WIDE) != 0);
 out:
 	/* What the list points at must outlive the spool: keep copies. */
 	for (size_t i = 0; i < res->nunresolved; i++) {

@@ -27,6 +27,7 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 		sym->opts = *opts;
 	sp_arena_init(&sym->strings);
 	sym->chains.inline_frames = &sym->stats.inline_frames;
+	sym->chains.inline_cut = &sym->stats.inline_frames_cut;
 	sp_sym_elf_init(&sym->elf, s, &sym->opts, &sym->strings, &sym->stats);
 	sp_sym_stored_init(&sym->stored_names, s, &sym->opts, &sym->stats, &sym->chains);
 	sp_sym_perf_maps_init(&sym->perf_maps, s, &sym->opts, &sym->strings, &sym->stats,
@@ -193,6 +194,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out)
 {
 	*out = sym->stats;
+	out->debug_files_over_crc_budget = sp_debug_crc_over_budget();
 	sp_stack_cache_add_stats(sym->stacks, out);
 }
 

@@ -336,6 +336,7 @@ struct inline_chains {
 	uint32_t *len;
 	struct chain_block *blocks;
 	uint64_t *inline_frames; /* the symbolizer's stats.inline_frames */
+	uint64_t *inline_cut;    /* the symbolizer's stats.inline_frames_cut */
 };
 
 struct sp_symbolizer {
@@ -466,10 +467,12 @@ int sp_sym_lookup_source(struct elf_names *names, struct file_entry *f, uint64_t
 /* ---- separate debug files (debug_search.c) ----------------------------- */
 
 /*
- * Count n compressed sections of the file at path skipped for the inflation
- * bounds (the first such path is kept for the warning).
+ * Count the compressed sections of the file at path skipped for the
+ * inflation bounds, as ist counted them (the first such path is kept for
+ * the warning).
  */
-void sp_sym_note_not_inflated(struct elf_names *names, uint32_t n, const char *path);
+void sp_sym_note_not_inflated(struct elf_names *names, const struct sp_inflate_stats *ist,
+			      const char *path);
 /* libdwfl's find_debuginfo callback (Dwfl_Callbacks): the search of lib/symbols/debugfile.c, counted. */
 int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,

@@ -104,6 +104,12 @@ struct sp_debug_found {
  */
 bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
 /*
+ * Debug-link candidates this process refused unread because their size no
+ * longer fit in what was left of SP_DEBUGLINK_CRC_RUN_MAX (they count as
+ * mismatched too).
+ */
+uint64_t sp_debug_crc_over_budget(void);
+/*
  * Look for q's separate debug file, in this order (GDB's and libdwfl's
  * conventions): for each absolute directory DIR of q->dirs,
  * DIR/.build-id/xx/rest.debug, DIR/LINK and DIR/FILEDIR/LINK; then
@@ -252,9 +258,11 @@ enum sp_symcache_source {
 
 /*
  * The witness of the file a cache file's names came from (the module file or
- * its debug file): a hash of its device, inode, size and mtime, never 0.  Any
- * ELF can claim any build-id; a forged copy is another file, so its names go
- * to another cache file and never answer for the genuine one.
+ * its debug file): a hash of its device, inode, size, mtime and ctime, never
+ * 0.  Any ELF can claim any build-id; a forged copy is another file, so its
+ * names go to another cache file and never answer for the genuine one.  Its
+ * owner can set the mtime back after rewriting it (utimensat(2)), not the
+ * ctime, which every write and every utimensat moves.
  */
 uint64_t sp_symcache_witness(const struct stat *st);
 

@@ -42,7 +42,7 @@
 #include <zlib.h>
 
 #define SYMCACHE_MAGIC "SPSYMC"
-#define SYMCACHE_FORMAT 5 /* 2: PLT entries named NAME@plt; 3: CUs found without .debug_aranges; 4: Rust names (symbols, inline frames) demangled; 5: signal restorers named */
+#define SYMCACHE_FORMAT 6 /* 2: PLT entries named NAME@plt; 3: CUs found without .debug_aranges; 4: Rust names (symbols, inline frames) demangled; 5: signal restorers named; 6: witness keyed on ctime too */
 #define SYMCACHE_HEADER 9
 #define SYMCACHE_MAX_BYTES (64u << 20)
 #define SYMCACHE_MAX_STR (1u << 20)
@@ -50,7 +50,8 @@
 uint64_t sp_symcache_witness(const struct stat *st)
 {
 	uint64_t id[] = {(uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_size,
-			 (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec};
+			 (uint64_t)st->st_mtim.tv_sec, (uint64_t)st->st_mtim.tv_nsec,
+			 (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec};
 	uint64_t h = 0xcbf29ce484222325ULL;
 	for (size_t i = 0; i < SP_ARRAY_SIZE(id); i++)
 		h = sp_hash64(h ^ id[i]);

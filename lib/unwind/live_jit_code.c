@@ -39,6 +39,18 @@
 #define ARENA_PROBE 64      /* bytes read at a region's start to recognise an arena */
 #define MAP_RECHECK 1024    /* look at the perf map's size every this many lookups */
 #define MAP_DIR "/tmp"
+/*
+ * What of a live process's perf map is read at record time: a map that grows
+ * without end (a target's own choice) cost the recorder memory in step with
+ * it (114 MB for a 156 MB map in 3 s) and, re-parsed whole, lost samples.
+ * Past this the map is cut once, counted, and never read again while the
+ * process lives; the report reads it (to its own bound) for names.
+ */
+#define LIVE_MAP_MAX_BYTES ((uint64_t)8 << 20)
+#define LIVE_MAP_MAX_LINES ((size_t)1 << 17)
+
+/* Live perf maps cut at LIVE_MAP_MAX_BYTES or _LINES, this process's whole run. */
+static uint64_t maps_cut;
 
 struct jit_fn {
 	uint64_t entry;
@@ -57,6 +69,7 @@ struct sp_jit_code {
 	int64_t map_size;       /* file size when the map was read; -1: never read */
 	uint32_t since_check;   /* lookups since the map's size was looked at */
 	bool map_tried;
+	bool map_cut;           /* read to LIVE_MAP_MAX_*: not read again */
 	struct sp_pace map_pace; /* a grown map, re-parsed whole, gets a tenth of the recorder */
 	struct sp_map fn_index; /* entry -> index into fns */
 	struct jit_fn *fns;
@@ -163,7 +176,7 @@ static void refresh_map(struct sp_jit_code *j)
 {
 	struct stat st;
 	j->since_check = 0;
-	if (lstat(j->map_path, &st) || st.st_size == j->map_size)
+	if (j->map_cut || lstat(j->map_path, &st) || st.st_size == j->map_size)
 		return;
 	uint64_t start;
 	if (!sp_pace_begin(&j->map_pace, &start))
@@ -177,10 +190,16 @@ static void refresh_map(struct sp_jit_code *j)
 	int fd;
 	int err = sp_perf_map_open(j->map_path, owner, j->not_before_us, &verdict, &fd);
 	if (!err && fd >= 0) {
-		err = sp_perf_map_read_fd(&m, fd, NULL);
+		const struct sp_perf_map_limits lim = {.max_bytes = LIVE_MAP_MAX_BYTES,
+						       .max_lines = LIVE_MAP_MAX_LINES};
+		err = sp_perf_map_read_fd(&m, fd, &lim);
 		close(fd);
 	}
 	sp_pace_end(&j->map_pace, start);
+	if (!err && verdict == SP_PERF_MAP_USED && m.stats.limited) {
+		j->map_cut = true;
+		__atomic_add_fetch(&maps_cut, 1, __ATOMIC_RELAXED);
+	}
 	if (err || verdict != SP_PERF_MAP_USED) {
 		sp_perf_map_release(&m);
 		return;
@@ -293,4 +312,9 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 	if (sp_codeframe_row(j->pool + f->pool_off, f->len, pc - entry, after_call, out))
 		return NULL;
 	return out;
+}
+
+uint64_t sp_jit_perf_maps_cut(void)
+{
+	return __atomic_load_n(&maps_cut, __ATOMIC_RELAXED);
 }

@@ -284,6 +284,12 @@ int sp_jit_code_use_jitdump(struct sp_jit_code *j, const char *path);
 bool sp_jit_code_has_jitdump(const struct sp_jit_code *j);
 /* Rows the jitdump gave (frames unwound by it); 0 when there is none. */
 uint64_t sp_jit_code_jitdump_rows(const struct sp_jit_code *j);
+/*
+ * Live perf maps this process cut at their record-time bound (8 MiB or
+ * 131,072 lines, lib/unwind/live_jit_code.c): past it, their functions'
+ * entries are not known while recording.
+ */
+uint64_t sp_jit_perf_maps_cut(void);
 /* An executable mapping replaced [start, end): cached code there is stale. */
 void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end);
 /*

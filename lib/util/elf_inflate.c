@@ -127,8 +127,36 @@ static int hide(Elf_Scn *scn, bool by_name)
 	return gelf_update_shdr(scn, &sh) ? 0 : -SP_E_ELF_MALFORMED;
 }
 
-int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
-			   struct sp_inflate_stats *st)
+/*
+ * What every file of this process has been let inflate so far: the run's
+ * budget (SP_INFLATE_RUN_MAX).  Each file's bound alone let a process that
+ * dlopens four libraries of 250 MiB claims cost the recorder a gigabyte, and
+ * the budget grows with the number of files; so a claim is taken from the
+ * run's total before the section is kept, and never given back (libdw keeps
+ * what it inflated as long as the file stays open).
+ */
+static uint64_t run_inflated;
+
+bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take)
+{
+	uint64_t u = __atomic_load_n(used, __ATOMIC_RELAXED);
+	do {
+		if (u > max || size > max - u)
+			return false;
+		if (!take)
+			return true;
+	} while (!__atomic_compare_exchange_n(used, &u, u + size, true, __ATOMIC_RELAXED,
+					      __ATOMIC_RELAXED));
+	return true;
+}
+
+uint64_t sp_elf_inflate_run_used(void)
+{
+	return __atomic_load_n(&run_inflated, __ATOMIC_RELAXED);
+}
+
+static int bound_inflation(Elf *elf, bool (*want)(const char *name),
+			   struct sp_inflate_stats *st, bool take)
 {
 	*st = (struct sp_inflate_stats){0};
 	size_t shstrndx;
@@ -157,6 +185,11 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 			keep = false;
 			st->over_limit++;
 			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
+		} else if (!sp_budget_take(&run_inflated, SP_INFLATE_RUN_MAX, size, take)) {
+			keep = false;
+			st->over_limit++;
+			st->over_run++;
+			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
 		} else {
 			st->kept++;
 			st->kept_bytes += size;
@@ -166,4 +199,16 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 			err = -SP_E_ELF_MALFORMED;
 	}
 	return err;
+}
+
+int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
+			   struct sp_inflate_stats *st)
+{
+	return bound_inflation(elf, want, st, true);
+}
+
+int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
+				 struct sp_inflate_stats *st)
+{
+	return bound_inflation(elf, want, st, false);
 }

@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 /*
@@ -78,7 +77,58 @@ static int output_kind(const struct stat *st, bool *special)
 	return 0;
 }
 
-/* sp_output_create, and with lock a regular file flock'ed (LOCK_EX) before it is truncated. */
+/*
+ * A writer's lock on fd, held until the file is closed: an open file
+ * description lock (fcntl(2) F_OFD_SETLK, F_WRLCK), which the kernel grants
+ * only on a descriptor open for writing.  flock(2) took any descriptor,
+ * even O_RDONLY: anyone who could read a spool could hold its lock and keep
+ * root from recording into that path, or symbolizing it in place.  A
+ * reader's read lock (F_RDLCK, which any descriptor takes) is not a writer:
+ * it is passed over, the file then written unlocked.  -SP_E_SPOOL_BUSY when
+ * a write lock is held, which only someone who may write the file can take.
+ */
+static int take_write_lock(int fd)
+{
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	if (!fcntl(fd, F_OFD_SETLK, &l))
+		return 0;
+	if (errno != EAGAIN && errno != EACCES)
+		return 0; /* no lock here (a file system without them): written unlocked */
+	return sp_fd_write_locked(fd) ? -SP_E_SPOOL_BUSY : 0;
+}
+
+bool sp_fd_write_locked(int fd)
+{
+	/* A read lock conflicts only with write locks: readers' own locks never show. */
+	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	return !fcntl(fd, F_OFD_GETLK, &l) && l.l_type == F_WRLCK;
+}
+
+/*
+ * A private output (mode 0600: a system-wide spool) never lands in a file
+ * someone else owns or could have opened: another user's file made in
+ * advance in a sticky directory (it would stay theirs, 0666), or one of ours
+ * that others may read (they could hold it open).  Such a file is unlinked
+ * and the output created anew, O_CREAT | O_EXCL: a new inode, ours, mode
+ * 0600.  -SP_E_OUTPUT_NOT_OURS when it cannot be unlinked (someone else's
+ * file in a sticky directory, for anyone but root) or reappears meanwhile.
+ */
+static int replace_private(const char *path, unsigned int mode)
+{
+	if (unlink(path) && errno != ENOENT)
+		return errno == EPERM || errno == EACCES ? -SP_E_OUTPUT_NOT_OURS : -errno;
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return errno == EEXIST ? -SP_E_OUTPUT_NOT_OURS : -errno;
+	int err = take_write_lock(fd);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* sp_output_create, and with lock a regular file write-locked before it is truncated. */
 static int create_output(const char *path, unsigned int mode, bool lock)
 {
 	/* What is there now, looked at through handles that open nothing. */
@@ -114,8 +164,13 @@ static int create_output(const char *path, unsigned int mode, bool lock)
 	struct stat st;
 	int err = fstat(fd, &st) ? -errno : !S_ISREG(st.st_mode) && !special ? -SP_E_NOT_REGULAR : 0;
 	/* a writer still holding it (a recording) keeps it: nothing is truncated */
-	if (!err && lock && S_ISREG(st.st_mode) && flock(fd, LOCK_EX | LOCK_NB))
-		err = errno == EWOULDBLOCK ? -SP_E_SPOOL_BUSY : 0;
+	if (!err && lock && S_ISREG(st.st_mode))
+		err = take_write_lock(fd);
+	if (!err && !special && !(mode & 077) && S_ISREG(st.st_mode) &&
+	    (st.st_uid != geteuid() || (st.st_mode & 077))) {
+		close(fd);
+		return replace_private(path, mode);
+	}
 	if (!err && S_ISREG(st.st_mode) &&
 	    (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) || ftruncate(fd, 0)))
 		err = -errno;

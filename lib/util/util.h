@@ -205,7 +205,8 @@ bool sp_elf_section_inflated_size(Elf *elf, Elf_Scn *scn, uint64_t *size);
 struct sp_inflate_stats {
 	uint32_t kept;             /* left to be inflated by whoever needs them */
 	uint64_t kept_bytes;       /* their inflated sizes, summed (<= SP_INFLATE_FILE_MAX) */
-	uint32_t over_limit;       /* hidden: over SP_INFLATE_SECTION_MAX or SP_INFLATE_FILE_MAX */
+	uint32_t over_limit;       /* hidden: over SP_INFLATE_SECTION_MAX, _FILE_MAX or _RUN_MAX */
+	uint32_t over_run;         /* of those, hidden for the run's budget (SP_INFLATE_RUN_MAX) */
 	uint64_t over_limit_bytes; /* their claimed sizes, summed (saturating) */
 	uint32_t unwanted;         /* hidden because the caller's want() refused them */
 };
@@ -215,7 +216,9 @@ struct sp_inflate_stats {
  * SP_INFLATE_SECTION_MAX and SP_INFLATE_FILE_MAX): every compressed section
  * that want(name) refuses (want NULL: none), that claims more than
  * SP_INFLATE_SECTION_MAX, or whose claim would take the sections kept
- * before it (in section order) past SP_INFLATE_FILE_MAX, is hidden: its
+ * before it (in section order) past SP_INFLATE_FILE_MAX, or whose claim
+ * no longer fits in what is left of the process's SP_INFLATE_RUN_MAX (taken
+ * from it for good when the section is kept, across files), is hidden: its
  * header in elf's memory becomes SHT_NOBITS without SHF_COMPRESSED, so
  * dwarf_begin_elf and libdwfl skip it; the file is not written.  Call it
  * before the Elf reaches libdw.  Fills *st.  0, or -SP_E_ELF_MALFORMED when
@@ -223,6 +226,21 @@ struct sp_inflate_stats {
  */
 int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 			   struct sp_inflate_stats *st);
+/*
+ * The same for a handle that is ended without inflating anything (a look at
+ * a file before libdw opens it again): what is left of SP_INFLATE_RUN_MAX is
+ * checked, never taken, so that the file is charged once.
+ */
+int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
+				 struct sp_inflate_stats *st);
+/*
+ * A budget shared by a whole process (threads too): add size to *used when
+ * the sum stays within max (only see whether it would, when !take).  False,
+ * and nothing added, when it would not.
+ */
+bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take);
+/* Bytes this process's compressed sections were let inflate to so far (<= SP_INFLATE_RUN_MAX). */
+uint64_t sp_elf_inflate_run_used(void);
 
 /* ---- module paths (module_path.c) -------------------------------------- */
 
@@ -398,10 +416,17 @@ const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s);
 /* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
 /*
- * sp_output_create for a spool: the file is locked (flock(2) LOCK_EX, held
- * until closed) before it is truncated, so a spool another recording still
- * writes is left whole: -SP_E_SPOOL_BUSY.  (lib/util/open_regular.c)
+ * sp_output_create for a spool: the file is locked (fcntl(2) F_OFD_SETLK,
+ * F_WRLCK: only a descriptor open for writing takes it; held until closed)
+ * before it is truncated, so a spool another recording still writes is left
+ * whole: -SP_E_SPOOL_BUSY.  A mode that gives group and others nothing (0600,
+ * a system-wide spool) makes the output private: a regular file there that
+ * another user owns, or that others may read, is unlinked and the output
+ * created anew (O_EXCL), or -SP_E_OUTPUT_NOT_OURS when it cannot be.
+ * (lib/util/open_regular.c)
  */
 int sp_output_create_locked(const char *path, unsigned int mode);
+/* Whether a writer holds fd's file write-locked (F_OFD_GETLK; any descriptor). */
+bool sp_fd_write_locked(int fd);
 
 #endif

@@ -12,6 +12,12 @@ hostile-spool.py KIND OUT [N]
   widenames  as wide, every node with a frame of its own (no names merge)
   deepnames  chains N deep (default 2048), every node a frame of its own and
          sampled, as many as fit in 1 MB
+  inline     a chain 2048 deep of two frames, each with a stored inline chain
+         of N entries (default 20000, a SYM_FRAME record), 10 samples on
+         its end: every frame of the stack expands into N
+  pids       one chain 2048 deep, then N processes (default 8000) of one
+         thread each, one sample each on the chain's end: every view that
+         counts per process or thread, or groups by them, meets N
 Every record is well formed; only the shape is hostile.  HOSTILE_BYTES in the
 environment changes the 1 MB that wide, widenames and deepnames fill.
 """
@@ -93,6 +99,27 @@ def spool(kind, n):
             if kind == "deepnames" or nodes > n:
                 out += record(7, uvarint(0) + uvarint(nodes) + svarint(1_000_000))
         return bytes(out)
+    if kind == "inline":
+        # Strings: a name per entry would be as costly to write as to read; two do.
+        out += record(11, uvarint(3) + string("inlined_fn") + string("outer_fn") + string("hostile.so"))
+        for i in range(1, 2049):
+            out += record(4, uvarint(1) + uvarint(i % 2))
+        for frame in (0, 1):
+            entry = uvarint(0) + uvarint(0) + uvarint(8) + uvarint(0) + uvarint(2) + uvarint(0) \
+                + uvarint(0) + uvarint(0)
+            last = uvarint(0) + uvarint(0) + uvarint(0) + uvarint(1) + uvarint(2) + uvarint(0) \
+                + uvarint(0) + uvarint(16)
+            out += record(12, uvarint(frame) + uvarint(n) + entry * (n - 1) + last)
+        for _ in range(10):
+            out += record(7, uvarint(0) + uvarint(2048) + svarint(1_000_000))
+        return bytes(out)
+    if kind == "pids":
+        for i in range(1, 2049):
+            out += record(4, uvarint(1) + uvarint(i % 2))
+        for k in range(n):
+            out += record(5, svarint(1000 + k) + svarint(1000 + k))
+            out += record(7, uvarint(k + 1) + uvarint(2048) + svarint(1_000_000))
+        return bytes(out)
     if kind == "deep":
         for i in range(1, n + 1):
             out += record(4, uvarint(1) + uvarint(i % 2))
@@ -111,7 +138,8 @@ def spool(kind, n):
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
-    default = 20000 if kind == "deep" else 2048 if kind in ("wide", "widenames", "deepnames") else 1000
+    default = 20000 if kind in ("deep", "inline") else 8000 if kind == "pids" else \
+        2048 if kind in ("wide", "widenames", "deepnames") else 1000
     n = int(sys.argv[3]) if len(sys.argv) > 3 else default
     with open(path, "wb") as f:
         f.write(spool(kind, n))

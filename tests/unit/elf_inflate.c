@@ -218,28 +218,45 @@ Test(elf_inflate, sections_past_the_bounds_are_hidden_in_memory_only)
 	close(fd);
 }
 
-Test(elf_inflate, one_file_s_sections_share_a_bound_in_section_order)
+Test(elf_inflate, one_run_s_files_share_a_budget_in_section_order)
 {
-	/* Five of 200 MiB fit in 1 GiB (1000 MiB); the sixth would not, the seventh (24 MiB) does. */
+	/*
+	 * Two of 200 MiB fit in the run's 512 MiB; the third would not, the
+	 * fourth (24 MiB) does: 424 MiB taken.  The file's own 1 GiB bound is
+	 * never reached first.
+	 */
 	const struct sec secs[] = {
-		Z(".debug_info", 200 * MIB),   Z(".debug_line", 200 * MIB),
-		Z(".debug_str", 200 * MIB),    Z(".debug_abbrev", 200 * MIB),
-		Z(".debug_ranges", 200 * MIB), Z(".debug_loc", 200 * MIB),
-		Z(".debug_frame", 24 * MIB),
+		Z(".debug_info", 200 * MIB), Z(".debug_line", 200 * MIB),
+		Z(".debug_str", 200 * MIB),  Z(".debug_frame", 24 * MIB),
 	};
-	write_elf(secs, 7);
+	write_elf(secs, 4);
 	int fd;
 	Elf *e = open_elf(&fd);
 	struct sp_inflate_stats st;
 	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
-	cr_assert_eq(st.kept, 6);
-	cr_assert_eq(st.kept_bytes, 1024 * MIB);
+	cr_assert_eq(st.kept, 3);
+	cr_assert_eq(st.kept_bytes, 424 * MIB);
 	cr_assert_eq(st.over_limit, 1);
+	cr_assert_eq(st.over_run, 1);
+	cr_assert_eq(sp_elf_inflate_run_used(), 424 * MIB);
 	GElf_Shdr sh;
-	section(e, ".debug_loc", &sh);
+	section(e, ".debug_str", &sh);
 	cr_assert_eq(sh.sh_type, SHT_NOBITS);
 	section(e, ".debug_frame", &sh);
 	cr_assert_eq(sh.sh_type, SHT_PROGBITS);
+	elf_end(e);
+	close(fd);
+
+	/* Another file of the same run: 100 MiB no longer fits, 80 MiB does (504 MiB). */
+	const struct sec more[] = {Z(".debug_info", 100 * MIB), Z(".debug_line", 80 * MIB)};
+	write_elf(more, 2);
+	e = open_elf(&fd);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(st.kept, 1);
+	cr_assert_eq(st.over_run, 1);
+	cr_assert_eq(sp_elf_inflate_run_used(), 504 * MIB);
+	section(e, ".debug_info", &sh);
+	cr_assert_eq(sh.sh_type, SHT_NOBITS);
 	elf_end(e);
 	close(fd);
 }

@@ -55,3 +55,23 @@ Test(text_cells, the_place_two_names_part_stays_in_view)
 	/* Parting near the end: the end is kept. */
 	cr_assert_str_eq(cut("a_very_long_common_beginning_that_ends_in_A", 20, 30), "...ng_that_ends_in_A");
 }
+
+/* Every backslash of l begins a whole \xHH escape. */
+static void escapes_whole(const char *l)
+{
+	for (const char *p = strchr(l, '\\'); p; p = strchr(p + 1, '\\'))
+		cr_assert(p[1] == 'x' && p[2] && p[3] && p[2] != '.' && p[3] != '.',
+			  "an escape split in '%s'", l);
+}
+
+Test(text_cells, a_cut_never_splits_an_escape)
+{
+	/* An escaped name: a cut anywhere inside \x5c would leave a lone backslash. */
+	const char *s = "ab\\x5c\\x5c\\x5c\\x5c\\x5c\\x5c\\x5c\\x5c\\x5c\\x5c\\x5ccd";
+	for (size_t w = 5; w < 30; w++) {
+		escapes_whole(cut(s, w, SIZE_MAX));
+		escapes_whole(cut(s, w, 20));
+	}
+	cr_assert_str_eq(cut(s, 12, SIZE_MAX), "ab...cd");
+	cr_assert_str_eq(cut(s, 16, SIZE_MAX), "ab\\x5c...\\x5ccd");
+}

@@ -37,7 +37,14 @@ enum {
 	OPT_FOLLOW,
 	OPT_WINDOW,
 	OPT_BY,
+	OPT_MAX_INCREASE,
+	OPT_MAX_INCREASE_OF,
+	OPT_MIN_SHARE,
+	OPT_DIFF_NORMALIZE,
 };
+
+/* report --diff --max-increase: a function grew beyond the gate. */
+#define SP_EXIT_REGRESSED 3
 
 #define MAX_IDS 1024 /* --pid values, all lists together; --tid's likewise */
 #define MIN_WIDTH 80
@@ -49,6 +56,8 @@ struct report_args {
 	const char *diff_path;
 	double follow_s;    /* --follow: a fresh table every follow_s seconds; 0: once */
 	uint32_t window_s;  /* --window, with --follow */
+	bool gate_of_given, min_share_given;
+	const char *format_name; /* --format's word, for an error */
 	struct sp_report_opts report;
 	struct sp_symbolizer_opts sym;
 	int32_t pids[MAX_IDS], tids[MAX_IDS];
@@ -93,8 +102,19 @@ static const struct argp_option options[] = {
 	{"width", OPT_WIDTH, "N", 0,
 	 "lay text out in N columns, 80 to 1000 (default 80): long names are cut less", 2},
 	{"diff", OPT_DIFF, "BASE", 0,
-	 "compare with the spool BASE: each function's self and total share in both and the "
-	 "change, largest change first", 2},
+	 "compare with the spool BASE: each function's self and total in both (CPU time in "
+	 "ms, or events), the ratio new/base, the change of its share in points, and whether "
+	 "the change is beyond sampling noise; largest change first (text or --format=json)", 2},
+	{"diff-normalize", OPT_DIFF_NORMALIZE, "HOW", 0,
+	 "with --diff: none (default) compares the measures themselves; total compares each "
+	 "function's share of its spool's whole", 2},
+	{"max-increase", OPT_MAX_INCREASE, "PCT", 0,
+	 "with --diff, a gate for CI: exit 3 when a function's self (or --max-increase-of) "
+	 "grew by more than PCT percent and beyond sampling noise; those are listed first", 2},
+	{"max-increase-of", OPT_MAX_INCREASE_OF, "WHAT", 0,
+	 "the measure the gate checks: self (default) or total", 2},
+	{"min-share", OPT_MIN_SHARE, "PCT", 0,
+	 "the gate ignores functions under PCT percent of both spools' samples (default 1)", 2},
 	{NULL, 0, NULL, 0, "Filters (every view and format; a sample must pass all):", 4},
 	{"follow", OPT_FOLLOW, "SECONDS", OPTION_ARG_OPTIONAL,
 	 "follow a spool still being written: print a fresh table every SECONDS (default 1) "
@@ -141,6 +161,19 @@ static uint32_t parse_count(const char *arg, const char *what, struct argp_state
 	if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > 1000000)
 		argp_error(state, "invalid %s '%s': expected a number from 1 to 1000000", what, arg);
 	return (uint32_t)v;
+}
+
+/* A percentage from 0 to max. */
+static double parse_percent(const char *arg, const char *what, double max,
+			    struct argp_state *state)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > max)
+		argp_error(state, "invalid %s '%.*s%s': expected a number from 0 to %g", what,
+			   SP_CLI_ECHO(arg), max);
+	return v;
 }
 
 /* A comma-separated list of ids appended to ids[*n...]: 0 is the idle task of system-wide spools. */
@@ -214,6 +247,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->output = arg;
 		break;
 	case OPT_FORMAT:
+		a->format_name = arg;
 		if (!strcmp(arg, "text"))
 			a->report.format = SP_REPORT_TEXT;
 		else if (!strcmp(arg, "folded"))
@@ -281,16 +315,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_INVERTED:
 		a->report.inverted = true;
 		break;
-	case OPT_PERCENT_LIMIT: {
-		char *end;
-		errno = 0;
-		double v = strtod(arg, &end);
-		if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > 100)
-			argp_error(state, "invalid percent limit '%s': expected a number from 0 "
-				   "to 100", arg);
-		a->report.percent_limit = v;
+	case OPT_PERCENT_LIMIT:
+		a->report.percent_limit = parse_percent(arg, "percent limit", 100, state);
 		break;
-	}
 	case OPT_FOLLOW:
 		a->follow_s = 1.0;
 		if (arg && (sp_cli_parse_seconds(arg, &a->follow_s) || a->follow_s < 0.1))
@@ -350,6 +377,33 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DIFF:
 		a->diff_path = arg;
 		break;
+	case OPT_DIFF_NORMALIZE:
+		if (!strcmp(arg, "none"))
+			a->report.diff_normalize = SP_DIFF_ABSOLUTE;
+		else if (!strcmp(arg, "total"))
+			a->report.diff_normalize = SP_DIFF_SHARES;
+		else
+			argp_error(state, "unknown normalisation '%.*s%s': expected none or total",
+				   SP_CLI_ECHO(arg));
+		break;
+	case OPT_MAX_INCREASE:
+		a->report.diff_gate = true;
+		a->report.diff_max_increase = parse_percent(arg, "increase", 1e6, state);
+		break;
+	case OPT_MAX_INCREASE_OF:
+		if (!strcmp(arg, "self"))
+			a->report.diff_gate_of = SP_SORT_SELF;
+		else if (!strcmp(arg, "total"))
+			a->report.diff_gate_of = SP_SORT_TOTAL;
+		else
+			argp_error(state, "unknown measure '%.*s%s': expected self or total",
+				   SP_CLI_ECHO(arg));
+		a->gate_of_given = true;
+		break;
+	case OPT_MIN_SHARE:
+		a->report.diff_min_share = parse_percent(arg, "minimum share", 100, state);
+		a->min_share_given = true;
+		break;
 	case ARGP_KEY_END:
 		if (a->follow_s && (a->report.format != SP_REPORT_TEXT || a->report.tree ||
 				    a->report.inverted || a->diff_path || filter_given(&a->report.filter) ||
@@ -359,10 +413,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "other formats, views or filters");
 		if (a->window_s && !a->follow_s)
 			argp_error(state, "--window goes with --follow");
-		if (a->report.format != SP_REPORT_TEXT &&
-		    (a->report.tree || a->report.inverted || a->diff_path))
-			argp_error(state, "--tree, --inverted and --diff are text views: "
+		if (a->report.format != SP_REPORT_TEXT && (a->report.tree || a->report.inverted))
+			argp_error(state, "--tree and --inverted are text views: "
 				   "use them without --format, or with --format=text");
+		if (a->diff_path && a->report.format != SP_REPORT_TEXT &&
+		    a->report.format != SP_REPORT_JSON)
+			argp_error(state, "--diff writes text or json: not --format=%s",
+				   a->format_name);
+		if (!a->diff_path && (a->report.diff_gate || a->gate_of_given ||
+				      a->min_share_given || a->report.diff_normalize))
+			argp_error(state, "--max-increase, --max-increase-of, --min-share and "
+				   "--diff-normalize go with --diff BASE");
 		if (a->report.group_by && a->report.format != SP_REPORT_TEXT &&
 		    a->report.format != SP_REPORT_FOLDED && a->report.format != SP_REPORT_FLAMEGRAPH)
 			argp_error(state, "--group-by applies to the text, folded and flamegraph "
@@ -408,7 +469,8 @@ static const struct argp argp = {
 	"the symbols 'stackpulse symbolize' stored in the spool; the others are "
 	"symbolized on the fly from the recorded module files, each proven to be the "
 	"file that was recorded."
-	SP_CLI_EXIT_DOC,
+	"\vExit status: 0 on success, 1 when the operation fails, 2 on a usage error, "
+	"3 when report --diff --max-increase finds a function that grew beyond the gate.",
 	children, NULL, NULL,
 };
 
@@ -452,13 +514,22 @@ static int report_diff(struct report_args *a)
 	if (!rc && !(out = sp_cli_open_output(a->output)))
 		rc = SP_EXIT_FAILURE;
 	if (!rc) {
-		int err = sp_report_diff(spool[0], sym[0], a->diff_path, spool[1], sym[1],
-					 &a->report, out);
+		struct sp_diff_outcome res;
+		int err = sp_report_diff_gate(spool[0], sym[0], a->diff_path, spool[1], sym[1],
+					      &a->report, &res, out);
 		rc = sp_cli_close_output(out, a->output);
-		if (err)
+		if (err) {
 			rc = sp_cli_error("cannot write report: %s", sp_strerror(err));
-		else
+		} else {
 			warn_symbols(sym[1], &a->sym);
+			if (res.regressed && !rc) {
+				sp_cli_note("%zu function%s grew more than %g%% beyond noise, first "
+					    "'%s' (%.2fx)", res.regressed, res.regressed == 1 ? "" : "s",
+					    a->report.diff_max_increase,
+					    res.first_name ? res.first_name : "?", res.first_ratio);
+				rc = SP_EXIT_REGRESSED;
+			}
+		}
 	}
 	for (int i = 0; i < 2; i++) {
 		sp_symbolizer_free(sym[i]);
@@ -583,7 +654,7 @@ int cmd_report(int argc, char **argv)
 		.spool_path = "profile.spool",
 		.output = NULL,
 		.report = {.format = SP_REPORT_TEXT, .max_rows = 25, .max_stacks = 5,
-			   .percent_limit = -1},
+			   .percent_limit = -1, .diff_min_share = 1},
 		.sym = {.no_demangle = false, .perf_map_policy = SP_PERF_MAPS_ALL},
 	};
 	argp_parse(&argp, argc, argv, 0, NULL, &a);

@@ -41,6 +41,7 @@ enum {
 	OPT_MAX_INCREASE_OF,
 	OPT_MIN_SHARE,
 	OPT_DIFF_NORMALIZE,
+	OPT_DIFF_MATCH,
 };
 
 /* report --diff --max-increase: a function grew beyond the gate. */
@@ -108,6 +109,10 @@ static const struct argp_option options[] = {
 	{"diff-normalize", OPT_DIFF_NORMALIZE, "HOW", 0,
 	 "with --diff: none (default) compares the measures themselves; total compares each "
 	 "function's share of its spool's whole", 2},
+	{"diff-match", OPT_DIFF_MATCH, "HOW", 0,
+	 "with --diff, how functions of the two spools pair: auto (default: by name and "
+	 "module, then those left by name alone, with a notice: a renamed build), name, or "
+	 "module (name and module only)", 2},
 	{"max-increase", OPT_MAX_INCREASE, "PCT", 0,
 	 "with --diff, a gate for CI: exit 3 when a function's self (or --max-increase-of) "
 	 "grew by more than PCT percent and beyond sampling noise; those are listed first", 2},
@@ -386,6 +391,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "unknown normalisation '%.*s%s': expected none or total",
 				   SP_CLI_ECHO(arg));
 		break;
+	case OPT_DIFF_MATCH:
+		if (!strcmp(arg, "auto"))
+			a->report.diff_match = SP_DIFF_MATCH_AUTO;
+		else if (!strcmp(arg, "name"))
+			a->report.diff_match = SP_DIFF_MATCH_NAME;
+		else if (!strcmp(arg, "module"))
+			a->report.diff_match = SP_DIFF_MATCH_MODULE;
+		else
+			argp_error(state, "unknown matching '%.*s%s': expected auto, name or module",
+				   SP_CLI_ECHO(arg));
+		break;
 	case OPT_MAX_INCREASE:
 		a->report.diff_gate = true;
 		a->report.diff_max_increase = parse_percent(arg, "increase", 1e6, state);
@@ -421,9 +437,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--diff writes text or json: not --format=%s",
 				   a->format_name);
 		if (!a->diff_path && (a->report.diff_gate || a->gate_of_given ||
-				      a->min_share_given || a->report.diff_normalize))
-			argp_error(state, "--max-increase, --max-increase-of, --min-share and "
-				   "--diff-normalize go with --diff BASE");
+				      a->min_share_given || a->report.diff_normalize ||
+				      a->report.diff_match))
+			argp_error(state, "--max-increase, --max-increase-of, --min-share, "
+				   "--diff-normalize and --diff-match go with --diff BASE");
 		if (a->report.group_by && a->report.format != SP_REPORT_TEXT &&
 		    a->report.format != SP_REPORT_FOLDED && a->report.format != SP_REPORT_FLAMEGRAPH)
 			argp_error(state, "--group-by applies to the text, folded and flamegraph "

@@ -51,7 +51,9 @@ struct sp_diff {
 	struct sp_diff_side side[2];  /* base, new */
 	bool shares;                  /* measures are shares (normalised, or units differ) */
 	bool units_differ;            /* the spools' units cannot be compared as measures */
-	bool by_name;                 /* functions matched by name alone (builds differ) */
+	bool by_name;                 /* functions matched by name alone (SP_DIFF_MATCH_NAME) */
+	size_t cross;                 /* pairs matched by name across modules (SP_DIFF_MATCH_AUTO) */
+	const char *cross_from, *cross_to; /* the modules of the first such pair */
 	uint32_t key;                 /* SP_SORT_SELF or SP_SORT_TOTAL: the measure shown first */
 	struct sp_diff_row *rows;     /* regressed first, then by the key's change */
 	size_t nrows, regressed;

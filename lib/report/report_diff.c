@@ -135,6 +135,76 @@ static int merge(struct sp_diff *d)
 	return 0;
 }
 
+static int by_alone_name(const void *pa, const void *pb, void *ctx)
+{
+	const struct sp_diff *d = ctx;
+	const struct sp_diff_row *x = pa, *y = pb;
+	bool xb = x->cur == SP_AGG_NO_FUNC, yb = y->cur == SP_AGG_NO_FUNC;
+	if (xb != yb)
+		return xb ? -1 : 1;
+	struct sp_agg_func a = *sp_diff_row_func(d, x), b = *sp_diff_row_func(d, y);
+	a.module = b.module = "";
+	return sp_text_name_cmp(&a, &b);
+}
+
+/*
+ * Rows still alone after matching by name and module: a base function and a
+ * new one of the same name (inline mark, line) pair, each name once on
+ * either side, so a renamed binary (suite_before, suite_after) diffs per
+ * function while a name in two libraries of one side stays apart.
+ */
+static void pair_alone(struct sp_diff *d)
+{
+	size_t nb = 0, nc = 0, n = 0;
+	for (size_t i = 0; i < d->nrows; i++) {
+		struct sp_diff_row *r = &d->rows[i];
+		if (r->base == SP_AGG_NO_FUNC || r->cur == SP_AGG_NO_FUNC) {
+			nb += r->cur == SP_AGG_NO_FUNC;
+			nc += r->base == SP_AGG_NO_FUNC;
+			struct sp_diff_row t = d->rows[n];
+			d->rows[n++] = *r;
+			*r = t;
+		}
+	}
+	if (!nb || !nc)
+		return;
+	/* the alone rows, base-only first, each part by name */
+	qsort_r(d->rows, n, sizeof(*d->rows), by_alone_name, d);
+	struct sp_diff_row *b = d->rows, *c = d->rows + nb;
+	size_t i = 0, j = 0;
+	while (i < nb && j < nc) {
+		struct sp_agg_func x = d->side[0].a->funcs[b[i].base];
+		struct sp_agg_func y = d->side[1].a->funcs[c[j].cur];
+		x.module = y.module = "";
+		int cmp = sp_text_name_cmp(&x, &y);
+		bool once = (i + 1 == nb || by_alone_name(&b[i], &b[i + 1], d)) &&
+			    (j + 1 == nc || by_alone_name(&c[j], &c[j + 1], d));
+		if (cmp < 0) {
+			i++;
+		} else if (cmp > 0) {
+			j++;
+		} else {
+			if (once) {
+				if (!d->cross++) {
+					d->cross_from = d->side[0].a->funcs[b[i].base].module;
+					d->cross_to = d->side[1].a->funcs[c[j].cur].module;
+				}
+				b[i].cur = c[j].cur;
+				c[j].base = SP_AGG_NO_FUNC;
+				c[j].cur = SP_AGG_NO_FUNC; /* dropped below */
+				fill_row(d, &b[i]);
+			}
+			i++;
+			j++;
+		}
+	}
+	size_t k = 0;
+	for (size_t m = 0; m < d->nrows; m++)
+		if (d->rows[m].base != SP_AGG_NO_FUNC || d->rows[m].cur != SP_AGG_NO_FUNC)
+			d->rows[k++] = d->rows[m];
+	d->nrows = k;
+}
+
 /* The gate: grew by more than the limit, beyond noise, over the floor in either spool. */
 static bool regressed(const struct sp_report_opts *opts, const struct sp_diff_row *r)
 {
@@ -351,8 +421,16 @@ static void write_text(const struct sp_diff *d, const struct sp_report_opts *opt
 	if (d->units_differ)
 		fputs("Note:       the spools sample different events: compared as shares\n", out);
 	if (d->by_name)
-		fputs("Note:       the spools hold different builds of the program: functions "
-		      "matched by name\n", out);
+		fputs("Note:       functions matched by name alone, whatever their module\n", out);
+	if (d->cross) {
+		fprintf(out, "Note:       %zu function%s matched by name across modules (", d->cross,
+			d->cross == 1 ? "" : "s");
+		sp_text_put_cell(out, d->cross_from, 24, false);
+		fputs(" -> ", out);
+		sp_text_put_cell(out, d->cross_to, 24, false);
+		fputs(")\n            (a renamed build of one program? --diff-match=module keeps "
+		      "them apart)\n", out);
+	}
 	write_gate(d, opts, out);
 	*err = write_table(d, opts, out);
 }
@@ -409,7 +487,10 @@ int sp_report_diff_gate(const struct sp_spool *base, struct sp_symbolizer *base_
 		side_of(&d.side[1], &c);
 		d.units_differ = units_differ(&d.side[0].unit, &d.side[1].unit);
 		d.shares = opts->diff_normalize == SP_DIFF_SHARES || d.units_differ;
+		d.by_name = opts->diff_match == SP_DIFF_MATCH_NAME;
 		err = merge(&d);
+		if (!err && opts->diff_match == SP_DIFF_MATCH_AUTO)
+			pair_alone(&d);
 	}
 	if (!err) {
 		for (size_t i = 0; i < d.nrows; i++)

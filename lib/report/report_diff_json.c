@@ -73,8 +73,10 @@ int sp_report_diff_json(const struct sp_diff *d, const struct sp_report_opts *op
 		     "\"matched_by\":\"%s\",\"noise_test\":\"%s\",\"confidence\":0.95",
 		JSON_VERSION, d->shares ? "shares" : "measures",
 		d->shares ? "percent" : d->side[0].unit.time ? "ns" : "events",
-		d->by_name ? "name" : "name and module",
+		d->by_name ? "name" : opts->diff_match == SP_DIFF_MATCH_MODULE ? "name and module"
+									: "name and module, then name",
 		d->shares ? "ratio of two proportions" : "Poisson rate ratio");
+	fprintf(out, ",\"matched_across_modules\":%zu", d->cross);
 	put_side(out, d, 0, &err);
 	put_side(out, d, 1, &err);
 	fputs(",\n\"gate\":", out);

@@ -124,6 +124,19 @@ struct sp_report_opts {
 	double diff_max_increase;
 	uint32_t diff_gate_of;
 	double diff_min_share;
+	uint32_t diff_match; /* enum sp_diff_match */
+};
+
+/* How report --diff pairs a function of the base with one of the new spool. */
+enum sp_diff_match {
+	/*
+	 * By name and module (its basename); then a function left alone on
+	 * each side pairs by name, once per name: a renamed build of one
+	 * program diffs per function (the notice counts them).
+	 */
+	SP_DIFF_MATCH_AUTO = 0,
+	SP_DIFF_MATCH_NAME = 1,   /* by name alone, whatever the module */
+	SP_DIFF_MATCH_MODULE = 2, /* by name and module only */
 };
 
 /* How report --diff compares a function's self and total (stackpulse-report(1)). */

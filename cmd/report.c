@@ -42,6 +42,10 @@ enum {
 	OPT_MIN_SHARE,
 	OPT_DIFF_NORMALIZE,
 	OPT_DIFF_MATCH,
+	OPT_STDIO,
+	OPT_CHILDREN,
+	OPT_NO_CHILDREN,
+	OPT_HEADER,
 };
 
 /* report --diff --max-increase: a function grew beyond the gate. */
@@ -59,6 +63,7 @@ struct report_args {
 	uint32_t window_s;  /* --window, with --follow */
 	bool gate_of_given, min_share_given;
 	const char *format_name; /* --format's word, for an error */
+	bool spool_given;        /* SPOOL or -i */
 	struct sp_report_opts report;
 	struct sp_symbolizer_opts sym;
 	int32_t pids[MAX_IDS], tids[MAX_IDS];
@@ -77,11 +82,13 @@ static const struct argp_option options[] = {
 	 "json: a summary for scripts (counters, filters, top functions, heaviest stacks)", 1},
 	{NULL, 0, NULL, 0, "Text report:", 2},
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
-	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5)", 2},
+	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5; 0 hides the "
+				       "section)", 2},
 	{"show-nr-samples", 'n', NULL, 0, "show sample counts beside the shares", 2},
 	{"sort", OPT_SORT, "KEY", 0,
 	 "order the table by self (default: self share, then total), total (total share, "
-	 "then self) or name; ties always by name", 2},
+	 "then self) or name; ties always by name; perf's sym and dso,sym are the "
+	 "function table (by self)", 2},
 	{"by", OPT_BY, "ROW", 0,
 	 "what a row of the table is: function (default) or line, a source line across "
 	 "functions (inlined code on its own line) with its self share, as perf report "
@@ -141,6 +148,14 @@ static const struct argp_option options[] = {
 	{"time", OPT_TIME, "START,END", 0,
 	 "only samples from START to END seconds after the recording started; either may "
 	 "be empty (e.g. '2,4', '5,' or ',1.5')", 4},
+	{NULL, 0, NULL, 0, "perf's spellings, accepted:", 5},
+	{"input", 'i', "FILE", 0, "the spool to read, as the SPOOL argument", 5},
+	{"stdio", OPT_STDIO, NULL, 0, "text on standard output: the default here", 5},
+	{"children", OPT_CHILDREN, NULL, 0, "sort by total (children included): --sort=total", 5},
+	{"no-children", OPT_NO_CHILDREN, NULL, 0, "sort by self: --sort=self (the default)", 5},
+	{NULL, 'g', "caller|callee", 0, "caller: the top-down --tree; callee: the bottom-up "
+					 "--inverted", 5},
+	{"header", OPT_HEADER, NULL, 0, "the text report always starts with its header", 5},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
 	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0,
 	 "show C++ and Rust names as they are in the symbol table (ignores stored symbols, "
@@ -275,7 +290,35 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->report.max_rows = parse_count(arg, "row count", state);
 		break;
 	case OPT_STACKS:
+		if (!strcmp(arg, "0")) {
+			a->report.hide_stacks = true;
+			break;
+		}
 		a->report.max_stacks = parse_count(arg, "stack count", state);
+		break;
+	case 'i':
+		if (a->spool_given)
+			argp_error(state, "too many arguments: one SPOOL at most");
+		a->spool_path = arg;
+		a->spool_given = true;
+		break;
+	case OPT_STDIO:
+	case OPT_HEADER:
+		break;
+	case OPT_CHILDREN:
+		a->report.sort = SP_SORT_TOTAL;
+		break;
+	case OPT_NO_CHILDREN:
+		a->report.sort = SP_SORT_SELF;
+		break;
+	case 'g':
+		if (!strcmp(arg, "caller"))
+			a->report.tree = true;
+		else if (!strcmp(arg, "callee"))
+			a->report.inverted = true;
+		else
+			argp_error(state, "unknown call graph '%.*s%s': expected caller or callee",
+				   SP_CLI_ECHO(arg));
 		break;
 	case OPT_NO_DEMANGLE:
 		a->sym.no_demangle = true;
@@ -302,6 +345,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.sort = SP_SORT_TOTAL;
 		else if (!strcmp(arg, "name"))
 			a->report.sort = SP_SORT_NAME;
+		else if (!strcmp(arg, "sym") || !strcmp(arg, "dso,sym"))
+			a->report.sort = SP_SORT_SELF; /* perf's keys: the function table */
 		else
 			argp_error(state, "unknown sort key '%s': expected self, total or name", arg);
 		break;
@@ -463,9 +508,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "redirect standard output");
 		break;
 	case ARGP_KEY_ARG:
-		if (state->arg_num > 0)
+		if (state->arg_num > 0 || a->spool_given)
 			argp_error(state, "too many arguments: one SPOOL at most");
 		a->spool_path = arg;
+		a->spool_given = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -665,6 +711,26 @@ out:
 	return rc;
 }
 
+/* perf report's options without a spelling here, and what stackpulse has instead. */
+static const struct sp_cli_spelling perf_spellings[] = {
+	{"--comms", "--comm NAME"},
+	{"--dsos", "--module NAME (a file's basename)"},
+	{"-d", "--module NAME (a file's basename)"},
+	{"--symbols", "--focus FUNC"},
+	{"-S", "--focus FUNC"},
+	{"-G", "--inverted (or -g callee)"},
+	{"--call-graph", "--tree (-g caller) or --inverted (-g callee)"},
+	{"-T", "--group-by=thread"},
+	{"--threads", "--group-by=thread"},
+	{"-s", "--sort=self|total|name (perf's sym and dso,sym are accepted)"},
+	{"--tui", "'stackpulse top' for a live screen; report writes text (--stdio)"},
+	{"--gtk", "'stackpulse top' for a live screen; report writes text (--stdio)"},
+	{"--vmlinux", "--kallsyms FILE (kernel names)"},
+	{"--objdump", "'stackpulse annotate' (its own disassembler)"},
+	{"--show-total-period", "-n (sample counts)"},
+	{NULL, NULL},
+};
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a = {
@@ -674,6 +740,7 @@ int cmd_report(int argc, char **argv)
 			   .percent_limit = -1, .diff_min_share = 1},
 		.sym = {.no_demangle = false, .perf_map_policy = SP_PERF_MAPS_ALL},
 	};
+	sp_cli_perf_spellings(argc, argv, perf_spellings, false);
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	a.report.spool_path = a.spool_path;
 	a.report.filter.pids = a.pids;

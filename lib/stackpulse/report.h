@@ -77,6 +77,7 @@ struct sp_report_opts {
 	bool lines;
 	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
 	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
+	bool hide_stacks;     /* text and json: no heaviest stacks (report --stacks 0) */
 	const char *spool_path; /* for the header, may be NULL */
 	/*
 	 * The spool is still being written (sp_spool_is_growing): headers say

@@ -3,7 +3,7 @@
 # -e EVENT:u/:k record what stackpulse's own spelling records; report -i/--input,
 # --stdio, --children/--no-children, --sort=sym and dso,sym, -g caller|callee and
 # --header give the same bytes as stackpulse's spelling; --stacks 0 hides the stacks;
-# other perf options name what to type instead.
+# other perf options name what to type instead; a Python run without a perf map gets a hint.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
@@ -71,4 +71,17 @@ for o in "--dsos=libc.so.6" "-S level4" "--comms=x" "-T" "--tui"; do
 done
 "$SP" record -t 1 >/dev/null 2>hint.err
 [ $? = 2 ] && grep -q "spells this -p PID" hint.err && ok "record -t: points at -p PID" || fail "record -t: $(head -c 200 hint.err)"
+
+# Hints where names are missing: a Python run without -X perf says to use it.
+PY=$(find_python 3.12)
+if [ -n "$PY" ]; then
+	sp_record py.spool -- "$PY" -c 'sum(i * i for i in range(3000000))' >/dev/null
+	"$SP" report py.spool >py.txt 2>/dev/null
+	grep -q '^Hint: .*Python functions have no names' py.txt && grep -q -- '-X perf' py.txt &&
+		ok "a Python run without a perf map gets a hint: -X perf" || fail "no Python hint: $(sed -n 1,14p py.txt)"
+	"$SP" report --rows 3 own.spool 2>/dev/null | grep -q '^Hint:' && fail "a C program got a naming hint" ||
+		ok "a C program gets no naming hint"
+else
+	skip "python3.12 with -X perf not found: the Python hint not checked"
+fi
 finish

@@ -269,8 +269,9 @@ static void draw_screen(struct top *t, double now)
 		 event_of(t), now - t->start_s, all, t->rate, win, t->window_s,
 		 t->paused ? "  [paused]" : "", sp_live_finished(t->live) ? "  [recording over]" : "");
 	printf("%.*s\033[K\n", (int)cols, head);
-	snprintf(head, sizeof(head), "sort: %s (s/t)  per process: %s (p)  select: up/down  "
-				     "callers/callees: Enter  pause: space  quit: q",
+	/* quit first, so a narrow terminal never cuts it off */
+	snprintf(head, sizeof(head), "q quit  space pause  s/t sort (%s)  p per process (%s)  "
+				     "up/down select  Enter callers/callees",
 		 t->view.sort == SP_LIVE_SORT_TOTAL ? "total" : "self", t->view.by_process ? "on" : "off");
 	printf("%.*s\033[K\n", (int)cols, t->status[0] ? t->status : head);
 	size_t room = rows > 4 ? rows - 3 : 1;
@@ -300,7 +301,8 @@ static void draw_screen(struct top *t, double now)
 	if (detail && n) {
 		const struct sp_live_row *r = &list[t->selected];
 		char title[512];
-		snprintf(title, sizeof(title), "%s (%s)%s", r->name, r->module,
+		snprintf(title, sizeof(title), "%s%s (%s)%s", r->name,
+			 r->is_inline ? " [inline]" : "", r->module,
 			 t->view.by_process ? "" : ", every process");
 		printf("\033[1m%.*s\033[0m\033[K\n", (int)cols, title);
 		put_neighbours(t, r, cols, detail - 1);
@@ -450,8 +452,10 @@ static void top_end(void *ctx, struct sp_recorder *rec)
 {
 	struct top *t = ctx;
 	(void)rec;
+	bool was_raw = t->raw;
 	restore_terminal();
-	if (t->batch && t->live) {
+	/* the last table stays: batch prints it, a screen leaves it on the main screen */
+	if ((t->batch || was_raw) && t->live) {
 		/* what came after the last table, the trailer included */
 		do
 			sp_live_update(t->live, 0, NULL);

@@ -55,13 +55,15 @@ EOF2
 	sleep 1.5
 	pane screen2.txt
 	row2=$(awk '/Self%/ { getline; print; exit }' screen2.txt)
-	grep -q 'sort: total' screen2.txt && [ "$row2" != "$row" ] &&
+	grep -q 'sort (total)' screen2.txt && [ "$row2" != "$row" ] &&
 		ok "t sorts by total: the screen says so and its first row changed ($row2)" ||
 		fail "t: $(head -n 4 screen2.txt | tr '\n' '|')"
+	sed -n 2p screen2.txt | grep -q '^q quit' && ok "the key legend starts with 'q quit' (never cut off)" ||
+		fail "legend: $(sed -n 2p screen2.txt)"
 	tmux -L "$S" send-keys -t "$S" p
 	sleep 1.5
 	pane screen3.txt
-	grep -q 'per process: on' screen3.txt && grep -q 'chain4\[' screen3.txt &&
+	grep -q 'per process (on)' screen3.txt && grep -q 'chain4\[' screen3.txt &&
 		ok "p groups by process: a Process column naming chain4[PID]" ||
 		fail "p: $(head -n 5 screen3.txt | tr '\n' '|')"
 	tmux -L "$S" send-keys -t "$S" Enter

@@ -423,6 +423,47 @@ Test(report, long_names_stay_within_80_columns)
 	free(text);
 }
 
+/* Byte-identical copies of a program under other names are one function (one build-id). */
+Test(report, identical_modules_merge)
+{
+	struct sp_module m;
+	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
+	/* a copy of this binary under another name, mapped at the same place in another process */
+	const char *copy = "/tmp/sp-report-copy.test";
+	FILE *in = fopen(m.path, "rb"), *out = fopen(copy, "wb");
+	cr_assert(in && out);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	fclose(out);
+	struct stat st;
+	cr_assert_eq(stat(copy, &st), 0);
+	struct sp_module m2 = m;
+	m2.path = copy;
+	m2.inode = st.st_ino;
+	m2.pid = 11;
+	uint32_t mid2;
+	cr_assert_eq(sp_spool_writer_add_module(writer, &m2, &mid2), 0);
+	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	uint32_t a2 = frame(mid2, &m2, fn(sp_test_known_alpha) + 4);
+	samples(&a, 1, 3);
+	samples(&a2, 1, 2);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	unlink(copy);
+	/* one row of 5 samples, not two of 3 and 2 */
+	const char *row = strstr(text, "sp_test_known_alpha");
+	cr_assert_not_null(row, "%s", text);
+	cr_expect_null(strstr(row + 1, "sp_test_known_alpha  "), "%s", text);
+	cr_expect_not_null(strstr(text, "100.0%  100.0%         5  sp_test_known_alpha"), "%s", text);
+	free(text);
+}
+
 Test(report, empty_spool)
 {
 	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);

@@ -54,6 +54,7 @@ struct sp_diff {
 	bool by_name;                 /* functions matched by name alone (SP_DIFF_MATCH_NAME) */
 	size_t cross;                 /* pairs matched by name across modules (SP_DIFF_MATCH_AUTO) */
 	const char *cross_from, *cross_to; /* the modules of the first such pair */
+	bool cross_more;              /* other pairs of modules too */
 	uint32_t key;                 /* SP_SORT_SELF or SP_SORT_TOTAL: the measure shown first */
 	struct sp_diff_row *rows;     /* regressed first, then by the key's change */
 	size_t nrows, regressed;

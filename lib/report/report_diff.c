@@ -185,9 +185,13 @@ static void pair_alone(struct sp_diff *d)
 			j++;
 		} else {
 			if (once) {
+				const char *from = d->side[0].a->funcs[b[i].base].module;
+				const char *to = d->side[1].a->funcs[c[j].cur].module;
 				if (!d->cross++) {
-					d->cross_from = d->side[0].a->funcs[b[i].base].module;
-					d->cross_to = d->side[1].a->funcs[c[j].cur].module;
+					d->cross_from = from;
+					d->cross_to = to;
+				} else if (strcmp(from, d->cross_from) || strcmp(to, d->cross_to)) {
+					d->cross_more = true;
 				}
 				b[i].cur = c[j].cur;
 				c[j].base = SP_AGG_NO_FUNC;
@@ -283,6 +287,11 @@ static void row_widths(const struct sp_agg_func *f, size_t width, size_t left, s
 		*mw = 0;
 		return;
 	}
+	if (avail < NAME_MIN + 3 + 6) { /* no room for a module beside the name */
+		*room = avail;
+		*mw = 0;
+		return;
+	}
 	*mw = ml < MODULE_MAX ? ml : MODULE_MAX;
 	if (avail < NAME_MIN + 3 + *mw)
 		*mw = avail >= NAME_MIN + 3 + 6 ? avail - NAME_MIN - 3 : 6;
@@ -365,9 +374,8 @@ static int write_table(const struct sp_diff *d, const struct sp_report_opts *opt
 	if (!n)
 		fprintf(out, "  (no functions in either spool)\n");
 	else
-		fprintf(out, "Ratio: new / base, the other ratio of %s; Points: change of the share "
-			     "of each spool's whole.\n* beyond sampling noise: the 95%% interval of "
-			     "the ratio excludes 1 (%s).\n", total_first ? "self" : "total",
+		fprintf(out, "Ratio: new/base.  Points: change of its share of each spool's whole.\n"
+			     "* beyond sampling noise: its 95%% interval excludes 1 (%s).\n",
 			d->shares ? "ratio of two proportions" : "Poisson rate ratio");
 	return 0;
 }
@@ -394,19 +402,17 @@ static void write_gate(const struct sp_diff *d, const struct sp_report_opts *opt
 {
 	if (!opts->diff_gate)
 		return;
-	fprintf(out, "Gate:       %s grew more than %g%% beyond noise (functions over %g%%): ",
+	fprintf(out, "Gate:       %s > +%g%% beyond noise, over %g%%: ",
 		opts->diff_gate_of == SP_SORT_TOTAL ? "total" : "self", opts->diff_max_increase,
 		opts->diff_min_share);
 	if (!d->regressed) {
 		fputs("none\n", out);
 		return;
 	}
+	/* the first of them, the rest in the table (the line stays within 80 columns) */
 	fprintf(out, "%zu function%s, ", d->regressed, d->regressed == 1 ? "" : "s");
-	for (size_t i = 0; i < d->regressed && i < 3; i++) {
-		fputs(i ? ", " : "", out);
-		sp_text_put_func(out, sp_diff_row_func(d, &d->rows[i]), 40, false);
-	}
-	fputs(d->regressed > 3 ? ", ...\n" : "\n", out);
+	sp_text_put_func(out, sp_diff_row_func(d, &d->rows[0]), 24, false);
+	fputs(d->regressed > 1 ? ", ...\n" : "\n", out);
 }
 
 static void write_text(const struct sp_diff *d, const struct sp_report_opts *opts, FILE *out,
@@ -423,13 +429,12 @@ static void write_text(const struct sp_diff *d, const struct sp_report_opts *opt
 	if (d->by_name)
 		fputs("Note:       functions matched by name alone, whatever their module\n", out);
 	if (d->cross) {
-		fprintf(out, "Note:       %zu function%s matched by name across modules (", d->cross,
-			d->cross == 1 ? "" : "s");
-		sp_text_put_cell(out, d->cross_from, 24, false);
+		fprintf(out, "Note:       %zu function%s paired by name across modules (a renamed "
+			     "build?):\n            ", d->cross, d->cross == 1 ? "" : "s");
+		sp_text_put_cell(out, d->cross_from, 16, false);
 		fputs(" -> ", out);
-		sp_text_put_cell(out, d->cross_to, 24, false);
-		fputs(")\n            (a renamed build of one program? --diff-match=module keeps "
-		      "them apart)\n", out);
+		sp_text_put_cell(out, d->cross_to, 16, false);
+		fprintf(out, "%s (--diff-match=module: apart)\n", d->cross_more ? ", ..." : "");
 	}
 	write_gate(d, opts, out);
 	*err = write_table(d, opts, out);

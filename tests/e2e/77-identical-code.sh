@@ -47,7 +47,7 @@ info "renamed: exit $rc; first row: $first"
 echo "$first" | grep -q 'compute_hash (suite_after)' && [ "$rc" = 3 ] &&
 	ok "compute_hash of the renamed binary diffs against the original's (exit 3)" ||
 	fail "renamed binary: exit $rc, first row '$first'"
-grep -q '^Note: .*matched by name across modules (three_funcs -> suite_after)' diff.txt &&
+grep -q '^Note: .*paired by name across modules' diff.txt && grep -q '^  *three_funcs -> suite_after' diff.txt &&
 	ok "a notice says functions were matched across modules" || fail "no notice: $(head -n 6 diff.txt)"
 gone=$(grep -c ' gone\*\? ' diff.txt)
 [ "$gone" = 0 ] && ok "no function shows as gone" || fail "$gone functions gone: $(grep gone diff.txt | head -n 3)"

@@ -1152,10 +1152,8 @@ Test(report, diff_is_sorted_by_change)
 		       "      9.0       7.0  0.78x    +8.5   0.78x   sp_test_known_alpha (MOD)\n"
 		       "      3.0       2.0  0.67x    -0.9   0.67x   sp_test_known_beta (MOD)\n"
 		       "      0.0       0.0      -    +0.0   0.82x   sp_test_root (MOD)\n"
-		       "Ratio: new / base, the other ratio of total; Points: change of the share "
-		       "of each spool's whole.\n"
-		       "* beyond sampling noise: the 95% interval of the ratio excludes 1 (Poisson "
-		       "rate ratio).\n");
+		       "Ratio: new/base.  Points: change of its share of each spool's whole.\n"
+		       "* beyond sampling noise: its 95% interval excludes 1 (Poisson rate ratio).\n");
 	free(text);
 
 	/* By total change; filters apply to both spools, shares stay of the whole. */

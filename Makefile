@@ -30,7 +30,7 @@ UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
 CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(FEATURE_CFLAGS) $(CFLAGS)
 # libiberty (Debian libiberty-dev) has no pkg-config file: the demangler of binutils.
-LIBS = $(DEP_LIBS) -liberty -lz
+LIBS = $(DEP_LIBS) -liberty -lz -lm
 
 # lib/ holds one folder per pipeline stage (README "Source layout"); lib/stackpulse.h is
 # the public header, each stage has its private ones.

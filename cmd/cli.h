@@ -86,6 +86,20 @@ void sp_cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Same, as a plain message ("stackpulse record: ..."): prints and returns nothing. */
 void sp_cli_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/* One of perf's options stackpulse does not take, and what to type instead. */
+struct sp_cli_spelling {
+	const char *perf; /* "--dsos", "-S": matched alone or as "--dsos=..." */
+	const char *ours; /* "--module NAME" */
+};
+/*
+ * Before argp sees them: an argument of argv[1, argc) (up to "--", and with
+ * stop_at_operand up to the first argument not starting with '-') that is
+ * one of perf's in table (ending with {NULL, NULL}) is a usage error that
+ * says "stackpulse spells this ...": exits with SP_EXIT_USAGE.
+ */
+void sp_cli_perf_spellings(int argc, char **argv, const struct sp_cli_spelling *table,
+			   bool stop_at_operand);
+
 /*
  * An argument echoed in a message, cut at SP_CLI_ECHO_MAX characters with
  * "...", so a list of thousands of pids does not fill the terminal:

@@ -78,6 +78,26 @@ void sp_cli_note(const char *fmt, ...)
 	va_end(ap);
 }
 
+void sp_cli_perf_spellings(int argc, char **argv, const struct sp_cli_spelling *table,
+			   bool stop_at_operand)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *arg = argv[i];
+		if (!strcmp(arg, "--") || (stop_at_operand && arg[0] != '-'))
+			return;
+		for (const struct sp_cli_spelling *t = table; t->perf; t++) {
+			size_t n = strlen(t->perf);
+			if (!strncmp(arg, t->perf, n) && (!arg[n] || arg[n] == '=')) {
+				sp_cli_note("unrecognized option '%s' (perf's): stackpulse spells this "
+					    "%s", t->perf, t->ours);
+				fprintf(stderr, "Try 'stackpulse %s --help' for more information.\n",
+					sp_cli_subcommand ? sp_cli_subcommand : "--help");
+				exit(SP_EXIT_USAGE);
+			}
+		}
+	}
+}
+
 void sp_cli_warn(const char *fmt, ...)
 {
 	va_list ap;

@@ -21,6 +21,7 @@ enum {
 	OPT_NO_INHERIT,
 	OPT_REALTIME,
 	OPT_STOP_ATTACH,
+	OPT_CALL_GRAPH,
 };
 
 static const struct argp_option common_options[] = {
@@ -39,12 +40,13 @@ static const struct argp_option common_options[] = {
 	 "earlier versions did; by default the processes are never signalled", 1},
 	{NULL, 0, NULL, 0, "Sampling:", 2},
 	{"freq", 'F', "HZ", 0, "samples per second per thread (default 999; at most "
-			       "kernel.perf_event_max_sample_rate)", 2},
+			       "kernel.perf_event_max_sample_rate, which 'max' asks for)", 2},
 	{"event", 'e', "EVENT", 0, "sample on EVENT, in perf's spelling: cycles, instructions, "
 				   "cache-misses, branch-misses, ref-cycles (hardware, where the CPU "
 				   "exposes them), cpu-clock, task-clock, page-faults, major-faults, "
 				   "context-switches, cpu-migrations (default: cycles, or cpu-clock "
-				   "where there is no PMU)", 2},
+				   "where there is no PMU); perf's :u is accepted, :k adds kernel "
+				   "frames as -k does", 2},
 	{"count", 'c', "PERIOD", 0, "sample every PERIOD events (nanoseconds for cpu-clock and "
 				    "task-clock) instead of -F's frequency", 2},
 	{"stack-size", OPT_STACK_SIZE, "BYTES", 0,
@@ -56,6 +58,11 @@ static const struct argp_option common_options[] = {
 					      "every CPU busy", 2},
 	{"kernel", 'k', NULL, 0, "add kernel frames from the kernel callchain (falls back to "
 				 "user-only, saying so, when kernel sampling is denied)", 2},
+	{NULL, 0, NULL, 0, "perf's spellings, accepted:", 4},
+	{NULL, 'g', NULL, 0, "perf's -g: stacks are always unwound here (from a copy of the "
+			     "user stack, DWARF CFI and frame pointers): a no-op", 4},
+	{"call-graph", OPT_CALL_GRAPH, "dwarf[,SIZE]|fp", 0,
+	 "perf's spelling: stacks are always unwound here; dwarf,SIZE sets --stack-size SIZE", 4},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 
@@ -147,6 +154,13 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 		return add_cpus(a, arg, state);
 	case 'e': {
 		enum sp_event_source ev;
+		/* perf's modifiers: :u is what is sampled anyway, :k adds kernel frames (-k) */
+		char *colon = strrchr(arg, ':');
+		if (colon && colon[1] && strspn(colon + 1, "uk") == strlen(colon + 1)) {
+			if (strchr(colon + 1, 'k'))
+				a->opts.include_kernel = true;
+			*colon = '\0';
+		}
 		if (sp_event_parse(arg, &ev))
 			argp_error(state, "unknown event '%.*s%s' (one of cycles, instructions, "
 					  "cache-misses, branch-misses, ref-cycles, cpu-clock, task-clock, "
@@ -177,8 +191,31 @@ static error_t parse_common(int key, char *arg, struct argp_state *state)
 	case 'k':
 		a->opts.include_kernel = true;
 		return 0;
+	case 'g':
+		return 0;
+	case OPT_CALL_GRAPH:
+		if (!strncmp(arg, "dwarf,", 6)) {
+			if (parse_u32(arg + 6, 8, SP_MAX_SAMPLE_USER_STACK, &a->opts.stack_size) ||
+			    a->opts.stack_size % 8)
+				argp_error(state, "invalid stack size in '--call-graph=%.*s%s' (a "
+					   "multiple of 8 from 8 to %u)", SP_CLI_ECHO(arg),
+					   SP_MAX_SAMPLE_USER_STACK);
+		} else if (strcmp(arg, "dwarf") && strcmp(arg, "fp")) {
+			argp_error(state, "unknown call graph '%.*s%s': expected dwarf[,SIZE] or fp "
+				   "(stacks are always unwound here; lbr has no counterpart)",
+				   SP_CLI_ECHO(arg));
+		}
+		return 0;
 	case 'F':
 		a->freq_given = true;
+		if (!strcmp(arg, "max")) {
+			/* perf's -F max: the kernel's limit */
+			a->opts.frequency_hz = sp_max_sample_rate();
+			if (!a->opts.frequency_hz)
+				argp_error(state, "-F max: cannot read "
+					   "/proc/sys/kernel/perf_event_max_sample_rate");
+			return 0;
+		}
 		if (parse_u32(arg, 1, 1000000, &a->opts.frequency_hz))
 			argp_error(state, "invalid frequency '%s' (an integer number of Hz)", arg);
 		return 0;
@@ -556,9 +593,21 @@ static void print_status(const struct sp_recorder *rec, double elapsed)
 	fflush(stderr);
 }
 
+/* perf record's options without a spelling here, and what stackpulse has instead. */
+static const struct sp_cli_spelling perf_spellings[] = {
+	{"-t", "-p PID (every thread of the process is recorded)"},
+	{"--tid", "-p PID (every thread of the process is recorded)"},
+	{"--kernel-callchains", "-k (kernel frames added to the user stacks)"},
+	{"--user-callchains", "nothing: user stacks are always recorded (-k adds kernel frames)"},
+	{"-T", "nothing: every sample has its timestamp"},
+	{"--timestamp", "nothing: every sample has its timestamp"},
+	{NULL, NULL},
+};
+
 int cmd_record(int argc, char **argv)
 {
 	struct sp_cli_record_args a = {.output = "profile.spool"};
+	sp_cli_perf_spellings(argc, argv, perf_spellings, true);
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	return sp_cli_record_run(&a, NULL);
 }

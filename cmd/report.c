@@ -37,7 +37,19 @@ enum {
 	OPT_FOLLOW,
 	OPT_WINDOW,
 	OPT_BY,
+	OPT_MAX_INCREASE,
+	OPT_MAX_INCREASE_OF,
+	OPT_MIN_SHARE,
+	OPT_DIFF_NORMALIZE,
+	OPT_DIFF_MATCH,
+	OPT_STDIO,
+	OPT_CHILDREN,
+	OPT_NO_CHILDREN,
+	OPT_HEADER,
 };
+
+/* report --diff --max-increase: a function grew beyond the gate. */
+#define SP_EXIT_REGRESSED 3
 
 #define MAX_IDS 1024 /* --pid values, all lists together; --tid's likewise */
 #define MIN_WIDTH 80
@@ -49,6 +61,9 @@ struct report_args {
 	const char *diff_path;
 	double follow_s;    /* --follow: a fresh table every follow_s seconds; 0: once */
 	uint32_t window_s;  /* --window, with --follow */
+	bool gate_of_given, min_share_given;
+	const char *format_name; /* --format's word, for an error */
+	bool spool_given;        /* SPOOL or -i */
 	struct sp_report_opts report;
 	struct sp_symbolizer_opts sym;
 	int32_t pids[MAX_IDS], tids[MAX_IDS];
@@ -67,11 +82,13 @@ static const struct argp_option options[] = {
 	 "json: a summary for scripts (counters, filters, top functions, heaviest stacks)", 1},
 	{NULL, 0, NULL, 0, "Text report:", 2},
 	{"rows", OPT_ROWS, "N", 0, "show N functions in the table (default 25)", 2},
-	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5)", 2},
+	{"stacks", OPT_STACKS, "N", 0, "show the N heaviest stacks (default 5; 0 hides the "
+				       "section)", 2},
 	{"show-nr-samples", 'n', NULL, 0, "show sample counts beside the shares", 2},
 	{"sort", OPT_SORT, "KEY", 0,
 	 "order the table by self (default: self share, then total), total (total share, "
-	 "then self) or name; ties always by name", 2},
+	 "then self) or name; ties always by name; perf's sym and dso,sym are the "
+	 "function table (by self)", 2},
 	{"by", OPT_BY, "ROW", 0,
 	 "what a row of the table is: function (default) or line, a source line across "
 	 "functions (inlined code on its own line) with its self share, as perf report "
@@ -93,8 +110,23 @@ static const struct argp_option options[] = {
 	{"width", OPT_WIDTH, "N", 0,
 	 "lay text out in N columns, 80 to 1000 (default 80): long names are cut less", 2},
 	{"diff", OPT_DIFF, "BASE", 0,
-	 "compare with the spool BASE: each function's self and total share in both and the "
-	 "change, largest change first", 2},
+	 "compare with the spool BASE: each function's self and total in both (CPU time in "
+	 "ms, or events), the ratio new/base, the change of its share in points, and whether "
+	 "the change is beyond sampling noise; largest change first (text or --format=json)", 2},
+	{"diff-normalize", OPT_DIFF_NORMALIZE, "HOW", 0,
+	 "with --diff: none (default) compares the measures themselves; total compares each "
+	 "function's share of its spool's whole", 2},
+	{"diff-match", OPT_DIFF_MATCH, "HOW", 0,
+	 "with --diff, how functions of the two spools pair: auto (default: by name and "
+	 "module, then those left by name alone, with a notice: a renamed build), name, or "
+	 "module (name and module only)", 2},
+	{"max-increase", OPT_MAX_INCREASE, "PCT", 0,
+	 "with --diff, a gate for CI: exit 3 when a function's self (or --max-increase-of) "
+	 "grew by more than PCT percent and beyond sampling noise; those are listed first", 2},
+	{"max-increase-of", OPT_MAX_INCREASE_OF, "WHAT", 0,
+	 "the measure the gate checks: self (default) or total", 2},
+	{"min-share", OPT_MIN_SHARE, "PCT", 0,
+	 "the gate ignores functions under PCT percent of both spools' samples (default 1)", 2},
 	{NULL, 0, NULL, 0, "Filters (every view and format; a sample must pass all):", 4},
 	{"follow", OPT_FOLLOW, "SECONDS", OPTION_ARG_OPTIONAL,
 	 "follow a spool still being written: print a fresh table every SECONDS (default 1) "
@@ -116,6 +148,14 @@ static const struct argp_option options[] = {
 	{"time", OPT_TIME, "START,END", 0,
 	 "only samples from START to END seconds after the recording started; either may "
 	 "be empty (e.g. '2,4', '5,' or ',1.5')", 4},
+	{NULL, 0, NULL, 0, "perf's spellings, accepted:", 5},
+	{"input", 'i', "FILE", 0, "the spool to read, as the SPOOL argument", 5},
+	{"stdio", OPT_STDIO, NULL, 0, "text on standard output: the default here", 5},
+	{"children", OPT_CHILDREN, NULL, 0, "sort by total (children included): --sort=total", 5},
+	{"no-children", OPT_NO_CHILDREN, NULL, 0, "sort by self: --sort=self (the default)", 5},
+	{NULL, 'g', "caller|callee", 0, "caller: the top-down --tree; callee: the bottom-up "
+					 "--inverted", 5},
+	{"header", OPT_HEADER, NULL, 0, "the text report always starts with its header", 5},
 	{NULL, 0, NULL, 0, "Symbols:", 3},
 	{"no-demangle", OPT_NO_DEMANGLE, NULL, 0,
 	 "show C++ and Rust names as they are in the symbol table (ignores stored symbols, "
@@ -141,6 +181,19 @@ static uint32_t parse_count(const char *arg, const char *what, struct argp_state
 	if (errno || end == arg || *end || arg[0] == '-' || v == 0 || v > 1000000)
 		argp_error(state, "invalid %s '%s': expected a number from 1 to 1000000", what, arg);
 	return (uint32_t)v;
+}
+
+/* A percentage from 0 to max. */
+static double parse_percent(const char *arg, const char *what, double max,
+			    struct argp_state *state)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+	if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > max)
+		argp_error(state, "invalid %s '%.*s%s': expected a number from 0 to %g", what,
+			   SP_CLI_ECHO(arg), max);
+	return v;
 }
 
 /* A comma-separated list of ids appended to ids[*n...]: 0 is the idle task of system-wide spools. */
@@ -214,6 +267,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->output = arg;
 		break;
 	case OPT_FORMAT:
+		a->format_name = arg;
 		if (!strcmp(arg, "text"))
 			a->report.format = SP_REPORT_TEXT;
 		else if (!strcmp(arg, "folded"))
@@ -236,7 +290,35 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->report.max_rows = parse_count(arg, "row count", state);
 		break;
 	case OPT_STACKS:
+		if (!strcmp(arg, "0")) {
+			a->report.hide_stacks = true;
+			break;
+		}
 		a->report.max_stacks = parse_count(arg, "stack count", state);
+		break;
+	case 'i':
+		if (a->spool_given)
+			argp_error(state, "too many arguments: one SPOOL at most");
+		a->spool_path = arg;
+		a->spool_given = true;
+		break;
+	case OPT_STDIO:
+	case OPT_HEADER:
+		break;
+	case OPT_CHILDREN:
+		a->report.sort = SP_SORT_TOTAL;
+		break;
+	case OPT_NO_CHILDREN:
+		a->report.sort = SP_SORT_SELF;
+		break;
+	case 'g':
+		if (!strcmp(arg, "caller"))
+			a->report.tree = true;
+		else if (!strcmp(arg, "callee"))
+			a->report.inverted = true;
+		else
+			argp_error(state, "unknown call graph '%.*s%s': expected caller or callee",
+				   SP_CLI_ECHO(arg));
 		break;
 	case OPT_NO_DEMANGLE:
 		a->sym.no_demangle = true;
@@ -263,6 +345,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.sort = SP_SORT_TOTAL;
 		else if (!strcmp(arg, "name"))
 			a->report.sort = SP_SORT_NAME;
+		else if (!strcmp(arg, "sym") || !strcmp(arg, "dso,sym"))
+			a->report.sort = SP_SORT_SELF; /* perf's keys: the function table */
 		else
 			argp_error(state, "unknown sort key '%s': expected self, total or name", arg);
 		break;
@@ -281,16 +365,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_INVERTED:
 		a->report.inverted = true;
 		break;
-	case OPT_PERCENT_LIMIT: {
-		char *end;
-		errno = 0;
-		double v = strtod(arg, &end);
-		if (errno || end == arg || *end || !isfinite(v) || v < 0 || v > 100)
-			argp_error(state, "invalid percent limit '%s': expected a number from 0 "
-				   "to 100", arg);
-		a->report.percent_limit = v;
+	case OPT_PERCENT_LIMIT:
+		a->report.percent_limit = parse_percent(arg, "percent limit", 100, state);
 		break;
-	}
 	case OPT_FOLLOW:
 		a->follow_s = 1.0;
 		if (arg && (sp_cli_parse_seconds(arg, &a->follow_s) || a->follow_s < 0.1))
@@ -350,6 +427,44 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DIFF:
 		a->diff_path = arg;
 		break;
+	case OPT_DIFF_NORMALIZE:
+		if (!strcmp(arg, "none"))
+			a->report.diff_normalize = SP_DIFF_ABSOLUTE;
+		else if (!strcmp(arg, "total"))
+			a->report.diff_normalize = SP_DIFF_SHARES;
+		else
+			argp_error(state, "unknown normalisation '%.*s%s': expected none or total",
+				   SP_CLI_ECHO(arg));
+		break;
+	case OPT_DIFF_MATCH:
+		if (!strcmp(arg, "auto"))
+			a->report.diff_match = SP_DIFF_MATCH_AUTO;
+		else if (!strcmp(arg, "name"))
+			a->report.diff_match = SP_DIFF_MATCH_NAME;
+		else if (!strcmp(arg, "module"))
+			a->report.diff_match = SP_DIFF_MATCH_MODULE;
+		else
+			argp_error(state, "unknown matching '%.*s%s': expected auto, name or module",
+				   SP_CLI_ECHO(arg));
+		break;
+	case OPT_MAX_INCREASE:
+		a->report.diff_gate = true;
+		a->report.diff_max_increase = parse_percent(arg, "increase", 1e6, state);
+		break;
+	case OPT_MAX_INCREASE_OF:
+		if (!strcmp(arg, "self"))
+			a->report.diff_gate_of = SP_SORT_SELF;
+		else if (!strcmp(arg, "total"))
+			a->report.diff_gate_of = SP_SORT_TOTAL;
+		else
+			argp_error(state, "unknown measure '%.*s%s': expected self or total",
+				   SP_CLI_ECHO(arg));
+		a->gate_of_given = true;
+		break;
+	case OPT_MIN_SHARE:
+		a->report.diff_min_share = parse_percent(arg, "minimum share", 100, state);
+		a->min_share_given = true;
+		break;
 	case ARGP_KEY_END:
 		if (a->follow_s && (a->report.format != SP_REPORT_TEXT || a->report.tree ||
 				    a->report.inverted || a->diff_path || filter_given(&a->report.filter) ||
@@ -359,10 +474,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "other formats, views or filters");
 		if (a->window_s && !a->follow_s)
 			argp_error(state, "--window goes with --follow");
-		if (a->report.format != SP_REPORT_TEXT &&
-		    (a->report.tree || a->report.inverted || a->diff_path))
-			argp_error(state, "--tree, --inverted and --diff are text views: "
+		if (a->report.format != SP_REPORT_TEXT && (a->report.tree || a->report.inverted))
+			argp_error(state, "--tree and --inverted are text views: "
 				   "use them without --format, or with --format=text");
+		if (a->diff_path && a->report.format != SP_REPORT_TEXT &&
+		    a->report.format != SP_REPORT_JSON)
+			argp_error(state, "--diff writes text or json: not --format=%s",
+				   a->format_name);
+		if (!a->diff_path && (a->report.diff_gate || a->gate_of_given ||
+				      a->min_share_given || a->report.diff_normalize ||
+				      a->report.diff_match))
+			argp_error(state, "--max-increase, --max-increase-of, --min-share, "
+				   "--diff-normalize and --diff-match go with --diff BASE");
 		if (a->report.group_by && a->report.format != SP_REPORT_TEXT &&
 		    a->report.format != SP_REPORT_FOLDED && a->report.format != SP_REPORT_FLAMEGRAPH)
 			argp_error(state, "--group-by applies to the text, folded and flamegraph "
@@ -385,9 +508,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "redirect standard output");
 		break;
 	case ARGP_KEY_ARG:
-		if (state->arg_num > 0)
+		if (state->arg_num > 0 || a->spool_given)
 			argp_error(state, "too many arguments: one SPOOL at most");
 		a->spool_path = arg;
+		a->spool_given = true;
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -408,7 +532,8 @@ static const struct argp argp = {
 	"the symbols 'stackpulse symbolize' stored in the spool; the others are "
 	"symbolized on the fly from the recorded module files, each proven to be the "
 	"file that was recorded."
-	SP_CLI_EXIT_DOC,
+	"\vExit status: 0 on success, 1 when the operation fails, 2 on a usage error, "
+	"3 when report --diff --max-increase finds a function that grew beyond the gate.",
 	children, NULL, NULL,
 };
 
@@ -452,13 +577,22 @@ static int report_diff(struct report_args *a)
 	if (!rc && !(out = sp_cli_open_output(a->output)))
 		rc = SP_EXIT_FAILURE;
 	if (!rc) {
-		int err = sp_report_diff(spool[0], sym[0], a->diff_path, spool[1], sym[1],
-					 &a->report, out);
+		struct sp_diff_outcome res;
+		int err = sp_report_diff_gate(spool[0], sym[0], a->diff_path, spool[1], sym[1],
+					      &a->report, &res, out);
 		rc = sp_cli_close_output(out, a->output);
-		if (err)
+		if (err) {
 			rc = sp_cli_error("cannot write report: %s", sp_strerror(err));
-		else
+		} else {
 			warn_symbols(sym[1], &a->sym);
+			if (res.regressed && !rc) {
+				sp_cli_note("%zu function%s grew more than %g%% beyond noise, first "
+					    "'%s' (%.2fx)", res.regressed, res.regressed == 1 ? "" : "s",
+					    a->report.diff_max_increase,
+					    res.first_name ? res.first_name : "?", res.first_ratio);
+				rc = SP_EXIT_REGRESSED;
+			}
+		}
 	}
 	for (int i = 0; i < 2; i++) {
 		sp_symbolizer_free(sym[i]);
@@ -570,15 +704,36 @@ out:
 	return rc;
 }
 
+/* perf report's options without a spelling here, and what stackpulse has instead. */
+static const struct sp_cli_spelling perf_spellings[] = {
+	{"--comms", "--comm NAME"},
+	{"--dsos", "--module NAME (a file's basename)"},
+	{"-d", "--module NAME (a file's basename)"},
+	{"--symbols", "--focus FUNC"},
+	{"-S", "--focus FUNC"},
+	{"-G", "--inverted (or -g callee)"},
+	{"--call-graph", "--tree (-g caller) or --inverted (-g callee)"},
+	{"-T", "--group-by=thread"},
+	{"--threads", "--group-by=thread"},
+	{"-s", "--sort=self|total|name (perf's sym and dso,sym are accepted)"},
+	{"--tui", "'stackpulse top' for a live screen; report writes text (--stdio)"},
+	{"--gtk", "'stackpulse top' for a live screen; report writes text (--stdio)"},
+	{"--vmlinux", "--kallsyms FILE (kernel names)"},
+	{"--objdump", "'stackpulse annotate' (its own disassembler)"},
+	{"--show-total-period", "-n (sample counts)"},
+	{NULL, NULL},
+};
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args a = {
 		.spool_path = "profile.spool",
 		.output = NULL,
 		.report = {.format = SP_REPORT_TEXT, .max_rows = 25, .max_stacks = 5,
-			   .percent_limit = -1},
+			   .percent_limit = -1, .diff_min_share = 1},
 		.sym = {.no_demangle = false, .perf_map_policy = SP_PERF_MAPS_ALL},
 	};
+	sp_cli_perf_spellings(argc, argv, perf_spellings, false);
 	argp_parse(&argp, argc, argv, 0, NULL, &a);
 	a.report.spool_path = a.spool_path;
 	a.report.filter.pids = a.pids;

@@ -38,6 +38,7 @@ struct top {
 	double last_refresh_s;
 	double rate;            /* samples per second over the last interval */
 	bool paused, neighbours, raw;
+	bool annotate; /* a: the selected function's annotated lines in place of its neighbours */
 	size_t selected;
 	struct termios saved;
 	char status[160];       /* a message shown until the next key */
@@ -134,7 +135,8 @@ static const struct argp argp = {
 	"table of functions refreshed every second, with their self and total shares over "
 	"the last few seconds and since the start.\v"
 	"Keys: s sorts by self, t by total; p shows a row per function and process; up/down "
-	"(or k/j) select a row and Enter (or c) shows its callers and callees; space pauses "
+	"(or k/j) select a row and Enter (or c) shows its callers and callees, a its annotated "
+	"lines (as 'stackpulse annotate', refreshed); space pauses "
 	"the display (recording goes on); q quits. Ctrl-C quits too.\n\n"
 	"The recording is written to the spool as 'record' writes it (-o, default "
 	"top.spool) and is complete when top ends: 'stackpulse report top.spool' reads it. "
@@ -251,6 +253,28 @@ static void put_neighbours(struct top *t, const struct sp_live_row *row, size_t 
 	free(callees);
 }
 
+/* The selected function annotated (stackpulse annotate's text), its first max lines. */
+static void put_annotation(struct top *t, const struct sp_live_row *row, size_t cols, size_t max)
+{
+	const char *names[1] = {row->name};
+	struct sp_annotate_opts o = {.format = SP_ANNOTATE_TEXT, .functions = names,
+				     .nfunctions = 1};
+	struct sp_annotate_result res = {0};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	if (!m)
+		return;
+	int err = sp_annotate_write(sp_tail_spool(t->tail), t->sym, &o, m, &res);
+	fclose(m);
+	if (err)
+		printf("cannot annotate: %s\033[K\n", sp_strerror(err));
+	else
+		put_lines(text, max, cols, -1);
+	sp_annotate_result_release(&res);
+	free(text);
+}
+
 static void draw_screen(struct top *t, double now)
 {
 	size_t rows, cols;
@@ -269,12 +293,13 @@ static void draw_screen(struct top *t, double now)
 		 event_of(t), now - t->start_s, all, t->rate, win, t->window_s,
 		 t->paused ? "  [paused]" : "", sp_live_finished(t->live) ? "  [recording over]" : "");
 	printf("%.*s\033[K\n", (int)cols, head);
-	snprintf(head, sizeof(head), "sort: %s (s/t)  per process: %s (p)  select: up/down  "
-				     "callers/callees: Enter  pause: space  quit: q",
+	/* quit first, so a narrow terminal never cuts it off */
+	snprintf(head, sizeof(head), "q quit  space pause  s/t sort (%s)  p per process (%s)  "
+				     "up/down select  Enter callers/callees  a annotate",
 		 t->view.sort == SP_LIVE_SORT_TOTAL ? "total" : "self", t->view.by_process ? "on" : "off");
 	printf("%.*s\033[K\n", (int)cols, t->status[0] ? t->status : head);
 	size_t room = rows > 4 ? rows - 3 : 1;
-	size_t detail = t->neighbours && n ? (room > 20 ? 14 : room / 2) : 0;
+	size_t detail = (t->neighbours || t->annotate) && n ? (room > 20 ? 14 : room / 2) : 0;
 	size_t table_rows = room - detail > 2 ? room - detail - 2 : 1;
 	/* keep the selected row in view: the table starts where it must */
 	size_t first = t->selected >= table_rows ? t->selected - table_rows + 1 : 0;
@@ -300,10 +325,14 @@ static void draw_screen(struct top *t, double now)
 	if (detail && n) {
 		const struct sp_live_row *r = &list[t->selected];
 		char title[512];
-		snprintf(title, sizeof(title), "%s (%s)%s", r->name, r->module,
+		snprintf(title, sizeof(title), "%s%s (%s)%s", r->name,
+			 r->is_inline ? " [inline]" : "", r->module,
 			 t->view.by_process ? "" : ", every process");
 		printf("\033[1m%.*s\033[0m\033[K\n", (int)cols, title);
-		put_neighbours(t, r, cols, detail - 1);
+		if (t->annotate)
+			put_annotation(t, r, cols, detail - 1);
+		else
+			put_neighbours(t, r, cols, detail - 1);
 	}
 	fputs("\033[J", stdout);
 	fflush(stdout);
@@ -359,6 +388,11 @@ static int read_keys(struct top *t, bool *redraw)
 		case '\r':
 		case 'c':
 			t->neighbours = !t->neighbours;
+			t->annotate = false;
+			break;
+		case 'a':
+			t->annotate = !t->annotate;
+			t->neighbours = false;
 			break;
 		case 033: /* ESC [ A (up), ESC [ B (down) */
 			if (i + 2 < n && buf[i + 1] == '[') {
@@ -369,12 +403,13 @@ static int read_keys(struct top *t, bool *redraw)
 				i += 2;
 			} else {
 				t->neighbours = false;
+				t->annotate = false;
 			}
 			break;
 		default:
 			snprintf(t->status, sizeof(t->status),
 				 "keys: s t (sort), p (per process), up down j k, Enter c (callers/callees), "
-				 "space (pause), q (quit)");
+				 "a (annotate), space (pause), q (quit)");
 			break;
 		}
 	}
@@ -450,8 +485,10 @@ static void top_end(void *ctx, struct sp_recorder *rec)
 {
 	struct top *t = ctx;
 	(void)rec;
+	bool was_raw = t->raw;
 	restore_terminal();
-	if (t->batch && t->live) {
+	/* the last table stays: batch prints it, a screen leaves it on the main screen */
+	if ((t->batch || was_raw) && t->live) {
 		/* what came after the last table, the trailer included */
 		do
 			sp_live_update(t->live, 0, NULL);

@@ -126,6 +126,22 @@ struct sp_agg {
 				       spelled twice merge */
 	uint32_t *stack_node;       /* by stack id: the node its kept samples end at, 0 for
 				       none (views that split the samples again, by process) */
+	/*
+	 * Identical code is one function: modules of one build-id (copies of
+	 * a program run from many paths) go by the first module name met for
+	 * it.  By build-id hash -> index in builds.
+	 */
+	struct sp_agg_build *builds;
+	size_t nbuilds, builds_cap;
+	struct sp_map build_index;
+	uint64_t modules_merged;    /* module names that took another's for its build-id */
+};
+
+/* A build-id met, and the module name its functions go by (aggregate.c). */
+struct sp_agg_build {
+	const uint8_t *id;          /* borrowed from the spool's module */
+	uint8_t len;
+	const char *module;         /* borrowed from the symbolizer */
 };
 
 /*

@@ -21,6 +21,7 @@
 
 struct live_func {
 	const char *name, *module; /* borrowed from the symbolizer */
+	bool is_inline;            /* an inlined function: its own row, marked [inline] */
 };
 
 struct live_entry {
@@ -82,21 +83,23 @@ static uint64_t str_hash(const char *s, uint64_t h)
 	return h;
 }
 
-static uint32_t intern_func(struct sp_live *l, const char *name, const char *module)
+static uint32_t intern_func(struct sp_live *l, const char *name, const char *module,
+			    bool is_inline)
 {
-	uint64_t h = sp_hash64(str_hash(module, str_hash(name, 0xcbf29ce484222325ULL)));
+	uint64_t h = sp_hash64(str_hash(module, str_hash(name, 0xcbf29ce484222325ULL)) ^ is_inline);
 	uint32_t id;
 	/* open addressing on collisions: the next key */
 	for (;; h++) {
 		if (!sp_map_get(&l->func_index, h, &id))
 			break;
-		if (!strcmp(l->funcs[id].name, name) && !strcmp(l->funcs[id].module, module))
+		if (!strcmp(l->funcs[id].name, name) && !strcmp(l->funcs[id].module, module) &&
+		    l->funcs[id].is_inline == is_inline)
 			return id;
 	}
 	if (sp_array_reserve((void **)&l->funcs, &l->funcs_cap, l->nfuncs + 1, sizeof(*l->funcs)) ||
 	    sp_map_put(&l->func_index, h, (uint32_t)l->nfuncs))
 		return NO_ENTRY;
-	l->funcs[l->nfuncs] = (struct live_func){name, module};
+	l->funcs[l->nfuncs] = (struct live_func){name, module, is_inline};
 	return (uint32_t)l->nfuncs++;
 }
 
@@ -166,7 +169,8 @@ static int stack_funcs(struct sp_live *l, uint32_t stack_id, const uint32_t **fp
 		for (size_t i = 0; !err && i < k; i++) {
 			if ((chain[i].flags & SP_RFRAME_HIDDEN_DEFAULT) && !l->opts.show_runtime)
 				continue;
-			uint32_t f = intern_func(l, chain[i].name, chain[i].module);
+			uint32_t f = intern_func(l, chain[i].name, chain[i].module,
+						 chain[i].flags & SP_RFRAME_INLINE);
 			err = f == NO_ENTRY ? -ENOMEM : push_fpath(l, f);
 			n++;
 		}
@@ -483,6 +487,7 @@ size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_l
 		struct sp_live_row *r = &rows[v->by_process ? i : e->func];
 		r->name = l->funcs[e->func].name;
 		r->module = l->funcs[e->func].module;
+		r->is_inline = l->funcs[e->func].is_inline;
 		r->pid = v->by_process ? e->pid : -1;
 		r->self_all += e->self_all;
 		r->total_all += e->total_all;
@@ -515,21 +520,22 @@ static bool is_row(const struct sp_live *l, uint32_t e, const struct sp_live_row
 	const struct live_entry *x = &l->entries[e];
 	const struct live_func *f = &l->funcs[x->func];
 	return (row->pid < 0 || x->pid == row->pid) && !strcmp(f->name, row->name) &&
-	       !strcmp(f->module, row->module);
+	       !strcmp(f->module, row->module) && f->is_inline == row->is_inline;
 }
 
 static int bump(struct sp_live_row **rows, size_t *n, size_t *cap, const struct live_func *f,
 		int32_t pid)
 {
 	for (size_t i = 0; i < *n; i++)
-		if ((*rows)[i].name == f->name && (*rows)[i].module == f->module && (*rows)[i].pid == pid) {
+		if ((*rows)[i].name == f->name && (*rows)[i].module == f->module &&
+		    (*rows)[i].is_inline == f->is_inline && (*rows)[i].pid == pid) {
 			(*rows)[i].total_win++;
 			return 0;
 		}
 	if (sp_array_reserve((void **)rows, cap, *n + 1, sizeof(**rows)))
 		return -ENOMEM;
 	(*rows)[(*n)++] = (struct sp_live_row){.name = f->name, .module = f->module, .pid = pid,
-					       .total_win = 1};
+					       .is_inline = f->is_inline, .total_win = 1};
 	return 0;
 }
 
@@ -626,7 +632,10 @@ int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t 
 			sp_text_put_cell(out, label, wproc, true);
 			fputc(' ', out);
 		}
-		sp_text_put_cell(out, r->name, wname, true);
+		/* the name and its [inline] mark, cut as the report's table cuts them */
+		struct sp_agg_func f = {.name = r->name, .module = r->module,
+					.is_inline = r->is_inline};
+		sp_text_put_func(out, &f, wname, true);
 		fputc(' ', out);
 		sp_text_put_cell(out, r->module, wmod, false);
 		fputc('\n', out);

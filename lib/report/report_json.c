@@ -184,7 +184,7 @@ static int put_stacks(struct json *j, struct sp_agg *a, const struct sp_report_o
 	uint32_t max_stacks = opts->max_stacks ? opts->max_stacks : DEFAULT_STACKS;
 	uint32_t *top = NULL, *path = NULL;
 	size_t ntop = 0, path_cap = 0;
-	int err = sp_agg_heaviest(a, max_stacks, &top, &ntop);
+	int err = opts->hide_stacks ? 0 : sp_agg_heaviest(a, max_stacks, &top, &ntop);
 	if (!err) {
 		fputs(",\n\"stacks\":[", j->out);
 		for (size_t i = 0; !err && i < ntop; i++) {

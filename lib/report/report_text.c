@@ -195,7 +195,7 @@ static int write_views(struct sp_agg *a, const struct sp_report_opts *opts, FILE
 	}
 	int err = opts->tree || opts->inverted ? sp_report_tree(a, opts, out)
 						: write_table(a, opts, out);
-	if (!err)
+	if (!err && !opts->hide_stacks)
 		err = write_stacks(a, opts, out);
 	return err;
 }

@@ -333,6 +333,7 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	if (st.debug_files_mismatched)
 		fprintf(out, "Debug files: %" PRIu64 " refused: build-id or CRC differs from the"
 			     " module file's, or not to be trusted\n", st.debug_files_mismatched);
+	sp_text_name_hints(a, out);
 	if (!sum && opts && opts->growing)
 		fprintf(out, "Note:       the recording is still going on; the samples written so"
 			     " far are shown\n");

@@ -88,6 +88,16 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 /* Print the filters set and how many samples they kept; nothing when none is. */
 void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out);
 
+/* (lib/report/name_hints.c) What would name frames that have none. */
+enum {
+	SP_HINT_PYTHON = 1u << 0, /* eval-loop frames, no Python frames: no perf map */
+	SP_HINT_JVM = 1u << 1,    /* [anon] code in a process with libjvm.so */
+	SP_HINT_NODE = 1u << 2,   /* [anon] code in a process of node */
+};
+uint32_t sp_agg_name_hints(const struct sp_agg *a);
+/* One "Hint:" line per hint, for the text header; nothing when none. */
+void sp_text_name_hints(const struct sp_agg *a, FILE *out);
+
 /* (lib/report/heaviest.c) */
 /*
  * The max heaviest complete stacks of a (nodes of a->nodes that samples end

@@ -184,6 +184,7 @@ struct sp_live_row {
 	int32_t pid;               /* with by_process, else -1 */
 	const char *process;       /* with by_process: the spool's name for it (raw: escape it) */
 	uint64_t self_win, total_win, self_all, total_all;
+	bool is_inline;            /* an inlined function (SP_RFRAME_INLINE), a row of its own */
 };
 
 /*

@@ -77,6 +77,7 @@ struct sp_report_opts {
 	bool lines;
 	uint32_t max_rows;    /* flat table rows, 0 = default (25) */
 	uint32_t max_stacks;  /* heaviest stacks shown, 0 = default (5) */
+	bool hide_stacks;     /* text and json: no heaviest stacks (report --stacks 0) */
 	const char *spool_path; /* for the header, may be NULL */
 	/*
 	 * The spool is still being written (sp_spool_is_growing): headers say
@@ -118,6 +119,37 @@ struct sp_report_opts {
 	 * inverted.
 	 */
 	bool by_line;
+	/* report --diff (sp_report_diff_gate): zero-initialised compares absolute measures. */
+	uint32_t diff_normalize; /* enum sp_diff_normalize */
+	/*
+	 * The gate: with diff_gate, a function whose diff_gate_of measure
+	 * (SP_SORT_SELF or SP_SORT_TOTAL) grew by more than diff_max_increase
+	 * percent and beyond sampling noise regressed; functions under
+	 * diff_min_share percent of both spools' whole are never gated.
+	 */
+	bool diff_gate;
+	double diff_max_increase;
+	uint32_t diff_gate_of;
+	double diff_min_share;
+	uint32_t diff_match; /* enum sp_diff_match */
+};
+
+/* How report --diff pairs a function of the base with one of the new spool. */
+enum sp_diff_match {
+	/*
+	 * By name and module (its basename); then a function left alone on
+	 * each side pairs by name, once per name: a renamed build of one
+	 * program diffs per function (the notice counts them).
+	 */
+	SP_DIFF_MATCH_AUTO = 0,
+	SP_DIFF_MATCH_NAME = 1,   /* by name alone, whatever the module */
+	SP_DIFF_MATCH_MODULE = 2, /* by name and module only */
+};
+
+/* How report --diff compares a function's self and total (stackpulse-report(1)). */
+enum sp_diff_normalize {
+	SP_DIFF_ABSOLUTE = 0, /* the measures themselves: time (ns) or events */
+	SP_DIFF_SHARES = 1,   /* each spool's share of its whole, percent */
 };
 
 /*
@@ -136,16 +168,42 @@ int sp_report_write(const struct sp_spool *s, struct sp_symbolizer *sym,
 		    const struct sp_report_opts *opts, FILE *out);
 
 /*
- * Write the text table of how each function's self and total shares changed
- * from the spool base to the spool s, largest absolute change first (by
- * opts->sort: self or total change), both shares shown, the filters applied
- * to both spools; layout in stackpulse-report(1).  base_path names the base
+ * Write the text table of how each function's self and total changed from
+ * the spool base to the spool s, largest absolute change first (by
+ * opts->sort: self or total change), as measures (opts->diff_normalize),
+ * ratios and share points, the filters applied to both spools; layout in
+ * stackpulse-report(1) (sp_report_diff_gate without an outcome).  base_path names the base
  * in the header (may be NULL).  Symbolizers may be NULL as in
  * sp_report_write.  Returns 0, -SP_E_BAD_ARG, -ENOMEM or -errno from out.
  */
 int sp_report_diff(const struct sp_spool *base, struct sp_symbolizer *base_sym,
 		   const char *base_path, const struct sp_spool *s, struct sp_symbolizer *sym,
 		   const struct sp_report_opts *opts, FILE *out);
+
+/* What the gate of a comparison found (sp_report_diff_gate). */
+struct sp_diff_outcome {
+	size_t regressed;   /* functions that grew beyond the gate */
+	/*
+	 * The first of them (the largest growth), borrowed: valid until the
+	 * symbolizers are freed; NULL when none.
+	 */
+	const char *first_name;
+	double first_ratio; /* its new / base measure */
+};
+
+/*
+ * sp_report_diff with opts->format SP_REPORT_TEXT or SP_REPORT_JSON (the
+ * schema in stackpulse-report(1)), opts->diff_* applied, and the gate's
+ * findings in *outcome (may be NULL).  Each function's measure is its
+ * aggregated value at the spool's sample unit (ns of CPU time or events);
+ * noise is a 95% interval of the ratio from the sample counts (a Poisson
+ * rate ratio; with SP_DIFF_SHARES, a ratio of two proportions).  Returns
+ * as sp_report_diff; -SP_E_BAD_ARG for another format.
+ */
+int sp_report_diff_gate(const struct sp_spool *base, struct sp_symbolizer *base_sym,
+			const char *base_path, const struct sp_spool *s,
+			struct sp_symbolizer *sym, const struct sp_report_opts *opts,
+			struct sp_diff_outcome *outcome, FILE *out);
 
 /* ---------------------------------------------------------------------- */
 /* Annotation: where in a function the samples fell (stackpulse annotate) */

@@ -55,13 +55,15 @@ EOF2
 	sleep 1.5
 	pane screen2.txt
 	row2=$(awk '/Self%/ { getline; print; exit }' screen2.txt)
-	grep -q 'sort: total' screen2.txt && [ "$row2" != "$row" ] &&
+	grep -q 'sort (total)' screen2.txt && [ "$row2" != "$row" ] &&
 		ok "t sorts by total: the screen says so and its first row changed ($row2)" ||
 		fail "t: $(head -n 4 screen2.txt | tr '\n' '|')"
+	sed -n 2p screen2.txt | grep -q '^q quit' && ok "the key legend starts with 'q quit' (never cut off)" ||
+		fail "legend: $(sed -n 2p screen2.txt)"
 	tmux -L "$S" send-keys -t "$S" p
 	sleep 1.5
 	pane screen3.txt
-	grep -q 'per process: on' screen3.txt && grep -q 'chain4\[' screen3.txt &&
+	grep -q 'per process (on)' screen3.txt && grep -q 'chain4\[' screen3.txt &&
 		ok "p groups by process: a Process column naming chain4[PID]" ||
 		fail "p: $(head -n 5 screen3.txt | tr '\n' '|')"
 	tmux -L "$S" send-keys -t "$S" Enter
@@ -69,6 +71,13 @@ EOF2
 	pane screen4.txt
 	grep -q 'called from' screen4.txt && ok "Enter shows the selected function's callers and callees" ||
 		fail "Enter: no callers section: $(tail -n 8 screen4.txt | tr '\n' '|')"
+	tmux -L "$S" send-keys -t "$S" a
+	sleep 1.5
+	pane screen5.txt
+	# the selected row (the first by total) may have no self samples: the annotation says so
+	grep -q 'Annotation of' screen5.txt && grep -q -e 'Source lines with samples' -e 'No function matched' screen5.txt &&
+		ok "a shows the selected function's annotation" ||
+		fail "a: no annotation: $(grep -v '^ *$' screen5.txt | tail -n 8 | tr '\n' '|')"
 	tmux -L "$S" send-keys -t "$S" q
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s top.rc ] && break; sleep 0.5; done
 	tmux -L "$S" kill-server 2>/dev/null

@@ -2,6 +2,7 @@
 /* Unit tests of the reports: exact folded output and the text report's shares on a known spool. */
 #include <criterion/criterion.h>
 
+#include "report/diff.h"
 #include "report/report.h"
 
 #include <fcntl.h>
@@ -419,6 +420,47 @@ Test(report, long_names_stay_within_80_columns)
 	}
 	cr_expect(has_line(text, "Unreadable: 1 module file missing or not ELF; shown as"
 				 " module+offset"), "%s", text);
+	free(text);
+}
+
+/* Byte-identical copies of a program under other names are one function (one build-id). */
+Test(report, identical_modules_merge)
+{
+	struct sp_module m;
+	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
+	/* a copy of this binary under another name, mapped at the same place in another process */
+	const char *copy = "/tmp/sp-report-copy.test";
+	FILE *in = fopen(m.path, "rb"), *out = fopen(copy, "wb");
+	cr_assert(in && out);
+	char buf[65536];
+	size_t n;
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		cr_assert_eq(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	fclose(out);
+	struct stat st;
+	cr_assert_eq(stat(copy, &st), 0);
+	struct sp_module m2 = m;
+	m2.path = copy;
+	m2.inode = st.st_ino;
+	m2.pid = 11;
+	uint32_t mid2;
+	cr_assert_eq(sp_spool_writer_add_module(writer, &m2, &mid2), 0);
+	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	uint32_t a2 = frame(mid2, &m2, fn(sp_test_known_alpha) + 4);
+	samples(&a, 1, 3);
+	samples(&a2, 1, 2);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){0}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+	char *text = report(SP_REPORT_TEXT, 0, 0);
+	unlink(copy);
+	/* one row of 5 samples, not two of 3 and 2 */
+	const char *row = strstr(text, "sp_test_known_alpha");
+	cr_assert_not_null(row, "%s", text);
+	cr_expect_null(strstr(row + 1, "sp_test_known_alpha  "), "%s", text);
+	cr_expect_not_null(strstr(text, "100.0%  100.0%         5  sp_test_known_alpha"), "%s", text);
 	free(text);
 }
 
@@ -1099,19 +1141,22 @@ Test(report, diff_is_sorted_by_change)
 	FILE *out = open_memstream(&text, &len);
 	cr_assert_eq(sp_report_diff(base, NULL, "base.spool", spool, NULL, &ro, out), 0);
 	fclose(out);
+	/* Both spools' samples stand for CPU time (cycles at a frequency, cpu-clock): ms. */
 	expect_section(text, "Change", NULL,
-		       "Change in each function's share of the samples, from base to new\n"
-		       "Base:       base.spool: 13 samples\n"
-		       "New:        new.spool: 9 samples\n"
+		       "Change in each function's CPU time, from base to new\n"
+		       "Base:       base.spool: 13 samples, 13.0 ms (cycles at 999 Hz)\n"
+		       "New:        new.spool: 9 samples, 9.0 ms (cpu-clock at 999 Hz)\n"
 		       "\n"
-		       "  Self% (base, new, change)  Total% (base, new, change)\n"
-		       "   Base     New  Change     Base     New  Change  Function (module)\n"
-		       "  69.2%   77.8%   +8.5%    69.2%   77.8%   +8.5%  sp_test_known_alpha (MOD)\n"
-		       "  23.1%   22.2%   -0.9%    69.2%   66.7%   -2.6%  sp_test_known_beta (MOD)\n"
-		       "   0.0%    0.0%   +0.0%    84.6%  100.0%  +15.4%  sp_test_root (MOD)\n");
+		       "  Self (ms)\n"
+		       "     Base       New  Ratio  Points   Total   Function (module)\n"
+		       "      9.0       7.0  0.78x    +8.5   0.78x   sp_test_known_alpha (MOD)\n"
+		       "      3.0       2.0  0.67x    -0.9   0.67x   sp_test_known_beta (MOD)\n"
+		       "      0.0       0.0      -    +0.0   0.82x   sp_test_root (MOD)\n"
+		       "Ratio: new/base.  Points: change of its share of each spool's whole.\n"
+		       "* beyond sampling noise: its 95% interval excludes 1 (Poisson rate ratio).\n");
 	free(text);
 
-	/* By total change; filters apply to both spools. */
+	/* By total change; filters apply to both spools, shares stay of the whole. */
 	ro.sort = SP_SORT_TOTAL;
 	ro.filter.exclude = "sp_test_known_beta";
 	text = NULL;
@@ -1120,18 +1165,77 @@ Test(report, diff_is_sorted_by_change)
 	fclose(out);
 	/* The base keeps its empty sample and those without beta: 4 of 13. */
 	char *want = with_module(
-		"Base:       base.spool: 4 of 13 samples kept\n"
-		"New:        new.spool: 3 of 9 samples kept\n"
+		"Base:       base.spool: 4 of 13 samples kept, 4.0 ms (cycles at 999 Hz)\n"
+		"New:        new.spool: 3 of 9 samples kept, 3.0 ms (cpu-clock at 999 Hz)\n"
 		"Filters:    exclude 'sp_test_known_beta'\n"
 		"Kept:       3 of 9 samples (33.3%)\n"
+		"Shares:     of each spool's samples before the filters\n"
 		"\n"
-		"  Self% (base, new, change)  Total% (base, new, change)\n"
-		"   Base     New  Change     Base     New  Change  Function (module)\n"
-		"   0.0%    0.0%   +0.0%    50.0%  100.0%  +50.0%  sp_test_root (MOD)\n"
-		"  75.0%  100.0%  +25.0%    75.0%  100.0%  +25.0%  sp_test_known_alpha (MOD)\n");
+		"  Total (ms)\n"
+		"     Base       New  Ratio  Points    Self   Function (module)\n"
+		"      2.0       3.0  1.50x   +17.9       -   sp_test_root (MOD)\n"
+		"      3.0       3.0  1.00x   +10.3   1.00x   sp_test_known_alpha (MOD)\n");
 	cr_expect_not_null(strstr(text, want), "missing '%s' in\n%s", want, text);
 	free(want);
 	cr_expect_null(strstr(text, "sp_test_known_beta ("), "%s", text);
+	free(text);
+	sp_spool_free(base);
+}
+
+/* The noise bound of a ratio: Poisson counts, a zero count as half a sample. */
+Test(report, diff_noise_interval)
+{
+	struct {
+		double n0, n1;
+		bool beyond;
+	} cases[] = {{100, 300, true}, {100, 110, false}, {1000, 1100, true}, {0, 10, true},
+		     {0, 3, false}, {50, 20, true}, {5, 5, false}};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct sp_diff_measure m = {.base = cases[i].n0 * 1e6, .cur = cases[i].n1 * 1e6,
+					    .base_n = cases[i].n0, .cur_n = cases[i].n1};
+		sp_diff_interval(&m, 0, 0, false);
+		cr_expect_eq(m.beyond_noise, cases[i].beyond, "%g -> %g: [%g, %g]", cases[i].n0,
+			     cases[i].n1, m.low, m.high);
+		if (cases[i].n0 > 0)
+			cr_expect(m.low <= m.ratio && m.ratio <= m.high, "%g -> %g", cases[i].n0,
+				  cases[i].n1);
+	}
+	/* 100 vs 300 samples: ratio 3, the 95% interval about [2.39, 3.77] */
+	struct sp_diff_measure m = {.base = 100, .cur = 300, .base_n = 100, .cur_n = 300};
+	sp_diff_interval(&m, 0, 0, false);
+	cr_expect(m.ratio == 3 && m.low > 2.3 && m.low < 2.5 && m.high > 3.6 && m.high < 3.9,
+		  "[%g, %g]", m.low, m.high);
+	/* as shares of 1000 samples each, the interval narrows */
+	struct sp_diff_measure p = {.base = 10, .cur = 30, .base_n = 100, .cur_n = 300};
+	sp_diff_interval(&p, 1000, 1000, true);
+	cr_expect(p.high - p.low < m.high - m.low, "[%g, %g]", p.low, p.high);
+}
+
+/* The gate and the JSON form: a function three times heavier regresses. */
+Test(report, diff_gate_and_json)
+{
+	threads_profile();
+	struct sp_spool *base = other_spool("/tmp/sp-report-base2.spool", known_profile_finished);
+	struct sp_report_opts ro = {.format = SP_REPORT_JSON, .spool_path = "new.spool",
+				    .diff_gate = true, .diff_max_increase = 20};
+	char *text = NULL;
+	size_t len = 0;
+	struct sp_diff_outcome res;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_eq(sp_report_diff_gate(base, NULL, "base.spool", spool, NULL, &ro, &res, out), 0);
+	fclose(out);
+	/* a handful of samples is never beyond noise */
+	cr_expect_eq(res.regressed, 0);
+	cr_expect_not_null(strstr(text, "\"passed\":true,\"regressed\":[]"), "%s", text);
+	cr_expect_not_null(strstr(text, "{\"diff_version\":1,\"compares\":\"measures\",\"unit\":\"ns\""),
+			   "%s", text);
+	cr_expect_not_null(strstr(text, "\"name\":\"sp_test_known_alpha\""), "%s", text);
+	free(text);
+	ro.format = SP_REPORT_FOLDED;
+	out = open_memstream(&text, &len);
+	cr_expect_eq(sp_report_diff_gate(base, NULL, "base.spool", spool, NULL, &ro, &res, out),
+		     -SP_E_BAD_ARG);
+	fclose(out);
 	free(text);
 	sp_spool_free(base);
 }

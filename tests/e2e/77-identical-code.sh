@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: MIT
+# Identical code is one function (issue 25): 20 byte-identical copies of a program run
+# from 20 paths under other names (as go test and cargo test run test binaries) give
+# one row for the hot function, not 20; a copy under another name diffs per function
+# against the original, with a notice.
+. "$(dirname "$0")/lib.sh"
+need_stackpulse
+need_perf_events
+need_workload three_funcs
+TF=$WL
+
+# The copies share the original's build-id; names and directories all differ.
+cmd=
+for i in $(seq 1 20); do
+	mkdir -p "run$i"
+	cp "$TF" "run$i/suite_$i.test"
+	cmd="$cmd ./run$i/suite_$i.test -n 12 -x 60;"
+done
+sp_record copies.spool -F 999 -- sh -c "$cmd" >/dev/null ||
+	{ fail "record of 20 copies exited $?: $(head -c 300 record.err)"; finish; }
+"$SP" report --rows 5 copies.spool >copies.txt 2>&1
+# table rows: self, total, samples, function, module
+rows=$(awk '/Self%  *Total%/ { t = 1; next } t && NF == 0 { exit } t && $4 == "compute_hash"' copies.txt)
+n=$(echo "$rows" | grep -c compute_hash)
+self=$(echo "$rows" | awk 'NR == 1 { sub(/%/, "", $1); print $1 }')
+info "compute_hash rows: $n; $(echo "$rows" | head -n 2 | tr -s ' ')"
+[ "$n" = 1 ] && ok "compute_hash of 20 copies is one row" || fail "compute_hash is $n rows: $(sed -n '/Self%/,/^$/p' copies.txt | head -8)"
+[ "$(num_ge "${self:-0}" 90)" = 1 ] && ok "it holds $self% of the samples (>= 90%)" ||
+	fail "compute_hash holds ${self:-no}% (< 90%)"
+"$SP" report --format=folded copies.spool >copies.folded 2>/dev/null
+set -- $(folded_share copies.folded 'compute_hash$')
+share_at_least "folded stacks:" 90 "$1" "$2" "samples in compute_hash"
+"$SP" report --format=json --rows 1 copies.spool >copies.json 2>/dev/null
+if command -v python3 >/dev/null 2>&1; then
+	top=$(python3 -c 'import json,sys; f=json.load(open(sys.argv[1]))["functions"][0]; print(f["name"], round(f["self_percent"]))' copies.json 2>&1)
+	case $top in "compute_hash "9[0-9]|"compute_hash 100") ok "json's top function: $top" ;; *) fail "json's top function: $top" ;; esac
+fi
+
+# A renamed copy: the diff pairs its functions with the original's, and says so.
+cp "$TF" suite_after
+sp_record before.spool -F 999 -- "$TF" -n 1500 >/dev/null || { fail "record of three_funcs: $?"; finish; }
+sp_record after.spool -F 999 -- ./suite_after -n 1500 -x 3 >/dev/null || { fail "record of suite_after: $?"; finish; }
+"$SP" report --diff before.spool after.spool --max-increase 20 >diff.txt 2>diff.err
+rc=$?
+first=$(awk '/Base +New +Ratio/ { getline; print; exit }' diff.txt)
+info "renamed: exit $rc; first row: $first"
+echo "$first" | grep -q 'compute_hash (suite_after)' && [ "$rc" = 3 ] &&
+	ok "compute_hash of the renamed binary diffs against the original's (exit 3)" ||
+	fail "renamed binary: exit $rc, first row '$first'"
+grep -q '^Note: .*paired by name across modules' diff.txt && grep -q '^  *three_funcs -> suite_after' diff.txt &&
+	ok "a notice says functions were matched across modules" || fail "no notice: $(head -n 6 diff.txt)"
+gone=$(grep -c ' gone\*\? ' diff.txt)
+[ "$gone" = 0 ] && ok "no function shows as gone" || fail "$gone functions gone: $(grep gone diff.txt | head -n 3)"
+"$SP" report --diff before.spool after.spool --diff-match=module >apart.txt 2>&1
+grep -q 'compute_hash (three_funcs)' apart.txt && grep -q 'gone' apart.txt &&
+	ok "--diff-match=module keeps them apart" || fail "--diff-match=module: $(sed -n 6,9p apart.txt)"
+finish

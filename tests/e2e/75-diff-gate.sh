@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# report --diff as a regression gate (issue 25): the same program recorded twice passes
+# report --diff as a regression gate: the same program recorded twice passes
 # --max-increase 20 (exit 0); a build whose compute_hash does 3x the work fails it (exit 3)
 # and names compute_hash first with a ratio near 3; the JSON form parses and agrees.
 . "$(dirname "$0")/lib.sh"

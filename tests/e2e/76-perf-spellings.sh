@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# perf's spellings (issue 25): record -g, --call-graph=dwarf[,SIZE]|fp, -F max and
+# perf's spellings: record -g, --call-graph=dwarf[,SIZE]|fp, -F max and
 # -e EVENT:u/:k record what stackpulse's own spelling records; report -i/--input,
 # --stdio, --children/--no-children, --sort=sym and dso,sym, -g caller|callee and
 # --header give the same bytes as stackpulse's spelling; --stacks 0 hides the stacks;

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Identical code is one function (issue 25): 20 byte-identical copies of a program run
+# Identical code is one function: 20 byte-identical copies of a program run
 # from 20 paths under other names (as go test and cargo test run test binaries) give
 # one row for the hot function, not 20; a copy under another name diffs per function
 # against the original, with a notice.

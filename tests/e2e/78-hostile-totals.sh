@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Bounds that are totals per run, not per file (issue 23).  Each file's bounds
+# Bounds that are totals per run, not per file.  Each file's bounds
 # alone let a set of files multiply them:
 #  - four libraries whose .debug_pubnames really inflates to 200 MiB each: every
 #    one within 256 MiB a section and 1 GiB a file, 800 MiB together, all of it
@@ -77,7 +77,7 @@ grep -q 'work1' rep.folded && ok "the libraries' names are still there" ||
 	fail "work1 is missing: $(folded_top rep.folded 3)"
 [ "$(num_ge 10 "${wall:-99}")" = 1 ] && ok "report: $wall s" || fail "report: ${wall:-?} s"
 
-# --- a perf map that grows without end (issue 23 item 8) -------------------------
+# --- a perf map that grows without end -------------------------
 # The target's map grows by a megabyte every 20 ms (about 150 MB in 3 s), none of its
 # lines naming the code it runs: the recorder read it again and again, its memory
 # followed the map (114 MB) and samples were lost.  Now a live map is read to its
@@ -114,7 +114,8 @@ GROW
 		[ $rc = 0 ] && [ -n "$peak" ] && [ "$(num_ge 40 "$peak")" = 1 ] &&
 			ok "recorder peak $peak MiB beside a perf map of $(($(wc -c <"$MAP") >> 20)) MiB (bound 40)" ||
 			fail "recorder peak ${peak:-?} MiB (exit $rc): $(head -c 300 grow.err)"
-		[ "${lost:-0}" -le 5 ] && ok "${lost:-0} samples lost" || fail "$lost samples lost"
+		# The old reader lost 37-246 here; a loaded machine alone may cost a few.
+		[ "${lost:-0}" -le 20 ] && ok "${lost:-0} samples lost (at most 20)" || fail "$lost samples lost (at most 20)"
 		grep -q "perf map read only to its first 8 MiB" grow.err &&
 			ok "record says the map was cut" || fail "no word of the cut map: $(tail -n 2 grow.err)"
 		wait $gpid 2>/dev/null
@@ -170,7 +171,7 @@ kib=$(ru_field f.ru maxrss_kib)
 	ok "report --follow, 8,000 processes: $cpu s of CPU, $((kib / 1024)) MiB" ||
 	fail "report --follow, 8,000 processes: $cpu s of CPU, ${kib:-?} KiB"
 
-# --- small ones (issue 23 item 9) --------------------------------------------------
+# --- small ones --------------------------------------------------
 "$SP" record -c 9223372036854775807 -- true >/dev/null 2>c.err
 grep -q "2^62" c.err && ok "-c past its limit names the limit, 2^62" || fail "-c: $(head -n 1 c.err)"
 "$SP" record -p "$(printf '1\033]2;PWN\007')" >/dev/null 2>p.err
@@ -182,7 +183,7 @@ else
 	fail "record -p: $(head -n 1 p.err)"
 fi
 
-# --- the symbol cache keys on ctime too (issue 23 item 9) --------------------------
+# --- the symbol cache keys on ctime too --------------------------
 # A file's owner can rewrite it and set its mtime back: the cache, keyed on device,
 # inode, size and mtime, kept answering with the names it had read before.
 if [ -x "$REPO/tests/workloads/chain4" ]; then
@@ -210,7 +211,7 @@ else
 	skip "the symbol cache and ctime: tests/workloads/chain4 not built"
 fi
 
-# --- locks and private outputs (issue 23 items 6, 7) ----------------------------
+# --- locks and private outputs -----------------------------------------------
 if [ "$(id -u)" != 0 ] || ! id nobody >/dev/null 2>&1 || ! command -v setpriv >/dev/null 2>&1; then
 	skip "locks and private outputs: need root, a user 'nobody' and setpriv"
 	finish

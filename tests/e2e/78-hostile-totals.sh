@@ -128,7 +128,7 @@ else
 	skip "a growing perf map: tests/workloads/jit_perfmap not built (make workloads)"
 fi
 
-# --- views bounded by what the spool holds, not by what it multiplies (items 1, 2, 5)
+# --- views bounded by what the spool holds, not by what it multiplies
 # tests/e2e/hostile-spool.py: "inline", a 2,048-deep stack of frames each storing a
 # 20,000-entry inline chain (before: report 25-30 s, 2.4 GB, a gigabyte of text);
 # "pids", one 2,048-deep stack sampled once by each of 8,000 processes (report

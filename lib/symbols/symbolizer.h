@@ -174,6 +174,8 @@ struct file_entry {
 	bool symcache_new;           /* a lookup found what the cache file lacks */
 	struct file_hit *fhits;      /* every hit of this file, for the cache file */
 	size_t nfhits, fhits_cap;
+	uint8_t go_state;            /* enum go_table_state */
+	struct sp_gopclntab *go;     /* Go's function table (go_names.c), or NULL */
 };
 
 /* One address range of a CU (DW_AT_ranges / low_pc-high_pc), in DWARF addresses. */
@@ -451,6 +453,23 @@ bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
  */
 int sp_sym_elf_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
 		      struct sym_hit *hit);
+
+/* ---- Go's function table (go_names.c) --------------------------------- */
+
+enum go_table_state {
+	GO_TABLE_UNREAD = 0,
+	GO_TABLE_READ,
+	GO_TABLE_NONE, /* no .gopclntab, or not one this reader understands */
+};
+
+/*
+ * The Go function holding svma in proven file f, from its .gopclntab:
+ * hit->name and hit->offset, and its source file and line as one entry of
+ * names->src; nothing when f has no such table or no function holds svma.
+ * For a binary without ELF symbols or DWARF.  0 or -ENOMEM.
+ */
+int sp_sym_go_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
+		     struct sym_hit *hit);
 
 /* ---- DWARF inline chains and lines (dwarf_inline.c) -------------------- */
 

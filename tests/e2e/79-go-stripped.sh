@@ -4,10 +4,32 @@
 # functions and gives their source lines.  main.fib's samples carry main.fib and its
 # callers by name (>= 99%), with go_fib.go lines under --lines.
 # Beside: perf report on the same binary, which shows addresses.
+# And a frame named by its address alone is one function per module ("[unknown] in
+# MODULE"), not one per address: a stripped C binary's hot loop is one row (--lines keeps
+# the addresses).
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
-need_cmd go "building the Go workload (Debian package golang-go)"
+need_workload hot_line
+
+# --- a stripped C binary: its unnamed code is one row -------------------------------
+strip -s -o hot_strip "$WL" || fail "strip failed"
+sp_record hs.spool -F 999 -- ./hot_strip >/dev/null 2>&1 || fail "record of hot_strip exited $?"
+with_timeout 60 "$SP" report --rows=1000 hs.spool >hs.txt 2>/dev/null
+rows=$(awk '/Self%/ && /Total%/ { t = 1; next } t && NF == 0 { exit } t && $NF == "hot_strip"' hs.txt)
+if [ "$(printf '%s\n' "$rows" | grep -c .)" -eq 1 ] && printf '%s\n' "$rows" | grep -q '\[unknown\] in hot_strip'; then
+	ok "the stripped binary's unnamed code is one row: $(printf '%s' "$rows" | tr -s ' ')"
+else
+	fail "the stripped binary's rows: $(printf '%s' "$rows" | head -n 3 | tr -s ' ' | tr '\n' '|')"
+fi
+with_timeout 60 "$SP" report --lines --rows=1000 hs.spool >hs-lines.txt 2>/dev/null
+n=$(grep -c 'hot_strip+0x' hs-lines.txt)
+[ "$n" -gt 1 ] && ok "--lines keeps the addresses ($n rows)" || fail "--lines shows $n address rows"
+
+if ! command -v go >/dev/null 2>&1; then
+	skip "go not found in PATH (Debian package golang-go): stripped Go is not checked"
+	finish
+fi
 
 info "$(go version)"
 if ! (cp "$WORKLOADS/go_fib.go" main.go && GOCACHE=$PWD/gocache GOPATH=$PWD/gopath GO111MODULE=off \

@@ -302,4 +302,44 @@ int sp_gopclntab_find(const struct sp_gopclntab *t, uint64_t pc, struct sp_gofun
 bool sp_gopclntab_line(const struct sp_gopclntab *t, const struct sp_gofunc *fn, uint64_t pc,
 		       const char **file, uint32_t *line);
 
+/*
+ * Where Go 1.18+ keeps its functions' data (the inline trees): the bytes of
+ * the section holding them (borrowed), that section's address, and the
+ * base the table's function-data offsets count from (moduledata.gofunc).
+ */
+struct sp_gofuncdata {
+	const uint8_t *data;
+	size_t len;
+	uint64_t addr;
+	uint64_t gofunc;
+};
+
+/*
+ * Find gofunc: the runtime's module record (moduledata) in data[0, len),
+ * the bytes of .noptrdata, is the one whose first word is table_addr (the
+ * table's address) and whose second the function names' address; its
+ * rodata field must read rodata_addr.  64-bit tables of Go 1.18 and later
+ * only.  True and *gofunc when found.
+ */
+bool sp_gopclntab_gofunc(const struct sp_gopclntab *t, uint64_t table_addr, const uint8_t *data,
+			 size_t len, uint64_t rodata_addr, uint64_t *gofunc);
+
+/* One function of an inline chain. */
+struct sp_goinline {
+	const char *name;   /* borrowed from the table, NULL when its offset is bad */
+	const char *file;   /* the position at this level, as sp_gopclntab_line gives it */
+	uint32_t line;
+};
+
+/*
+ * The chain of functions the compiler inlined at pc in fn, innermost first,
+ * from fn's inline tree (its function data FUNCDATA_InlTree in fd, indexed
+ * by its pc-value table PCDATA_InlTreeIndex): out[0, n - 1) the inlined
+ * ones, out[n - 1] fn itself, each with its position (the innermost's at
+ * pc, the others' at their call sites).  fd NULL (or a Go 1.16-1.17 table)
+ * gives fn alone.  At most max entries (max >= 1); returns n.
+ */
+size_t sp_gopclntab_inline(const struct sp_gopclntab *t, const struct sp_gofunc *fn, uint64_t pc,
+			   const struct sp_gofuncdata *fd, struct sp_goinline *out, size_t max);
+
 #endif

@@ -224,3 +224,86 @@ bool sp_gopclntab_line(const struct sp_gopclntab *t, const struct sp_gofunc *fn,
 		*file = table_string(t, t->filetab, name_off);
 	return *file || *line;
 }
+
+/* moduledata's rodata field: after 37 words in Go 1.18-1.19, 39 since 1.20 (coverage counters). */
+#define MODULEDATA_RODATA_118 296
+#define MODULEDATA_RODATA_120 312
+
+bool sp_gopclntab_gofunc(const struct sp_gopclntab *t, uint64_t table_addr, const uint8_t *data,
+			 size_t len, uint64_t rodata_addr, uint64_t *gofunc)
+{
+	if (t->ptr_size != 8 || t->version == SP_GOPCLNTAB_116)
+		return false;
+	size_t at_rodata = t->version == SP_GOPCLNTAB_118 ? MODULEDATA_RODATA_118
+							  : MODULEDATA_RODATA_120;
+	struct sp_gopclntab view = {.data = data, .len = len, .ptr_size = 8};
+	for (uint64_t off = 0; len >= 16 && off <= len - 16; off += 8) {
+		uint64_t w, names, rodata;
+		if (!read_word(&view, off, &w) || w != table_addr ||
+		    !read_word(&view, off + 8, &names) || names != table_addr + t->funcnames ||
+		    !read_word(&view, off + at_rodata, &rodata) || rodata != rodata_addr ||
+		    !read_word(&view, off + at_rodata + 8, gofunc))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+/* PCDATA_InlTreeIndex and FUNCDATA_InlTree (the Go runtime's abi/symtab.go). */
+#define PCDATA_INL_TREE_INDEX 2
+#define FUNCDATA_INL_TREE 3
+
+/* The inline tree of fn: its bytes in fd (to the section's end), or NULL. */
+static const uint8_t *inline_tree(const struct sp_gopclntab *t, const struct sp_gofunc *fn,
+				  const struct sp_gofuncdata *fd, uint32_t *index_table, size_t *len)
+{
+	if (!fd || t->version == SP_GOPCLNTAB_116)
+		return NULL;
+	uint64_t size = t->version == SP_GOPCLNTAB_118 ? 40 : 44;
+	uint32_t npcdata, off;
+	if (!read_u32(t, fn->func + 28, &npcdata) || fn->func + size > t->len)
+		return NULL;
+	uint8_t nfuncdata = t->data[fn->func + size - 1];
+	uint64_t pcdata = fn->func + size, funcdata = pcdata + 4ull * npcdata;
+	if (npcdata <= PCDATA_INL_TREE_INDEX || nfuncdata <= FUNCDATA_INL_TREE ||
+	    !read_u32(t, pcdata + 4 * PCDATA_INL_TREE_INDEX, index_table) ||
+	    !read_u32(t, funcdata + 4 * FUNCDATA_INL_TREE, &off) || off == UINT32_MAX)
+		return NULL;
+	uint64_t at = fd->gofunc + off;
+	if (at < fd->gofunc || at < fd->addr || at - fd->addr >= fd->len)
+		return NULL;
+	*len = fd->len - (size_t)(at - fd->addr);
+	return fd->data + (at - fd->addr);
+}
+
+size_t sp_gopclntab_inline(const struct sp_gopclntab *t, const struct sp_gofunc *fn, uint64_t pc,
+			   const struct sp_gofuncdata *fd, struct sp_goinline *out, size_t max)
+{
+	if (!max)
+		return 0;
+	uint32_t index_table = 0;
+	size_t tree_len = 0, n = 0;
+	const uint8_t *tree = inline_tree(t, fn, fd, &index_table, &tree_len);
+	/* An entry: parent, funcID, file, line, name, parentPc (1.18); funcID, name, parentPc, startLine (1.20). */
+	size_t es = t->version == SP_GOPCLNTAB_118 ? 20 : 16;
+	size_t name_at = t->version == SP_GOPCLNTAB_118 ? 12 : 4;
+	struct sp_gopclntab view = {.data = tree, .len = tree_len, .ptr_size = 8};
+	int32_t ix;
+	while (tree && n + 1 < max && pc_value(t, index_table, fn->entry, pc, &ix) && ix >= 0 &&
+	       (uint64_t)ix < tree_len / es) {
+		uint32_t name_off, parent_pc;
+		if (!read_u32(&view, (uint64_t)ix * es + name_at, &name_off) ||
+		    !read_u32(&view, (uint64_t)ix * es + name_at + 4, &parent_pc))
+			break;
+		out[n].name = table_string(t, t->funcnames, name_off);
+		sp_gopclntab_line(t, fn, pc, &out[n].file, &out[n].line);
+		n++;
+		/* The caller's position: an instruction of its own at the call site. */
+		if (parent_pc >= fn->end - fn->entry)
+			break;
+		pc = fn->entry + parent_pc;
+	}
+	out[n].name = fn->name;
+	sp_gopclntab_line(t, fn, pc, &out[n].file, &out[n].line);
+	return n + 1;
+}

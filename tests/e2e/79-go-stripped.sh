@@ -47,8 +47,8 @@ sp_record go.spool -F 999 -- ./gofib 1.5 >/dev/null 2>&1 ||
 with_timeout 60 "$SP" report --format=folded go.spool >go.folded 2>/dev/null ||
 	fail "report --format=folded exited $?"
 set -- $(leaf_share go.folded ';main\.fib$' \
-	'^runtime\.goexit;runtime\.main;main\.main;main\.work;main\.fib(;main\.fib)*$')
-share_at_least "names:" 99 "$1" "$2" "main.fib's samples named main.fib < main.work < main.main < runtime.main < runtime.goexit" ||
+	'^runtime\.goexit;runtime\.main;main\.main;main\.work;main\.twice_\[i\];main\.fib(;main\.fib)*$')
+share_at_least "names:" 99 "$1" "$2" "main.fib's samples named main.fib < main.twice [inlined] < main.work < main.main < runtime.main < runtime.goexit" ||
 	info "top stacks: $(folded_top go.folded 3 | tr '\n' ' ')"
 set -- $(folded_share go.folded '^main\.fib$|;main\.fib$')
 share_at_least "leaf:" 95 "$1" "$2" "samples in main.fib"
@@ -57,13 +57,14 @@ set -- $(folded_share go.folded 'gofib\+0x|\[unknown\]')
 [ "$1" -eq 0 ] && ok "no frame of the stripped binary is an address" ||
 	fail "$1 of $2 samples hold an address of the binary: $(folded_top go.folded 2 | tr '\n' ' ')"
 
-# --lines: main.fib's lines are go_fib.go's own (the function spans lines 15-19).
+# --lines: main.fib's lines are go_fib.go's own (the function spans lines 16-20).
 with_timeout 60 "$SP" report --lines --format=folded go.spool >lines.folded 2>/dev/null ||
 	fail "report --lines exited $?"
-set -- $(leaf_share lines.folded ';main\.fib:[0-9]+$' ';main\.work:2[0-9];main\.fib:1[5-9](;main\.fib:1[5-9])*$')
-share_at_least "lines:" 99 "$1" "$2" "main.fib's samples with its callers' lines (main.work at go_fib.go:2x, main.fib at 15-19)"
+set -- $(leaf_share lines.folded ';main\.fib:[0-9]+$' \
+	';main\.work:2[0-9];main\.twice:2[0-9]_\[i\];main\.fib:(1[6-9]|20)(;main\.fib:(1[6-9]|20))*$')
+share_at_least "lines:" 99 "$1" "$2" "main.fib's samples with its callers' lines (main.work and the inlined main.twice at go_fib.go:2x, main.fib at 16-20)"
 with_timeout 60 "$SP" report --lines go.spool >lines.txt 2>/dev/null
-grep -Eq 'main\.fib \((.*/)?main\.go:1[5-9]\)' lines.txt && ok "the flat report names main.fib's file and line" ||
+grep -Eq 'main\.fib \((.*/)?main\.go:(1[6-9]|20)\)' lines.txt && ok "the flat report names main.fib's file and line" ||
 	fail "no 'main.fib (main.go:LINE)' row: $(grep -m 3 'main\.fib' lines.txt | tr '\n' ' ')"
 
 # Beside: perf on the same binary (it reads no .gopclntab: its top entry is an address).

@@ -29,6 +29,14 @@ static void ask(const struct sp_gopclntab *t, const uint8_t *copy, size_t size, 
 	bool known = sp_gopclntab_line(t, &fn, pc, &file, &line);
 	CHECK(known == (file || line));
 	CHECK(!file || inside(copy, size, file));
+	/* The input's own bytes stand for the section of the inline trees too. */
+	struct sp_gofuncdata fd = {.data = copy, .len = size, .addr = TEXT, .gofunc = TEXT};
+	struct sp_goinline chain[8];
+	size_t n = sp_gopclntab_inline(t, &fn, pc, &fd, chain, 8);
+	CHECK(n >= 1 && n <= 8 && chain[n - 1].name == fn.name);
+	for (size_t i = 0; i < n; i++)
+		CHECK((!chain[i].name || inside(copy, size, chain[i].name)) &&
+		      (!chain[i].file || inside(copy, size, chain[i].file)));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -41,6 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sp_gopclntab t;
 	if (!sp_gopclntab_parse(&t, copy, size, TEXT)) {
 		CHECK(t.functab < size && t.nfunc > 0);
+		uint64_t gofunc;
+		(void)sp_gopclntab_gofunc(&t, TEXT, copy, size, TEXT, &gofunc);
 		static const uint64_t fixed[] = {0, TEXT, TEXT + 1, TEXT + 0x20, TEXT + 0x4f,
 						 UINT64_MAX};
 		for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)

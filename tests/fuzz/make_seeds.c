@@ -455,6 +455,15 @@ static void write_go_tables(void)
 		gotab_build(&g, tables[i].version, tables[i].text_start);
 		write_file("gopclntab", tables[i].name, g.b, g.len);
 	}
+	/* With an inline tree's pc data and function data (the harness reads its own bytes as the tree). */
+	static const unsigned inl[] = {118, 120};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(inl); i++) {
+		struct gotab g;
+		uint8_t tree[GOTAB_TREE];
+		gotab_build(&g, inl[i], GOTAB_TEXT);
+		gotab_add_inline(&g, inl[i], tree);
+		write_file("gopclntab", inl[i] == 118 ? "go1.18-inline" : "go1.20-inline", g.b, g.len);
+	}
 }
 
 int main(int argc, char **argv)

@@ -174,3 +174,73 @@ Test(gopclntab, every_truncation_stays_in_bounds)
 		}
 	}
 }
+
+static void check_inline(unsigned version)
+{
+	struct gotab g;
+	uint8_t tree[GOTAB_TREE];
+	gotab_build(&g, version, GOTAB_TEXT);
+	gotab_add_inline(&g, version, tree);
+	struct sp_gopclntab t;
+	cr_assert_eq(sp_gopclntab_parse(&t, g.b, g.len, 0), 0);
+	struct sp_gofuncdata fd = {.data = tree, .len = sizeof(tree), .addr = 0x480000,
+				   .gofunc = 0x480000};
+	struct sp_gofunc fn;
+	struct sp_goinline chain[4];
+	cr_assert_eq(sp_gopclntab_find(&t, GOTAB_TEXT + 0x24, &fn), 1);
+	size_t n = sp_gopclntab_inline(&t, &fn, GOTAB_TEXT + 0x24, &fd, chain, 4);
+	cr_assert_eq(n, 2);
+	cr_assert_str_eq(chain[0].name, "main.a");
+	cr_assert_str_eq(chain[1].name, "main.b");
+	cr_assert_str_eq(chain[1].file, "b.go");
+	cr_assert_eq(chain[1].line, 20);
+	/* past the inlined code, and without the function data: main.b alone */
+	cr_assert_eq(sp_gopclntab_inline(&t, &fn, GOTAB_TEXT + 0x34, &fd, chain, 4), 1);
+	cr_assert_eq(sp_gopclntab_inline(&t, &fn, GOTAB_TEXT + 0x24, NULL, chain, 4), 1);
+	cr_assert_str_eq(chain[0].name, "main.b");
+	/* room for one: the function itself */
+	cr_assert_eq(sp_gopclntab_inline(&t, &fn, GOTAB_TEXT + 0x24, &fd, chain, 1), 1);
+	cr_assert_str_eq(chain[0].name, "main.b");
+	/* a tree offset past the section: no tree */
+	fd.gofunc = 0x480000 + sizeof(tree);
+	cr_assert_eq(sp_gopclntab_inline(&t, &fn, GOTAB_TEXT + 0x24, &fd, chain, 4), 1);
+	/* main.a has no function data */
+	fd.gofunc = 0x480000;
+	cr_assert_eq(sp_gopclntab_find(&t, GOTAB_TEXT + 0x4, &fn), 1);
+	cr_assert_eq(sp_gopclntab_inline(&t, &fn, GOTAB_TEXT + 0x4, &fd, chain, 4), 1);
+}
+
+Test(gopclntab, inline_tree_go_1_18)
+{
+	check_inline(SP_GOPCLNTAB_118);
+}
+
+Test(gopclntab, inline_tree_go_1_20)
+{
+	check_inline(SP_GOPCLNTAB_120);
+}
+
+/* moduledata: the table's address, its names' address, then at the rodata field .rodata's address and gofunc. */
+Test(gopclntab, gofunc_from_moduledata)
+{
+	struct gotab g;
+	gotab_build(&g, SP_GOPCLNTAB_120, GOTAB_TEXT);
+	struct sp_gopclntab t;
+	cr_assert_eq(sp_gopclntab_parse(&t, g.b, g.len, 0), 0);
+	uint64_t md[64] = {0};
+	md[3] = 0x4b9d40;
+	md[4] = 0x4b9d40 + t.funcnames;
+	md[3 + 312 / 8] = 0x482000;
+	md[3 + 312 / 8 + 1] = 0x4a0860;
+	uint64_t gofunc = 0;
+	cr_assert(sp_gopclntab_gofunc(&t, 0x4b9d40, (const uint8_t *)md, sizeof(md), 0x482000,
+				      &gofunc));
+	cr_assert_eq(gofunc, 0x4a0860);
+	cr_assert_not(sp_gopclntab_gofunc(&t, 0x4b9d40, (const uint8_t *)md, sizeof(md), 0x483000,
+					  &gofunc), "another .rodata address");
+	cr_assert_not(sp_gopclntab_gofunc(&t, 0x4b9d40, (const uint8_t *)md, 8 * 40, 0x482000,
+					  &gofunc), "the record cut short");
+	t.version = SP_GOPCLNTAB_118; /* its rodata field is two words earlier */
+	cr_assert_not(sp_gopclntab_gofunc(&t, 0x4b9d40, (const uint8_t *)md, sizeof(md), 0x482000,
+					  &gofunc));
+}

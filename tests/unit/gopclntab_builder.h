@@ -19,10 +19,15 @@ struct gotab {
 	size_t len;
 };
 
-static inline void gotab_u32(struct gotab *t, size_t at, uint32_t v)
+static inline void gotab_put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
-		t->b[at + i] = (uint8_t)(v >> (8 * i));
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void gotab_u32(struct gotab *t, size_t at, uint32_t v)
+{
+	gotab_put32(t->b + at, v);
 }
 
 static inline void gotab_u64(struct gotab *t, size_t at, uint64_t v)
@@ -100,6 +105,41 @@ static inline void gotab_build(struct gotab *t, unsigned version, uint64_t text_
 	memcpy(version == 116 ? &w[2] : &w[3], off, sizeof(off));
 	for (size_t i = 0; i < nwords; i++)
 		gotab_u64(t, 8 + i * 8, w[i]);
+}
+
+/*
+ * Give main.b (Go 1.18+ tables) an inline tree: main.a inlined at its first
+ * 0x10 bytes, called from main.b + 0x18.  Its pc data (the index table) and
+ * function data (the tree's offset, 0) are appended to t; the tree, one
+ * entry, goes to tree (GOTAB_TREE bytes), which sits at gofunc.
+ */
+#define GOTAB_TREE 20
+static inline void gotab_add_inline(struct gotab *t, unsigned version, uint8_t *tree)
+{
+	size_t fsize = version == 118 ? 40 : 44;
+	size_t b = t->len - fsize;
+	uint64_t pctab = 0;
+	memcpy(&pctab, t->b + 8 + 6 * 8, 8); /* the header's pctab offset (1.18+) */
+	/* the _func's pc data and function data arrays follow it */
+	gotab_u32(t, b + 28, 3);            /* npcdata */
+	t->b[b + fsize - 1] = 4;             /* nfuncdata */
+	size_t arrays = t->len;
+	t->len += 7 * 4;
+	/* index 0 for [0, 0x10), then -1 */
+	size_t index = gotab_append(t, "\x02\x10\x01\x20\x00", 5) - pctab;
+	for (size_t i = 0; i < 7; i++)
+		gotab_u32(t, arrays + 4 * i, 0xffffffffu);
+	gotab_u32(t, arrays + 4 * 2, (uint32_t)index); /* pcdata[PCDATA_InlTreeIndex] */
+	gotab_u32(t, arrays + 4 * (3 + 3), 0);         /* funcdata[FUNCDATA_InlTree]: gofunc + 0 */
+	memset(tree, 0, GOTAB_TREE);
+	if (version == 118) {
+		tree[0] = tree[1] = 0xff;       /* parent -1 */
+		gotab_put32(tree + 12, 0);      /* name: main.a */
+		gotab_put32(tree + 16, 0x18);   /* parentPc */
+	} else {
+		gotab_put32(tree + 4, 0);
+		gotab_put32(tree + 8, 0x18);
+	}
 }
 
 #endif

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A Go program with a known call chain for the stripped-Go tests (e2e 79): main.main ->
-// main.work -> main.fib (recursive), for SECONDS (default 1.5).  Built by the test with
+// main.work -> main.twice (inlined into work) -> main.fib (recursive), for SECONDS
+// (default 1.5).  Built by the test with
 // -ldflags='-s -w', so only Go's own function table (.gopclntab) can name it.
 package main
 
@@ -19,8 +20,11 @@ func fib(n int) int {
 	return fib(n-1) + fib(n-2)
 }
 
+// Small enough to be inlined into work: a frame of its own only by the inline tree.
+func twice(n int) int { return fib(n) + 1 }
+
 //go:noinline
-func work(n int) int { return fib(n) }
+func work(n int) int { return twice(n) }
 
 func main() {
 	secs := 1.5

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lib/formats/: parsers of the files other programs write about their code
- * (private, not installed): kallsyms (kallsyms.c), perf maps (perfmap.c) and
- * jitdumps (jitdump.c).  Each file is untrusted and read within bounds; the
- * parsers know nothing of spools, symbolizers or unwinders, which all use them.
+ * (private, not installed): kallsyms (kallsyms.c), perf maps (perfmap.c),
+ * jitdumps (jitdump.c) and Go's function tables (gopclntab.c).  Each file is
+ * untrusted and read within bounds; the parsers know nothing of spools,
+ * symbolizers or unwinders, which all use them.
  * May call: util.  Never spool, symbols, unwind, record or report.
  */
 #ifndef SP_FORMATS_H
@@ -244,5 +245,101 @@ bool sp_jitdump_is_path(const char *path);
  */
 int sp_jitdump_load(struct sp_perf_map *m, const char *path, int64_t owner,
 		    uint64_t not_before_us, unsigned *verdict);
+
+/* ---- Go's function table: .gopclntab (gopclntab.c) ------------------- */
+
+/*
+ * Go keeps a table of its functions in every binary, stripped or not
+ * (`go build -ldflags='-s -w'` drops the ELF symbols and DWARF, not this):
+ * the runtime needs it for tracebacks.  Its layout is the Go runtime's
+ * (runtime/symtab.go, pcHeader and _func), by the magic of its header:
+ * Go 1.16-1.17, 1.18-1.19 and 1.20 onwards; the earlier layout is not
+ * read.  A little-endian table only.  The table is the binary's: every
+ * offset is checked against its length, every walk is bounded.
+ */
+enum sp_gopclntab_version {
+	SP_GOPCLNTAB_116 = 116, /* magic 0xfffffffa: absolute entries, word-sized function table */
+	SP_GOPCLNTAB_118 = 118, /* magic 0xfffffff0: 32-bit entries from the text start */
+	SP_GOPCLNTAB_120 = 120, /* magic 0xfffffff1: as 1.18, the function's start line added */
+};
+
+/* A parsed table: a view of borrowed bytes (offsets are into data). */
+struct sp_gopclntab {
+	const uint8_t *data;
+	size_t len;
+	unsigned version;       /* enum sp_gopclntab_version */
+	uint8_t quantum;        /* instruction size unit of the pc deltas: 1 on x86, 4 on arm64 */
+	uint8_t ptr_size;       /* 4 or 8 */
+	uint64_t nfunc;         /* functions in the table */
+	uint64_t text_start;    /* what entry offsets count from (1.18+) */
+	uint64_t funcnames, cutab, filetab, pctab, functab; /* each table's offset in data */
+};
+
+/* One function of the table, as sp_gopclntab_find found it. */
+struct sp_gofunc {
+	uint64_t entry, end; /* its code: [entry, end), addresses of the binary (its file's vaddrs) */
+	const char *name;    /* NUL-terminated in the table (borrowed), NULL when its offset is bad */
+	uint64_t func;       /* its _func record's offset in the table */
+	uint32_t pcfile, pcln, cu; /* its pc-to-file and pc-to-line tables, its CU's first file */
+};
+
+/*
+ * Read the header of the table data[0, len) (a .gopclntab section's bytes,
+ * borrowed for t's life).  text_addr is the binary's .text address, used
+ * when the header's text start is 0 (a position-independent binary, whose
+ * header a relocation fills).  Returns 0, or -SP_E_ELF_MALFORMED when the
+ * magic is not one of the versions above or the header is out of bounds.
+ */
+int sp_gopclntab_parse(struct sp_gopclntab *t, const uint8_t *data, size_t len,
+		       uint64_t text_addr);
+/* The function whose code holds pc: 1 and *out, or 0 (none, or its records are out of bounds). */
+int sp_gopclntab_find(const struct sp_gopclntab *t, uint64_t pc, struct sp_gofunc *out);
+/*
+ * The source file (borrowed from the table, NULL when unknown) and line (0
+ * when unknown) of pc in fn, from its pc-value tables.  False when neither
+ * is known.
+ */
+bool sp_gopclntab_line(const struct sp_gopclntab *t, const struct sp_gofunc *fn, uint64_t pc,
+		       const char **file, uint32_t *line);
+
+/*
+ * Where Go 1.18+ keeps its functions' data (the inline trees): the bytes of
+ * the section holding them (borrowed), that section's address, and the
+ * base the table's function-data offsets count from (moduledata.gofunc).
+ */
+struct sp_gofuncdata {
+	const uint8_t *data;
+	size_t len;
+	uint64_t addr;
+	uint64_t gofunc;
+};
+
+/*
+ * Find gofunc: the runtime's module record (moduledata) in data[0, len),
+ * the bytes of .noptrdata, is the one whose first word is table_addr (the
+ * table's address) and whose second the function names' address; its
+ * rodata field must read rodata_addr.  64-bit tables of Go 1.18 and later
+ * only.  True and *gofunc when found.
+ */
+bool sp_gopclntab_gofunc(const struct sp_gopclntab *t, uint64_t table_addr, const uint8_t *data,
+			 size_t len, uint64_t rodata_addr, uint64_t *gofunc);
+
+/* One function of an inline chain. */
+struct sp_goinline {
+	const char *name;   /* borrowed from the table, NULL when its offset is bad */
+	const char *file;   /* the position at this level, as sp_gopclntab_line gives it */
+	uint32_t line;
+};
+
+/*
+ * The chain of functions the compiler inlined at pc in fn, innermost first,
+ * from fn's inline tree (its function data FUNCDATA_InlTree in fd, indexed
+ * by its pc-value table PCDATA_InlTreeIndex): out[0, n - 1) the inlined
+ * ones, out[n - 1] fn itself, each with its position (the innermost's at
+ * pc, the others' at their call sites).  fd NULL (or a Go 1.16-1.17 table)
+ * gives fn alone.  At most max entries (max >= 1); returns n.
+ */
+size_t sp_gopclntab_inline(const struct sp_gopclntab *t, const struct sp_gofunc *fn, uint64_t pc,
+			   const struct sp_gofuncdata *fd, struct sp_goinline *out, size_t max);
 
 #endif

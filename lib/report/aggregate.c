@@ -44,9 +44,31 @@ static bool same_str(const char *x, const char *y)
 	return x == y || (x && y && !strcmp(x, y));
 }
 
-/* A function's key: name, module, inline or not, and with lines its file and line. */
-static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *rf, uint32_t *id)
+/*
+ * The function of a frame that no source names (its name is its address):
+ * one per module, "[unknown] in MODULE" ("[unknown]" outside every module),
+ * not one per address, which would split a frameless region of a stripped
+ * binary into a row per instruction.  Text views only: with --lines, and in
+ * the formats scripts read (folded, flame graph, JSON), each address keeps
+ * its own function, for those who look for it.
+ */
+static const char *unknown_name(struct sp_agg *a, const struct sp_resolved_frame *rf)
 {
+	if (!a->unknown_rows || rf->origin != SP_ORIGIN_ADDRESS_ONLY ||
+	    rf->kind == SP_KIND_TRUNCATED || rf->kind == SP_KIND_PYTHON)
+		return rf->name;
+	if (!rf->module || !*rf->module || !strcmp(rf->module, "[unknown]"))
+		return "[unknown]";
+	return sp_arena_printf(&a->unknown_names, "[unknown] in %s", rf->module);
+}
+
+/* A function's key: name, module, inline or not, and with lines its file and line. */
+static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *frame, uint32_t *id)
+{
+	struct sp_resolved_frame named = *frame;
+	const struct sp_resolved_frame *rf = &named;
+	if (!(named.name = unknown_name(a, frame)))
+		return -ENOMEM;
 	const char *module = rf->module ? rf->module : "";
 	bool is_inline = rf->flags & SP_RFRAME_INLINE;
 	const char *file = a->lines && rf->line ? rf->file : NULL;
@@ -579,6 +601,8 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	a->sym = sym;
 	a->lines = opts && opts->lines;
 	a->show_runtime = opts && opts->show_runtime;
+	a->unknown_rows = opts && !opts->lines && opts->format == SP_REPORT_TEXT;
+	sp_arena_init(&a->unknown_names);
 	sp_map_init(&a->func_index);
 	sp_map_init(&a->name_index);
 	sp_map_init(&a->node_index);
@@ -634,6 +658,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 
 void sp_agg_release(struct sp_agg *a)
 {
+	sp_arena_release(&a->unknown_names);
 	free(a->stack_count);
 	free(a->stack_truncated);
 	free(a->frame_func);

@@ -103,6 +103,8 @@ struct sp_agg {
 	uint8_t *stack_truncated;   /* by stack id, valid where stack_count > 0 */
 	bool lines;                 /* functions are told apart by source line too */
 	bool show_runtime;          /* keep SP_RFRAME_HIDDEN_DEFAULT frames in stacks */
+	bool unknown_rows;          /* frames no source names: one function per module (intern_func) */
+	struct sp_arena unknown_names; /* their "[unknown] in MODULE" names */
 	bool any_stand_in;          /* some frame is SP_AGG_STAND_IN: stacks may hide frames */
 	uint8_t *frame_hidden;      /* by frame id: enum sp_agg_hidden */
 	uint8_t *frame_eval;        /* by frame id: 1 for the Python eval loop (hidden leafward too) */

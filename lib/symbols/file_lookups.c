@@ -182,6 +182,9 @@ int sp_sym_lookup_symbol(struct elf_names *names, struct file_entry *f, uint64_t
 		hit.name = outer->name;
 		hit.offset = 0;
 	}
+	/* Neither (a Go binary built with -ldflags='-s -w'): Go's own function table. */
+	if (!hit.name && !hit.nsrc && (err = sp_sym_go_symbol(names, f, svma, &hit)))
+		return err;
 	idx = (uint32_t)names->nhits;
 	err = add_hit(names, f, svma, &hit);
 	if (err)

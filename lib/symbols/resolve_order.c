@@ -153,6 +153,7 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		if (f->given_fd)
 			close(f->given_fd - 1);
 		free(f->map_files);
+		free(f->go);
 	}
 	for (size_t i = 0; i < sym->elf.ncus; i++)
 		free(sym->elf.cus[i].r);

@@ -136,6 +136,7 @@ enum debug_state {
 };
 
 struct elf_names;
+struct go_table;
 
 /*
  * One module file, shared by every module (in any process) that maps it.
@@ -174,6 +175,8 @@ struct file_entry {
 	bool symcache_new;           /* a lookup found what the cache file lacks */
 	struct file_hit *fhits;      /* every hit of this file, for the cache file */
 	size_t nfhits, fhits_cap;
+	uint8_t go_state;            /* enum go_table_state */
+	struct go_table *go;         /* Go's function table (go_names.c), or NULL */
 };
 
 /* One address range of a CU (DW_AT_ranges / low_pc-high_pc), in DWARF addresses. */
@@ -452,6 +455,25 @@ bool sp_sym_frame_svma(const struct sp_module *m, const struct file_entry *f,
  */
 int sp_sym_elf_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
 		      struct sym_hit *hit);
+
+/* ---- Go's function table (go_names.c) --------------------------------- */
+
+enum go_table_state {
+	GO_TABLE_UNREAD = 0,
+	GO_TABLE_READ,
+	GO_TABLE_NONE, /* no .gopclntab, or not one this reader understands */
+};
+
+/*
+ * The Go function holding svma in proven file f, from its .gopclntab:
+ * hit->name and hit->offset, and in names->src the functions inlined at
+ * svma (Go 1.18+, from the inline tree moduledata leads to), innermost
+ * first, then the function's own entry, each with its source file and line;
+ * nothing when f has no such table or no function holds svma.
+ * For a binary without ELF symbols or DWARF.  0 or -ENOMEM.
+ */
+int sp_sym_go_symbol(struct elf_names *names, struct file_entry *f, uint64_t svma,
+		     struct sym_hit *hit);
 
 /* ---- DWARF inline chains and lines (dwarf_inline.c) -------------------- */
 

@@ -9,7 +9,8 @@
  * elf_names, kernel_names, perf_map_names, stored_names, native_names):
  * module files proven to be the recorded ones (elf_files.c), ELF symbols
  * (elf_symbols.c, symtab.c), DWARF inline chains and lines
- * (dwarf_inline.c), the answers kept per file address and the symbol cache
+ * (dwarf_inline.c), Go's function table in stripped Go binaries
+ * (go_names.c), the answers kept per file address and the symbol cache
  * (file_lookups.c, symcache.c), separate debug files (debug_search.c,
  * debugfile.c, debugcache.c), the cache directory and its size bound
  * (cache_dir.c), kernel frames from kallsyms (kernel_frames.c), anonymous

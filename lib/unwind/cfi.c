@@ -380,6 +380,7 @@ static bool expr_op_supported(const Dwarf_Op *op)
 	case DW_OP_const4u: case DW_OP_const4s: case DW_OP_const8u: case DW_OP_const8s:
 	case DW_OP_constu: case DW_OP_consts:
 	case DW_OP_plus: case DW_OP_minus: case DW_OP_and: case DW_OP_or: case DW_OP_xor:
+	case DW_OP_mul: case DW_OP_div: case DW_OP_mod:
 	case DW_OP_shl: case DW_OP_shr: case DW_OP_shra:
 	case DW_OP_ge: case DW_OP_gt: case DW_OP_lt: case DW_OP_le: case DW_OP_eq: case DW_OP_ne:
 	case DW_OP_plus_uconst: case DW_OP_neg: case DW_OP_not:
@@ -796,6 +797,23 @@ unsigned sp_cfi_eval_cfa(const struct sp_cfi_table *t, const struct sp_cfi_row *
 			case DW_OP_and: b &= a; break;
 			case DW_OP_or: b |= a; break;
 			case DW_OP_xor: b ^= a; break;
+			/*
+			 * OpenSSL's Montgomery multiplication (x86_64-mont.pl) keeps
+			 * its frame at rsp + 8 + 8 * num: its CFA reads
+			 * `breg7 8; breg9 0; lit8; mul; plus; deref; plus_uconst 8`.
+			 * DW_OP_div is signed; both it and mod refuse 0.
+			 */
+			case DW_OP_mul: b *= a; break;
+			case DW_OP_div:
+				if (!a || ((int64_t)b == INT64_MIN && (int64_t)a == -1))
+					return SP_STOP_BAD_RULE;
+				b = (uint64_t)((int64_t)b / (int64_t)a);
+				break;
+			case DW_OP_mod:
+				if (!a)
+					return SP_STOP_BAD_RULE;
+				b %= a;
+				break;
 			case DW_OP_shl: b = a >= 64 ? 0 : b << a; break;
 			case DW_OP_shr: b = a >= 64 ? 0 : b >> a; break;
 			case DW_OP_shra:

@@ -249,10 +249,30 @@ static unsigned follows_call_known(const struct sp_unwind_module *m, void *ctx, 
  *     address: data of a frame;
  *   - any other value, an address in code after no call among them (a
  *     small integer of V8's lands in node's text): data of a frame;
- *   - rbp's own value: the function has just pushed rbp and not yet set it,
- *     so the frame record is at the SP;
+ *   - rbp's own value, with a return address above it: the function has
+ *     just pushed rbp and not yet set it, so the frame record is at the SP.
+ *     Optimized code may keep rbp's value in its lowest slot too (V8's code
+ *     entered by on-stack replacement does, a whole loop long): without a
+ *     return address above it, the record is at rbp;
  *   - else the frame record is at rbp.
  */
+/*
+ * Does the slot above sp hold the return address of a call into the
+ * function at pc (mapped code after a call; code that cannot be read is
+ * given the benefit of the doubt), so that the rbp value at sp was just
+ * pushed by pc's prologue?
+ */
+static bool pushed_rbp(const struct sp_stack_mem *stack, sp_find_module_fn find, void *ctx,
+		       uint64_t sp, uint64_t pc)
+{
+	uint64_t ra;
+	const struct sp_unwind_module *m;
+	if (sp_stack_read(stack, sp + 8, &ra) || !ra || !(m = find(ctx, ra - 1)))
+		return false;
+	unsigned call = follows_call_via(m, ctx, ra, pc, find);
+	return call == AFTER_CALL || call == CALL_UNKNOWN;
+}
+
 static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 			sp_find_module_fn find, void *ctx, bool exact)
 {
@@ -272,7 +292,8 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 			r->valid = (r->valid & BIT(SP_DW_RBP)) | BIT(SP_DW_RSP) | BIT(SP_DW_RIP);
 			return CONTINUE;
 		}
-		if ((r->valid & BIT(SP_DW_RBP)) && top == fp)
+		if ((r->valid & BIT(SP_DW_RBP)) && top == fp &&
+		    pushed_rbp(stack, find, ctx, sp, r->regs[SP_DW_RIP]))
 			fp = sp;
 	}
 	if (!(r->valid & BIT(SP_DW_RBP)))

@@ -65,8 +65,9 @@ else
 		done
 	done
 fi
-# The text report of the wide spool: both leaves, each half the samples and the whole chain.
-"$SP" report --stacks=2 wide.spool >wide.txt 2>/dev/null
+# The text report of the wide spool: both leaves, each half the samples and the whole chain
+# (--lines: its frames are addresses, which the text views otherwise merge per module).
+"$SP" report --lines --stacks=2 wide.spool >wide.txt 2>/dev/null
 [ "$(grep -c '^ *50.0% *100.0%' wide.txt)" = 2 ] && [ "$(grep -c '^    \[unknown\]+0x40' wide.txt)" = 4098 ] &&
 	ok "the wide spool's report: two leaves of 50%, two heaviest stacks of 2,049 frames" ||
 	fail "the wide spool's report: $(sed -n 10,14p wide.txt)"

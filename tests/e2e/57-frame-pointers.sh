@@ -203,7 +203,9 @@ whole = leaf = 0
 for l in open("go.folded"):
     stack, _, n = l.rstrip("\n").rpartition(" ")
     frames = stack.split(";")
-    names = [fn(int(f[len("gostrip+0x"):], 16)) if f.startswith("gostrip+0x") else f for f in frames]
+    # Named from Go's function table (.gopclntab), whose assembly functions have no ".abi0"
+    names = [fn(int(f[len("gostrip+0x"):], 16)) if f.startswith("gostrip+0x")
+             else f + ".abi0" if f + ".abi0" in want else f for f in frames]
     if names[-1] != "main.goLeaf":
         continue
     leaf += int(n)

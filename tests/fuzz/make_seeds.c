@@ -8,6 +8,7 @@
 
 #include "record/record.h"
 #include "spool/spool.h"
+#include "../unit/gopclntab_builder.h"
 
 /*
  * Usage: make_seeds DIR  (DIR is tests/fuzz/corpus; `make fuzz-seeds` runs it).
@@ -436,6 +437,35 @@ static void write_records(void)
 	emit("lost-short", SEL_RECORDER | SEL_FIX_SIZE, true);
 }
 
+/* Go function tables in each layout the reader knows (tests/unit/gopclntab_builder.h). */
+static void write_go_tables(void)
+{
+	static const struct {
+		const char *name;
+		unsigned version;
+		uint64_t text_start;
+	} tables[] = {
+		{"go1.16", 116, 0},
+		{"go1.18", 118, GOTAB_TEXT},
+		{"go1.20", 120, GOTAB_TEXT},
+		{"go1.20-pie", 120, 0},
+	};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(tables); i++) {
+		struct gotab g;
+		gotab_build(&g, tables[i].version, tables[i].text_start);
+		write_file("gopclntab", tables[i].name, g.b, g.len);
+	}
+	/* With an inline tree's pc data and function data (the harness reads its own bytes as the tree). */
+	static const unsigned inl[] = {118, 120};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(inl); i++) {
+		struct gotab g;
+		uint8_t tree[GOTAB_TREE];
+		gotab_build(&g, inl[i], GOTAB_TEXT);
+		gotab_add_inline(&g, inl[i], tree);
+		write_file("gopclntab", inl[i] == 118 ? "go1.18-inline" : "go1.20-inline", g.b, g.len);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -443,7 +473,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dir = argv[1];
-	static const char *const subs[] = {"spool_reader", "report", "perf_record"};
+	static const char *const subs[] = {"spool_reader", "report", "perf_record", "gopclntab"};
 	for (size_t i = 0; i < SP_ARRAY_SIZE(subs); i++) {
 		char p[4096];
 		snprintf(p, sizeof(p), "%s/%s", dir, subs[i]);
@@ -456,5 +486,6 @@ int main(int argc, char **argv)
 	write_spools("report");
 	write_marker_inside(path_of("report", "marker-inside-stack.spool"));
 	write_records();
+	write_go_tables();
 	return 0;
 }

@@ -19,11 +19,15 @@
  * entry + 1, after the first nop.
  */
 __asm__(".text\n"
-	".globl fx_bad_expr, fx_deref_cfa, fx_regs, fx_ra_in_reg, fx_rbp_cfa, fx_root, fx_signal\n"
-	".hidden fx_bad_expr, fx_deref_cfa, fx_regs, fx_ra_in_reg, fx_rbp_cfa, fx_root, fx_signal\n"
-	/* CFA = rsp + 8 times 1: DW_OP_mul is outside the evaluator's set */
+	".globl fx_bad_expr, fx_mul_cfa, fx_deref_cfa, fx_regs, fx_ra_in_reg, fx_rbp_cfa, fx_root, fx_signal\n"
+	".hidden fx_bad_expr, fx_mul_cfa, fx_deref_cfa, fx_regs, fx_ra_in_reg, fx_rbp_cfa, fx_root, fx_signal\n"
+	/* CFA = xderef(rsp + 8, 1): DW_OP_xderef is outside the evaluator's set */
 	"fx_bad_expr: .cfi_startproc\n nop\n"
-	" .cfi_escape 0x0f, 4, 0x77, 0x08, 0x31, 0x1e\n nop\n ret\n .cfi_endproc\n"
+	" .cfi_escape 0x0f, 4, 0x77, 0x08, 0x31, 0x18\n nop\n ret\n .cfi_endproc\n"
+	/* CFA = *(rsp + 8 + 8 * r9) + 8: OpenSSL's bn_mul_mont (x86_64-mont.pl) */
+	"fx_mul_cfa: .cfi_startproc\n nop\n"
+	" .cfi_escape 0x0f, 10, 0x77, 0x08, 0x79, 0x00, 0x38, 0x1e, 0x22, 0x06, 0x23, 0x08\n"
+	" nop\n ret\n .cfi_endproc\n"
 	/* CFA = *(rsp + 8) */
 	"fx_deref_cfa: .cfi_startproc\n nop\n"
 	" .cfi_escape 0x0f, 3, 0x77, 0x08, 0x06\n nop\n ret\n .cfi_endproc\n"
@@ -54,7 +58,7 @@ __asm__(".text\n"
 	"fx_remember_epi: pop %rbx\n .cfi_def_cfa_offset 8\n ret\n"
 	" .cfi_restore_state\n"
 	"fx_remember_body: nop\n nop\n nop\n add $8, %rsp\n pop %rbx\n ret\n .cfi_endproc\n");
-void fx_bad_expr(void), fx_deref_cfa(void), fx_regs(void), fx_ra_in_reg(void), fx_rbp_cfa(void),
+void fx_bad_expr(void), fx_mul_cfa(void), fx_deref_cfa(void), fx_regs(void), fx_ra_in_reg(void), fx_rbp_cfa(void),
 	fx_root(void), fx_signal(void), fx_remember(void), fx_remember_epi(void),
 	fx_remember_body(void);
 
@@ -323,6 +327,26 @@ Test(cfi, deref_cfa_expression_reads_the_copy_only)
 	/* below the sampled SP */
 	mem.len = sizeof(stack);
 	r.regs[SP_DW_RSP] = 0x7ffe0000;
+	cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), SP_STOP_BAD_RULE);
+}
+
+/* OpenSSL's bn_mul_mont: a CFA found through a table whose size a register holds. */
+Test(cfi, multiplying_cfa_expression)
+{
+	const struct sp_cfi_row *row = row_at((uintptr_t)&fx_mul_cfa + 1, NULL);
+	const struct ls_module *mod = ls_map_module(&map, (uintptr_t)&fx_mul_cfa);
+	uint64_t stack[4] = { 0, 0, 0, 0x7fff2000 }, cfa = 0;
+	struct sp_stack_mem mem = { 0x7fff0000, (const uint8_t *)stack, sizeof(stack) };
+	struct sp_regs r = { .valid = RSP_BIT | 1u << SP_DW_R9 };
+
+	cr_assert_not_null(row);
+	cr_assert_eq(row->kind, SP_CFI_CFA_EXPR);
+	r.regs[SP_DW_RSP] = 0x7fff0000;
+	r.regs[SP_DW_R9] = 2; /* words: the frame pointer is saved at rsp + 8 + 16 */
+	cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), 0);
+	cr_assert_eq(cfa, 0x7fff2008);
+	/* r9 not sampled: no guess */
+	r.valid = RSP_BIT;
 	cr_assert_eq(sp_cfi_eval_cfa(mod->um.cfi, row, &r, &mem, &cfa), SP_STOP_BAD_RULE);
 }
 

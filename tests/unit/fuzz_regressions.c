@@ -99,7 +99,9 @@ Test(fuzz_regressions, report_marker_inside_stack, .init = tmp_setup, .fini = tm
 	const size_t depths[] = {3, 2};
 	struct sp_spool *s = spool_of(frames, 3, stacks, depths, 2);
 	char *text = report_of(s, SP_REPORT_TEXT);
-	cr_expect(strstr(text, "[unknown]+0x1000") != NULL, "text report:\n%s", text);
+	/* The text views name address-only frames by module: "[unknown]" outside every one. */
+	cr_expect(strstr(text, "[truncated]\n    [unknown] ([unknown])") != NULL, "text report:\n%s",
+		  text);
 	free(text);
 	char *folded = report_of(s, SP_REPORT_FOLDED);
 	cr_expect(strstr(folded, "[unknown]+0x2000") != NULL, "folded report:\n%s", folded);

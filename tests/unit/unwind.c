@@ -540,6 +540,33 @@ Test(unwind, frame_record_at_the_sp_just_after_push_rbp)
 	cr_assert_eq(pcs[2], 0x4001ff, "not skipped to the one at rbp");
 }
 
+/*
+ * V8's code entered by on-stack replacement keeps rbp's value in its lowest
+ * slot while its loop runs: no return address lies above it, so the record
+ * is at rbp, not at the SP.
+ */
+Test(unwind, rbp_value_at_the_sp_without_a_return_address_is_data)
+{
+	static const uint64_t above[] = {7, 0x400400}; /* data; code after no call */
+	for (size_t i = 0; i < SP_ARRAY_SIZE(above); i++) {
+		struct fp_stack f;
+		struct sp_unwind_module code = { .start = 0x400000, .end = 0x500000,
+						 .read_code = fake_code };
+		uint64_t pcs[8];
+		size_t n;
+		unsigned stop;
+
+		fp_stack_init(&f, 0, 0x400300);
+		f.w[0] = f.r.regs[SP_DW_RBP];
+		f.w[1] = above[i];
+		cr_assert_eq(sp_unwind(&f.r, &f.mem, find_nocfi, &code, pcs, 8, &n, &stop, NULL), 0);
+		cr_assert_eq(stop, SP_STOP_ROOT, "slot above %#" PRIx64, above[i]);
+		cr_assert_eq(n, 3);
+		cr_assert_eq(pcs[1], 0x4001ff, "the caller from the record at rbp");
+		cr_assert_eq(pcs[2], 0x4002ff);
+	}
+}
+
 Test(unwind, frame_pointers_past_the_copy_are_left_to_the_caller)
 {
 	struct fp_stack f;

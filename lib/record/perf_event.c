@@ -186,6 +186,8 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	 */
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	/* Each sample's weight: the period the kernel chose (docs/DESIGN.md, decision 12). */
+	a->sample_type |= PERF_SAMPLE_PERIOD;
 	/* Attaching without a stop: tell an inherited stream from one opened for the thread. */
 	if (ids)
 		a->sample_type |= PERF_SAMPLE_IDENTIFIER;

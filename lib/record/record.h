@@ -59,6 +59,7 @@ struct sp_perf_sample {
 	const uint8_t *stack;
 	uint64_t dyn_size;         /* bytes the kernel actually copied (<= stack_size) */
 	uint64_t id;               /* PERF_SAMPLE_IDENTIFIER: an inherited event gives its parent's */
+	uint64_t period;           /* PERF_SAMPLE_PERIOD: events this sample stands for; 0 if absent */
 	bool has_tid, has_time, has_id;
 };
 
@@ -405,6 +406,7 @@ size_t sp_callchain_splice(uint64_t *pcs, size_t n, struct sp_process *p, const 
 struct sp_held_sample {
 	int32_t pid, tid;
 	uint64_t time, pc;
+	uint64_t period; /* PERF_SAMPLE_PERIOD */
 	uint32_t cut, whole; /* stack ids: with the truncation marker, without */
 };
 #define SP_HELD_MAX 64

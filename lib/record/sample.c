@@ -75,13 +75,14 @@ static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, u
 
 /* Append one sample of (pid, tid) with stack_id at time; the thread is interned and named. */
 static void append_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack_id,
-			  uint64_t time)
+			  uint64_t time, uint64_t period)
 {
 	uint32_t thread = 0;
 	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, &thread);
 	if (!err)
 		name_new_thread(r, pid, tid, thread);
-	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, time);
+	err = err ? err : sp_spool_writer_append_weighted_sample(r->spool, thread, stack_id, time,
+								  period);
 	sp_recorder_note_write(r, err);
 	if (!err)
 		r->summary.samples++;
@@ -109,7 +110,7 @@ void sp_recorder_release_held(struct sp_recorder *r, int32_t pid, int32_t tid, b
 			sum->truncated_frame_markers--;
 			sum->exec_samples++;
 		}
-		append_sample(r, h.pid, h.tid, in_exec ? h.whole : h.cut, h.time);
+		append_sample(r, h.pid, h.tid, in_exec ? h.whole : h.cut, h.time, h.period);
 	}
 	r->held.n = kept;
 }
@@ -335,7 +336,7 @@ static bool intern_stack(struct sp_recorder *r, struct sp_process *p,
 	if (err)
 		return false;
 	r->held.s[r->held.n++] = (struct sp_held_sample){
-		.pid = (int32_t)s->pid, .tid = (int32_t)s->tid, .time = s->time,
+		.pid = (int32_t)s->pid, .tid = (int32_t)s->tid, .time = s->time, .period = s->period,
 		.pc = r->scratch.pcs[0], .cut = *stack_id, .whole = whole};
 	return true;
 }
@@ -366,5 +367,5 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	} else if (intern_stack(r, p, &s, &st, &stack_id)) {
 		return; /* held */
 	}
-	append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time);
+	append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time, s.period);
 }

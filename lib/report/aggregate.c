@@ -513,7 +513,8 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 		    (f && !sp_filter_time(f, smp->timestamp_ns, origin)))
 			continue;
 		a->keep[i / 64] |= 1ULL << (i % 64);
-		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0]++;
+		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0] +=
+			sp_sample_weight(&a->unit, smp);
 	}
 	free(thread_ok);
 	if (!f || (!f->module && !f->focus && !f->exclude))
@@ -542,6 +543,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	sp_map_init(&a->name_index);
 	sp_map_init(&a->node_index);
 	a->nstacks = sp_spool_stack_count(s);
+	sp_sample_unit_of(s, &a->unit);
 	size_t nframes = a->nframes = sp_spool_frame_count(s);
 	if (a->nstacks >= UINT32_MAX)
 		return -SP_E_BAD_ARG;
@@ -575,13 +577,15 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
 		if (!sp_agg_kept(a, i))
 			continue;
+		uint64_t w = sp_sample_weight(&a->unit, smp);
 		if (!a->keep)
-			a->stack_count[sid]++;
-		if (!a->samples || smp->timestamp_ns < a->first_ns)
+			a->stack_count[sid] += w;
+		if (!a->nsampled || smp->timestamp_ns < a->first_ns)
 			a->first_ns = smp->timestamp_ns;
-		if (!a->samples || smp->timestamp_ns > a->last_ns)
+		if (!a->nsampled || smp->timestamp_ns > a->last_ns)
 			a->last_ns = smp->timestamp_ns;
-		a->samples++;
+		a->samples = sp_u64_add_sat(a->samples, w);
+		a->nsampled++;
 	}
 	a->whole = a->samples;
 	a->empty_samples = a->nstacks ? a->stack_count[0] : 0;

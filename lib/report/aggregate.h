@@ -43,6 +43,59 @@ struct sp_agg_func {
 	uint32_t name_id;          /* interned name alone (folded output merges by name) */
 };
 
+/* ---- what one sample stands for (sample_unit.c) ------------------------ */
+
+/*
+ * The spool's event and what one of its samples weighs, as every report
+ * labels it (the header, pprof's sample types, speedscope's unit, perf
+ * script's event and period).
+ */
+struct sp_sample_unit {
+	char event[24];        /* perf's name of the event ("cpu-clock"), or "event-N" for one
+				  this build does not know */
+	/*
+	 * A sample stands for CPU time, period in ns: the clock events, and
+	 * cycles sampled at a frequency (the kernel keeps frequency_hz samples
+	 * per second of CPU time).
+	 */
+	bool time;
+	bool by_period;        /* sampled every period events (record -c), not at a frequency */
+	uint32_t frequency_hz; /* when not by_period: the frequency asked for, 0 if unknown */
+	/*
+	 * Events one sample stands for: ns with time; 1 for an event counted
+	 * at a frequency, where the period the kernel chose is not recorded.
+	 * Never 0.
+	 */
+	uint64_t period;
+	bool system_wide;      /* every process on the recorded CPUs (record -a, -C) */
+	/*
+	 * Views count events, not samples (sp_sample_weight): a counted event
+	 * whose spool stores periods or was sampled every -c events.
+	 */
+	bool weighted;
+};
+
+void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u);
+/*
+ * What smp adds to a view's counts (docs/DESIGN.md, decision 12): 1 for a
+ * time event, whose every sample is u->period ns (the kernel turns a clock
+ * event's frequency into a fixed period, so counting is exact), else the
+ * events it stands for: its period, or u->period for a spool that stored
+ * none.  Never 0.
+ */
+uint64_t sp_sample_weight(const struct sp_sample_unit *u, const struct sp_sample *smp);
+/* What n of a view's counts are called: "sample(s)", or "event(s)" when u->weighted. */
+const char *sp_sample_unit_noun(const struct sp_sample_unit *u, uint64_t n);
+/* The count column's heading, 9 wide: "  Samples", or "   Events" when u->weighted. */
+#define SP_COUNT_HEADING(u) ((u)->weighted ? "   Events" : "  Samples")
+/*
+ * The event and how it was sampled, as the text header and the flame graph
+ * print it: "cpu-clock at 999 Hz", "cpu-clock every 100000 ns",
+ * "page-faults every 1000 events", or the name alone; then ", system-wide"
+ * when it was.  NUL-terminated in buf (cap bytes, 80 are enough).
+ */
+void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t cap);
+
 /*
  * Sampled stacks merged by functions: a tree whose root is node 0 and whose
  * every other node is one function called from its parent's, so each
@@ -90,7 +143,14 @@ enum sp_agg_hidden {
 struct sp_agg {
 	const struct sp_spool *spool;
 	struct sp_symbolizer *sym;
-	uint64_t samples;           /* every sample, empty ones included */
+	/*
+	 * What the views count, empty samples included: samples of a time
+	 * event, the events counted samples stand for (sp_sample_weight); all
+	 * counts below are in this unit.
+	 */
+	uint64_t samples;
+	uint64_t nsampled;          /* kept samples */
+	struct sp_sample_unit unit; /* what a sample stands for */
 	uint64_t empty_samples;     /* stack id 0 */
 	uint64_t truncated_samples; /* root-end frame is a truncation marker */
 	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */
@@ -285,41 +345,5 @@ void sp_agg_graft_release(struct sp_agg_graft *gr);
  */
 int sp_agg_graft(struct sp_agg_graft *gr, uint32_t group, uint32_t root, uint32_t agg_node,
 		 uint32_t *out);
-
-/* ---- what one sample stands for (sample_unit.c) ------------------------ */
-
-/*
- * The spool's event and what one of its samples weighs, as every report
- * labels it (the header, pprof's sample types, speedscope's unit, perf
- * script's event and period).
- */
-struct sp_sample_unit {
-	char event[24];        /* perf's name of the event ("cpu-clock"), or "event-N" for one
-				  this build does not know */
-	/*
-	 * A sample stands for CPU time, period in ns: the clock events, and
-	 * cycles sampled at a frequency (the kernel keeps frequency_hz samples
-	 * per second of CPU time).
-	 */
-	bool time;
-	bool by_period;        /* sampled every period events (record -c), not at a frequency */
-	uint32_t frequency_hz; /* when not by_period: the frequency asked for, 0 if unknown */
-	/*
-	 * Events one sample stands for: ns with time; 1 for an event counted
-	 * at a frequency, where the period the kernel chose is not recorded.
-	 * Never 0.
-	 */
-	uint64_t period;
-	bool system_wide;      /* every process on the recorded CPUs (record -a, -C) */
-};
-
-void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u);
-/*
- * The event and how it was sampled, as the text header and the flame graph
- * print it: "cpu-clock at 999 Hz", "cpu-clock every 100000 ns",
- * "page-faults every 1000 events", or the name alone; then ", system-wide"
- * when it was.  NUL-terminated in buf (cap bytes, 80 are enough).
- */
-void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t cap);
 
 #endif

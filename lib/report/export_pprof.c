@@ -320,18 +320,19 @@ static int group_samples(struct pprof *p)
 		bool added;
 		int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
 		if (!err && added)
-			err = sp_array_reserve((void **)&p->group_count, &p->groups_cap, (size_t)g + 1,
-				   sizeof(*p->group_count));
+			err = sp_array_reserve((void **)&p->group_count, &p->groups_cap,
+					       (size_t)g * 2 + 2, sizeof(*p->group_count));
 		if (err)
 			return err;
 		if (added)
-			p->group_count[g] = 0;
-		p->group_count[g]++;
+			p->group_count[2 * g] = p->group_count[2 * g + 1] = 0;
+		p->group_count[2 * g]++;
+		p->group_count[2 * g + 1] += sp_sample_weight(&p->a->unit, smp);
 	}
 	return 0;
 }
 
-static int encode_samples(struct pprof *p, uint64_t period)
+static int encode_samples(struct pprof *p, uint64_t scale)
 {
 	struct sp_buf msg;
 	sp_buf_init(&msg);
@@ -353,12 +354,12 @@ static int encode_samples(struct pprof *p, uint64_t period)
 		}
 		if (!err && p->packed.len)
 			err = pb_bytes(&msg, SAMPLE_LOCATION_ID, p->packed.data, p->packed.len);
-		uint64_t count = p->group_count[g];
+		uint64_t count = p->group_count[2 * g], weight = p->group_count[2 * g + 1];
 		p->packed.len = 0;
 		if (!err)
 			err = sp_buf_put_uvarint(&p->packed, count);
 		if (!err)
-			err = sp_buf_put_uvarint(&p->packed, count * period);
+			err = sp_buf_put_uvarint(&p->packed, weight * scale);
 		if (!err)
 			err = pb_bytes(&msg, SAMPLE_VALUE, p->packed.data, p->packed.len);
 		if (!err && t) {
@@ -530,7 +531,8 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	 * events the samples stand for, named after the event.
 	 */
 	const char *type = u.time ? "cpu" : u.event, *unit = u.time ? "nanoseconds" : "count";
-	uint64_t period = u.period, id;
+	/* Weights are samples of a time event (u.period ns each), else events (decision 12). */
+	uint64_t period = u.period, scale = u.time ? u.period : 1, id;
 	size_t nframes = sp_spool_frame_count(p.s), nmodules = sp_spool_module_count(p.s);
 	int err = -ENOMEM;
 	p.frame_loc = calloc(nframes ? nframes : 1, sizeof(*p.frame_loc));
@@ -546,7 +548,7 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	if ((err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "samples", "count")) ||
 	    (err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, type, unit)) ||
 	    (err = gz_open(&gz, out)) || (err = gz_put(&gz, &p.profile, false)) ||
-	    (err = group_samples(&p)) || (err = encode_samples(&p, period)))
+	    (err = group_samples(&p)) || (err = encode_samples(&p, scale)))
 		goto out;
 	/* Mapping ids in module order: the recorded command's executable comes first. */
 	uint32_t next = 0;

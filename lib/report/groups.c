@@ -80,9 +80,9 @@ int sp_agg_groups_build(struct sp_agg_groups *g, const struct sp_agg *a, uint32_
 	}
 	sp_map_release(&by_pid);
 	for (size_t i = 0; !err && i < nsamples; i++) {
-		uint32_t t = sp_spool_sample(s, i)->thread;
-		if (sp_agg_kept(a, i) && t < nthreads)
-			g->v[g->of_thread[t]].samples++;
+		const struct sp_sample *smp = sp_spool_sample(s, i);
+		if (sp_agg_kept(a, i) && smp->thread < nthreads)
+			g->v[g->of_thread[smp->thread]].samples += sp_sample_weight(&a->unit, smp);
 	}
 	return err ? err : sort_groups(g, nthreads);
 }
@@ -131,7 +131,7 @@ int sp_agg_group_counts(const struct sp_agg *a, const struct sp_agg_groups *g,
 				v[(*n)++] = (struct sp_agg_group_count){.group = group, .node = node};
 		}
 		if (!err)
-			v[at].count++;
+			v[at].count += sp_sample_weight(&a->unit, smp);
 	}
 	sp_map_release(&index);
 	if (err) {

@@ -58,7 +58,8 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 		fprintf(out, "\n  Self%%  Total%%      Self     Total  %-*s  Module\n", (int)fw,
 			"Function");
 	else
-		fprintf(out, "\n  Self%%  Total%%   Samples  %-*s  Module\n", (int)fw, "Function");
+		fprintf(out, "\n  Self%%  Total%% %s  %-*s  Module\n", SP_COUNT_HEADING(&a->unit),
+			(int)fw, "Function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct sp_agg_func *f = &a->funcs[order[i]];
 		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 " ", pct(f->self, a->whole),
@@ -161,8 +162,8 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 			err = -ENOMEM;
 			goto out;
 		}
-		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(count, a->whole), count,
-			count == 1 ? "" : "s");
+		fprintf(out, "\n%5.1f%% (%" PRIu64 " %s)\n", pct(count, a->whole), count,
+			sp_sample_unit_noun(&a->unit, count));
 		for (size_t j = 0; j < len; j++) {
 			if (path[j] >= a->nfuncs) {
 				fputs("    [truncated]\n", out); /* a marker inside a damaged stack */
@@ -226,8 +227,8 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (", sec->pid, sec->tid);
 		/* The target names its threads: never raw to a terminal. */
 		sp_fputs_printable(sec->name[0] ? sec->name : "[unknown]", out);
-		fprintf(out, "): %.1f%% (%" PRIu64 " sample%s)\n", pct(sec->samples, a->whole),
-			sec->samples, sec->samples == 1 ? "" : "s");
+		fprintf(out, "): %.1f%% (%" PRIu64 " %s)\n", pct(sec->samples, a->whole),
+			sec->samples, sp_sample_unit_noun(&a->unit, sec->samples));
 		err = sp_agg_build_scoped(&part, a->spool, a->sym, opts, &sec->scope);
 		if (!err) {
 			part.whole = a->whole;
@@ -236,10 +237,11 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 		sp_agg_release(&part);
 	}
 	if (!err && rest)
-		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %" PRIu64 " sample%s)\n",
+		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %" PRIu64 " %s)\n",
 			rest, g.kind == SP_GROUP_PROCESS ? (rest == 1 ? "process" : "processes")
 							 : (rest == 1 ? "thread" : "threads"),
-			limit, pct(rest_samples, a->whole), rest_samples, rest_samples == 1 ? "" : "s");
+			limit, pct(rest_samples, a->whole), rest_samples,
+			sp_sample_unit_noun(&a->unit, rest_samples));
 	sp_agg_groups_release(&g);
 	return err;
 }

@@ -165,6 +165,8 @@ struct sp_spool {
 	uint16_t version;
 	bool truncated;
 	uint64_t last_timestamp_ns; /* base of the next sample's delta */
+	uint64_t last_period;       /* the period of a sample that stores none */
+	bool periods_stored;        /* some SAMPLE record stored a period */
 
 	struct sp_module *modules; /* paths owned */
 	size_t nmodules, modules_cap;

@@ -234,6 +234,9 @@ static void dump_record(FILE *out, const struct sp_spool *s, const struct sp_spo
 		fprintf(out, "sample thread=%" PRIu32 " stack=", s->samples[i].thread);
 		put_stack_id(out, s->samples[i].stack_id);
 		fprintf(out, " time_ns=%" PRIu64, s->samples[i].timestamp_ns);
+		/* Spools that store periods show every sample's; older ones stay as they read. */
+		if (s->periods_stored)
+			fprintf(out, " period=%" PRIu64, s->samples[i].period);
 		break;
 	case SP_REC_EXEC:
 		fprintf(out, "exec pid=%" PRId32 " python=%d time_ns=%" PRIu64, s->execs[i].pid,
@@ -557,6 +560,8 @@ static void json_record(struct jline *j, const struct sp_spool *s, const struct 
 		ju64(j, "thread", s->samples[i].thread);
 		jid_or_null(j, "stack", s->samples[i].stack_id, s->samples[i].stack_id != 0);
 		ju64(j, "time_ns", s->samples[i].timestamp_ns);
+		if (s->periods_stored)
+			ju64(j, "period", s->samples[i].period);
 		break;
 	case SP_REC_EXEC:
 		ji64(j, "pid", s->execs[i].pid);

@@ -33,6 +33,7 @@ static int parse_meta(struct sp_spool *s, struct sp_cur *c)
 	m->hostname = s->hostname;
 	m->kernel_release = s->kernel_release;
 	s->last_timestamp_ns = m->start_monotonic_ns;
+	s->last_period = m->sample_period;
 	return sp_spool_log_record(s, SP_REC_META, 0);
 }
 
@@ -175,6 +176,14 @@ static int parse_sample(struct sp_spool *s, struct sp_cur *c)
 	    sp_cur_u64(c, &stack) || stack >= s->nstacks ||
 	    sp_get_svarint(&c->p, c->end, &delta))
 		return CORRUPT;
+	/* The period, when it changed (docs/DESIGN.md, decision 12); 0 is never written. */
+	if (c->p < c->end) {
+		uint64_t period;
+		if (sp_cur_u64(c, &period) || !period)
+			return CORRUPT;
+		s->last_period = period;
+		s->periods_stored = true;
+	}
 	int err = SP_GROW(s->samples, s->nsamples, s->samples_cap);
 	if (!err)
 		err = sp_spool_log_record(s, SP_REC_SAMPLE, s->nsamples);
@@ -186,6 +195,7 @@ static int parse_sample(struct sp_spool *s, struct sp_cur *c)
 		.timestamp_ns = s->last_timestamp_ns,
 		.thread = (uint32_t)thread,
 		.stack_id = (uint32_t)stack,
+		.period = s->last_period,
 	};
 	return 0;
 }

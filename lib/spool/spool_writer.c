@@ -27,6 +27,7 @@ struct sp_spool_writer {
 	struct sp_buf rec; /* scratch payload for records with strings */
 	uint64_t written;
 	uint64_t last_timestamp_ns;
+	uint64_t last_period; /* the period a SAMPLE without one weighs */
 
 	/* start - file_offset per module: frames store rel_ip relative to it. */
 	uint64_t *module_base;
@@ -168,6 +169,7 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	sp_map_init(&w->stack_by_edge);
 	sp_map_init(&w->thread_by_id);
 	w->last_timestamp_ns = meta->start_monotonic_ns;
+	w->last_period = meta->sample_period;
 	/* Never through another user's symlink, never into a FIFO or device. */
 	/*
 	 * A system-wide spool shows every user's processes: its owner's alone,
@@ -374,17 +376,30 @@ int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 				  uint32_t stack_id, uint64_t timestamp_ns)
 {
+	return sp_spool_writer_append_weighted_sample(w, thread, stack_id, timestamp_ns, 0);
+}
+
+int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t thread,
+					   uint32_t stack_id, uint64_t timestamp_ns,
+					   uint64_t period)
+{
 	if (thread >= w->nthreads || stack_id > w->nnodes)
 		return -SP_E_BAD_ARG;
-	uint8_t rec[3 * SP_VARINT_MAX];
+	uint8_t rec[4 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, thread);
 	p = sp_enc_uvarint(p, stack_id);
 	/* Wrapping difference: exact for any pair, small for neighbours in either order. */
 	p = sp_enc_svarint(p, (int64_t)(timestamp_ns - w->last_timestamp_ns));
+	/* An appended field older readers ignore, present only when the period changed. */
+	bool changed = period && period != w->last_period;
+	if (changed)
+		p = sp_enc_uvarint(p, period);
 	int err = emit(w, SP_REC_SAMPLE, rec, (size_t)(p - rec));
 	if (err)
 		return err;
 	w->last_timestamp_ns = timestamp_ns;
+	if (changed)
+		w->last_period = period;
 	return 0;
 }
 

@@ -81,6 +81,13 @@ struct sp_sample {
 	uint64_t timestamp_ns; /* CLOCK_MONOTONIC, ns */
 	uint32_t thread;       /* index into the spool's thread table */
 	uint32_t stack_id;     /* leaf node of the prefix tree */
+	/*
+	 * Events the sample stands for (PERF_SAMPLE_PERIOD; ns for the clock
+	 * events): the stored period, else the header's sample_period (a
+	 * spool of record -c written before periods were stored), else 0:
+	 * unknown (a frequency-mode spool written before samples stored periods).
+	 */
+	uint64_t period;
 };
 
 /* Process exec marker (an EXEC record): a process's exec, and whether it runs Python. */
@@ -201,6 +208,16 @@ int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 /* Append a sample; timestamps are stored as signed deltas. */
 int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 				  uint32_t stack_id, uint64_t timestamp_ns);
+/*
+ * Append a sample with its weight: period, the events it stands for
+ * (perf_event_open(2)'s PERF_SAMPLE_PERIOD; ns for the clock events).  The
+ * period is stored only when it differs from the previous sample's, so a
+ * fixed period costs nothing (docs/DESIGN.md, decision 12); 0 stores none
+ * (the sample weighs what the previous one did).  0 or -errno.
+ */
+int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t thread,
+					   uint32_t stack_id, uint64_t timestamp_ns,
+					   uint64_t period);
 
 int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e);
 /* Record who process o->pid runs as (OWNER record, stackpulse-spool(5)).  0 or -errno. */

@@ -37,6 +37,7 @@ enum {
 	OPT_FOLLOW,
 	OPT_WINDOW,
 	OPT_BY,
+	OPT_METRIC,
 };
 
 #define MAX_IDS 1024 /* --pid values, all lists together; --tid's likewise */
@@ -76,6 +77,11 @@ static const struct argp_option options[] = {
 	 "what a row of the table is: function (default) or line, a source line across "
 	 "functions (inlined code on its own line) with its self share, as perf report "
 	 "--sort srcline; see also stackpulse annotate", 2},
+	{"metric", OPT_METRIC, "WHAT", 0,
+	 "what is counted: cpu (default: the samples, CPU time or the event's count), "
+	 "off-cpu (time off CPU: record --off-cpu's intervals, blocked and preempted) or "
+	 "wall (both: CPU time plus off-CPU time); time in ms in text, microseconds in "
+	 "folded values, nanoseconds in pprof", 2},
 	{"tree", OPT_TREE, NULL, 0,
 	 "a top-down call tree instead of the table: callees indented under callers, "
 	 "with total and self share", 2},
@@ -273,6 +279,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.by_line = true;
 		else
 			argp_error(state, "unknown row '%.*s%s': expected function or line",
+				   SP_CLI_ECHO(arg));
+		break;
+	case OPT_METRIC:
+		if (!strcmp(arg, "cpu"))
+			a->report.metric = SP_METRIC_CPU;
+		else if (!strcmp(arg, "off-cpu"))
+			a->report.metric = SP_METRIC_OFF_CPU;
+		else if (!strcmp(arg, "wall"))
+			a->report.metric = SP_METRIC_WALL;
+		else
+			argp_error(state, "unknown metric '%.*s%s': expected cpu, off-cpu or wall",
 				   SP_CLI_ECHO(arg));
 		break;
 	case OPT_TREE:
@@ -603,6 +620,12 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	a.report.growing = !sp_spool_summary(spool) && sp_spool_is_growing(a.spool_path);
 	rc = SP_EXIT_FAILURE;
+	if (a.report.metric != SP_METRIC_CPU &&
+	    !(sp_spool_meta(spool)->flags & SP_META_OFF_CPU)) {
+		rc = sp_cli_error("'%s' holds no off-CPU intervals: record with --off-cpu for "
+				  "--metric=off-cpu or wall", a.spool_path);
+		goto out;
+	}
 	/* Opened last, so a spool that fails to load leaves no empty report behind. */
 	out = sp_cli_open_output(a.output);
 	if (!out)

@@ -73,6 +73,14 @@ static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, u
 	}
 }
 
+int sp_recorder_intern_thread(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t *thread)
+{
+	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, thread);
+	if (!err)
+		name_new_thread(r, pid, tid, *thread);
+	return err;
+}
+
 /* Append one sample of (pid, tid) with stack_id at time; the thread is interned and named. */
 static void append_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack_id,
 			  uint64_t time, uint64_t period)
@@ -358,6 +366,10 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	/* Seen before in this process with these modules: its stack id, frames interned. */
 	make_key(r, p, &s, &st);
 	uint32_t stack_id = 0;
+	/* --off-cpu: a context-switches sample's stack is the one its thread leaves the CPU with. */
+	bool switch_out = s.has_id && r->events.off_cpu && sp_map_get(&r->events.cs_ids, s.id, &(uint32_t){0});
+	if (switch_out)
+		st.hold = false;
 	if (!st.hold && sp_stack_cache_find(&r->stacks, r->scratch.key, st.nkey, st.key_hash,
 					    &stack_id)) {
 		if (!st.rooted && st.nk + st.n > 0)
@@ -367,5 +379,8 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	} else if (intern_stack(r, p, &s, &st, &stack_id)) {
 		return; /* held */
 	}
-	append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time, s.period);
+	if (switch_out)
+		sp_offcpu_on_stack(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time);
+	else
+		append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time, s.period);
 }

@@ -477,7 +477,7 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 	return sp_agg_build_scoped(a, s, sym, opts, NULL);
 }
 
-static bool in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t)
+bool sp_agg_in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t)
 {
 	if (!scope || scope->kind == SP_GROUP_NONE)
 		return true;
@@ -504,7 +504,8 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 	}
 	for (uint32_t t = 0; t < nthreads; t++) {
 		const struct sp_thread *th = sp_spool_thread(s, t);
-		thread_ok[t] = in_scope(scope, t, th) && (!f || sp_filter_thread(f, th));
+		thread_ok[t] = sp_agg_in_scope(scope, t, th) && (!f || sp_filter_thread(f, th)) &&
+			       a->metric != SP_METRIC_OFF_CPU; /* off-CPU time has no samples */
 	}
 	uint64_t origin = sp_filter_origin_ns(s);
 	for (size_t i = 0; i < nsamples; i++) {
@@ -514,9 +515,12 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 			continue;
 		a->keep[i / 64] |= 1ULL << (i % 64);
 		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0] +=
-			sp_sample_weight(&a->unit, smp);
+			sp_agg_weight(a, smp);
 	}
 	free(thread_ok);
+	int ierr = a->metric != SP_METRIC_CPU ? sp_agg_count_intervals(a, f, scope) : 0;
+	if (ierr)
+		return ierr;
 	if (!f || (!f->module && !f->focus && !f->exclude))
 		return 0;
 	bool dropped = false;
@@ -567,7 +571,11 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 										  : NULL;
 	a->all_samples = nsamples;
 	a->filter = f;
-	if (f || (scope && scope->kind != SP_GROUP_NONE)) {
+	a->metric = opts ? opts->metric : SP_METRIC_CPU;
+	/* Wall time adds a clock's samples as time; counted events have none (decision 12). */
+	if (a->metric == SP_METRIC_WALL && !a->unit.time)
+		return -SP_E_BAD_ARG;
+	if (f || (scope && scope->kind != SP_GROUP_NONE) || a->metric != SP_METRIC_CPU) {
 		int err = filter_samples(a, f, scope);
 		if (err)
 			return err;
@@ -577,7 +585,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
 		if (!sp_agg_kept(a, i))
 			continue;
-		uint64_t w = sp_sample_weight(&a->unit, smp);
+		uint64_t w = sp_agg_weight(a, smp);
 		if (!a->keep)
 			a->stack_count[sid] += w;
 		if (!a->nsampled || smp->timestamp_ns < a->first_ns)
@@ -587,6 +595,8 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 		a->samples = sp_u64_add_sat(a->samples, w);
 		a->nsampled++;
 	}
+	if (a->metric != SP_METRIC_CPU)
+		sp_agg_total_intervals(a, f, scope);
 	a->whole = a->samples;
 	a->empty_samples = a->nstacks ? a->stack_count[0] : 0;
 

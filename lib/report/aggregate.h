@@ -86,8 +86,45 @@ void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u);
 uint64_t sp_sample_weight(const struct sp_sample_unit *u, const struct sp_sample *smp);
 /* What n of a view's counts are called: "sample(s)", or "event(s)" when u->weighted. */
 const char *sp_sample_unit_noun(const struct sp_sample_unit *u, uint64_t n);
-/* The count column's heading, 9 wide: "  Samples", or "   Events" when u->weighted. */
-#define SP_COUNT_HEADING(u) ((u)->weighted ? "   Events" : "  Samples")
+/* A count column's cell, 9 wide: the count, or ms with a time metric (counts in µs). */
+#define SP_COUNT_CELL(a, n, buf)                                                           \
+	((a)->metric != SP_METRIC_CPU ? snprintf((buf), sizeof(buf), "%9.1f", (double)(n) / 1000.0) \
+				      : snprintf((buf), sizeof(buf), "%9" PRIu64, (uint64_t)(n)))
+/*
+ * Count n of a view as text into buf: the number, or with a time metric
+ * (a->metric, counts in microseconds) milliseconds with a unit ("12.3 ms").
+ */
+struct sp_agg;
+/*
+ * A spool of record --off-cpu: the header's off-CPU lines, the totals and
+ * each busiest thread's on-CPU, off-CPU (blocked or sleeping, preempted) and
+ * incomplete time (metric.c).
+ */
+void sp_text_offcpu_header(const struct sp_agg *a, FILE *out);
+void sp_agg_format_count(const struct sp_agg *a, uint64_t n, char *buf, size_t cap);
+/*
+ * Count the off-CPU intervals of a time metric into a's stacks (metric.c):
+ * each kept one (thread and time filters, scope) adds its microseconds.
+ */
+struct sp_agg_scope;
+int sp_agg_count_intervals(struct sp_agg *a, const struct sp_report_filter *f,
+			   const struct sp_agg_scope *scope);
+/*
+ * After the stack filters: add the kept intervals (their stacks not
+ * dropped) to a->samples, nintervals and the time span.  (metric.c)
+ */
+void sp_agg_total_intervals(struct sp_agg *a, const struct sp_report_filter *f,
+			    const struct sp_agg_scope *scope);
+/* What smp adds to a's counts: sp_sample_weight, or its CPU time in µs with a time metric. */
+uint64_t sp_agg_weight(const struct sp_agg *a, const struct sp_sample *smp);
+/* Whether samples of thread (t its entry) lie in scope (NULL: every sample). */
+bool sp_agg_in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t);
+/*
+ * The count column's heading, 9 wide: "  Samples", "   Events" when
+ * a->unit.weighted, "  Time ms" with a time metric.
+ */
+#define SP_COUNT_HEADING(a)                                                      \
+	((a)->metric != SP_METRIC_CPU ? "  Time ms" : (a)->unit.weighted ? "   Events" : "  Samples")
 /*
  * The event and how it was sampled, as the text header and the flame graph
  * print it: "cpu-clock at 999 Hz", "cpu-clock every 100000 ns",
@@ -151,6 +188,8 @@ struct sp_agg {
 	uint64_t samples;
 	uint64_t nsampled;          /* kept samples */
 	struct sp_sample_unit unit; /* what a sample stands for */
+	uint32_t metric;            /* enum sp_report_metric: not CPU, counts are microseconds */
+	uint64_t nintervals;        /* off-CPU intervals counted (time metrics) */
 	uint64_t empty_samples;     /* stack id 0 */
 	uint64_t truncated_samples; /* root-end frame is a truncation marker */
 	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */

@@ -58,14 +58,18 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 		fprintf(out, "\n  Self%%  Total%%      Self     Total  %-*s  Module\n", (int)fw,
 			"Function");
 	else
-		fprintf(out, "\n  Self%%  Total%% %s  %-*s  Module\n", SP_COUNT_HEADING(&a->unit),
+		fprintf(out, "\n  Self%%  Total%% %s  %-*s  Module\n", SP_COUNT_HEADING(a),
 			(int)fw, "Function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct sp_agg_func *f = &a->funcs[order[i]];
-		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 " ", pct(f->self, a->whole),
-			pct(f->total, a->whole), f->self);
-		if (opts->show_counts)
-			fprintf(out, "%9" PRIu64 " ", f->total);
+		char cell[32];
+		SP_COUNT_CELL(a, f->self, cell);
+		fprintf(out, "%6.1f%% %6.1f%% %s ", pct(f->self, a->whole), pct(f->total, a->whole),
+			cell);
+		if (opts->show_counts) {
+			SP_COUNT_CELL(a, f->total, cell);
+			fprintf(out, "%s ", cell);
+		}
 		fputc(' ', out);
 		sp_text_put_func_at(out, f, fw, true, diff[i]);
 		fputs("  ", out);
@@ -162,8 +166,11 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 			err = -ENOMEM;
 			goto out;
 		}
-		fprintf(out, "\n%5.1f%% (%" PRIu64 " %s)\n", pct(count, a->whole), count,
-			sp_sample_unit_noun(&a->unit, count));
+		char n[40];
+		sp_agg_format_count(a, count, n, sizeof(n));
+		fprintf(out, "\n%5.1f%% (%s%s%s)\n", pct(count, a->whole), n,
+			a->metric != SP_METRIC_CPU ? "" : " ",
+			a->metric != SP_METRIC_CPU ? "" : sp_sample_unit_noun(&a->unit, count));
 		for (size_t j = 0; j < len; j++) {
 			if (path[j] >= a->nfuncs) {
 				fputs("    [truncated]\n", out); /* a marker inside a damaged stack */

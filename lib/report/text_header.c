@@ -315,6 +315,7 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 		fprintf(out, "Events:     %" PRIu64 " %s (each sample weighs its period;"
 			     " counts below are events)\n", a->samples, a->unit.event);
 	sp_text_filters(a, opts, out);
+	sp_text_offcpu_header(a, out);
 	write_processes(a, opts, out);
 	const char *of = sp_sample_unit_noun(&a->unit, 2);
 	fprintf(out, "Empty:      %.1f%% of %s had no stack (%" PRIu64 ")\n",

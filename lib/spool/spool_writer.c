@@ -28,6 +28,7 @@ struct sp_spool_writer {
 	uint64_t written;
 	uint64_t last_timestamp_ns;
 	uint64_t last_period; /* the period a SAMPLE without one weighs */
+	uint64_t last_offcpu_ns; /* base of the next OFFCPU's start delta */
 
 	/* start - file_offset per module: frames store rel_ip relative to it. */
 	uint64_t *module_base;
@@ -170,6 +171,7 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	sp_map_init(&w->thread_by_id);
 	w->last_timestamp_ns = meta->start_monotonic_ns;
 	w->last_period = meta->sample_period;
+	w->last_offcpu_ns = meta->start_monotonic_ns;
 	/* Never through another user's symlink, never into a FIFO or device. */
 	/*
 	 * A system-wide spool shows every user's processes: its owner's alone,
@@ -401,6 +403,22 @@ int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t t
 	if (changed)
 		w->last_period = period;
 	return 0;
+}
+
+int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_offcpu *o)
+{
+	if (o->thread >= w->nthreads || o->stack_id > w->nnodes)
+		return -SP_E_BAD_ARG;
+	uint8_t rec[5 * SP_VARINT_MAX];
+	uint8_t *p = sp_enc_uvarint(rec, o->thread);
+	p = sp_enc_uvarint(p, o->stack_id);
+	p = sp_enc_svarint(p, (int64_t)(o->start_ns - w->last_offcpu_ns));
+	p = sp_enc_uvarint(p, o->duration_ns);
+	p = sp_enc_uvarint(p, o->flags);
+	int err = emit(w, SP_REC_OFFCPU, rec, (size_t)(p - rec));
+	if (!err)
+		w->last_offcpu_ns = o->start_ns;
+	return err;
 }
 
 int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e)

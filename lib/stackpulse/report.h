@@ -112,6 +112,19 @@ struct sp_report_opts {
 	 * inverted.
 	 */
 	bool by_line;
+	/*
+	 * What the views count (docs/DESIGN.md, decision 12), enum
+	 * sp_report_metric: CPU samples (the default), the off-CPU intervals'
+	 * time, or both as wall-clock time.  The time metrics count
+	 * microseconds (folded values), shown in ms in text.
+	 */
+	uint32_t metric;
+};
+
+enum sp_report_metric {
+	SP_METRIC_CPU = 0,
+	SP_METRIC_OFF_CPU = 1, /* record --off-cpu's intervals */
+	SP_METRIC_WALL = 2,    /* CPU time (a clock event's samples) plus the intervals */
 };
 
 /*

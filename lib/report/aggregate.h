@@ -115,6 +115,8 @@ int sp_agg_count_intervals(struct sp_agg *a, const struct sp_report_filter *f,
  */
 void sp_agg_total_intervals(struct sp_agg *a, const struct sp_report_filter *f,
 			    const struct sp_agg_scope *scope);
+/* Whether an exporter walking intervals keeps o (a's filters; its stack not dropped). */
+bool sp_agg_interval_kept(const struct sp_agg *a, const struct sp_offcpu *o);
 /* What smp adds to a's counts: sp_sample_weight, or its CPU time in µs with a time metric. */
 uint64_t sp_agg_weight(const struct sp_agg *a, const struct sp_sample *smp);
 /* Whether samples of thread (t its entry) lie in scope (NULL: every sample). */

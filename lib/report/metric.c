@@ -69,6 +69,13 @@ void sp_agg_total_intervals(struct sp_agg *a, const struct sp_report_filter *f,
 	}
 }
 
+bool sp_agg_interval_kept(const struct sp_agg *a, const struct sp_offcpu *o)
+{
+	uint32_t sid = interval_stack(a, o);
+	return interval_kept(a, a->filter, NULL, o, sp_filter_origin_ns(a->spool)) &&
+	       a->stack_count[sid];
+}
+
 void sp_agg_format_count(const struct sp_agg *a, uint64_t n, char *buf, size_t cap)
 {
 	if (a->metric == SP_METRIC_CPU)

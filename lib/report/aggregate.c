@@ -402,6 +402,39 @@ out:
  * node a stack ends at, total once per path however often a function recurs
  * on it (a depth-first walk counting the functions on the current path).
  */
+/*
+ * A time metric: each interval's time moves from the node its stack ends at
+ * to a "[preempted]" or "[blocked]" frame under it, so preempted time shows
+ * apart from time blocked or sleeping (docs/DESIGN.md, decision 12).
+ */
+static int split_causes(struct sp_agg *a, const uint32_t *sample_node)
+{
+	static const char *const names[2] = {"[blocked]", "[preempted]"};
+	uint32_t func[2];
+	for (int k = 0; k < 2; k++) {
+		struct sp_resolved_frame rf = {.name = names[k], .module = ""};
+		int err = intern_func(a, &rf, &func[k]);
+		if (err)
+			return err;
+	}
+	for (size_t i = 0; i < sp_spool_offcpu_count(a->spool); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(a->spool, i);
+		uint32_t sid = o->stack_id < a->nstacks ? o->stack_id : 0, leaf = sample_node[sid], id;
+		uint64_t w = o->duration_ns / 1000;
+		if (!w || !sp_agg_interval_in(a, o))
+			continue;
+		int err = node_child(a, leaf, func[(o->flags & SP_OFFCPU_PREEMPTED) != 0], false, &id);
+		if (err)
+			return err;
+		a->nodes[id].count += w;
+		if (sid)
+			a->nodes[leaf].count -= w;
+		else
+			a->empty_samples -= w; /* no stack: the cause alone, at the root */
+	}
+	return 0;
+}
+
 static int attribute(struct sp_agg *a)
 {
 	uint32_t *sample_node = a->stack_node =
@@ -418,6 +451,8 @@ static int attribute(struct sp_agg *a)
 			a->truncated_samples = sp_u64_add_sat(a->truncated_samples, count);
 		}
 	}
+	if (!err && a->metric != SP_METRIC_CPU)
+		err = split_causes(a, sample_node);
 	size_t n = a->nnodes;
 	uint32_t *first = NULL, *next = NULL, *on_path = NULL;
 	if (!err) {
@@ -575,6 +610,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	/* Wall time adds a clock's samples as time; counted events have none (decision 12). */
 	if (a->metric == SP_METRIC_WALL && !a->unit.time)
 		return -SP_E_BAD_ARG;
+	a->scope = scope;
 	if (f || (scope && scope->kind != SP_GROUP_NONE) || a->metric != SP_METRIC_CPU) {
 		int err = filter_samples(a, f, scope);
 		if (err)

@@ -117,6 +117,8 @@ void sp_agg_total_intervals(struct sp_agg *a, const struct sp_report_filter *f,
 			    const struct sp_agg_scope *scope);
 /* Whether an exporter walking intervals keeps o (a's filters; its stack not dropped). */
 bool sp_agg_interval_kept(const struct sp_agg *a, const struct sp_offcpu *o);
+/* The same while a is built: a's filters and scope. */
+bool sp_agg_interval_in(const struct sp_agg *a, const struct sp_offcpu *o);
 /* What smp adds to a's counts: sp_sample_weight, or its CPU time in µs with a time metric. */
 uint64_t sp_agg_weight(const struct sp_agg *a, const struct sp_sample *smp);
 /* Whether samples of thread (t its entry) lie in scope (NULL: every sample). */
@@ -192,6 +194,7 @@ struct sp_agg {
 	struct sp_sample_unit unit; /* what a sample stands for */
 	uint32_t metric;            /* enum sp_report_metric: not CPU, counts are microseconds */
 	uint64_t nintervals;        /* off-CPU intervals counted (time metrics) */
+	const struct sp_agg_scope *scope; /* the scope built for, NULL: all (valid while building) */
 	uint64_t empty_samples;     /* stack id 0 */
 	uint64_t truncated_samples; /* root-end frame is a truncation marker */
 	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */

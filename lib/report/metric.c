@@ -76,6 +76,13 @@ bool sp_agg_interval_kept(const struct sp_agg *a, const struct sp_offcpu *o)
 	       a->stack_count[sid];
 }
 
+bool sp_agg_interval_in(const struct sp_agg *a, const struct sp_offcpu *o)
+{
+	uint32_t sid = interval_stack(a, o);
+	return interval_kept(a, a->filter, a->scope, o, sp_filter_origin_ns(a->spool)) &&
+	       a->stack_count[sid];
+}
+
 void sp_agg_format_count(const struct sp_agg *a, uint64_t n, char *buf, size_t cap)
 {
 	if (a->metric == SP_METRIC_CPU)

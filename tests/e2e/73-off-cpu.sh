@@ -57,6 +57,14 @@ info "off-CPU: burn_cpu $ob% of the main thread's off-CPU time; preempted $pre o
 	ok "--metric=off-cpu: burn_cpu $ob% (under 2%, or within what preemption explains: $pre_pct%)" ||
 	fail "--metric=off-cpu: burn_cpu has $ob% of off-CPU time, more than preemption's $pre_pct% + 2"
 grep -q '^Off-CPU: .* intervals' off.txt && ok "the header gives off-CPU totals" || fail "no Off-CPU header line"
+# Blocked or sleeping time is apart from preempted time: a [blocked] or [preempted] leaf.
+bb=$(share off.folded ';burn_cpu;.*\[blocked\]$')
+[ "$(awk -v b="$bb" 'BEGIN { print (b < 2) ? 1 : 0 }')" = 1 ] &&
+	ok "--metric=off-cpu: burn_cpu blocked or sleeping $bb% (under 2%)" ||
+	fail "--metric=off-cpu: burn_cpu blocked or sleeping $bb% of off-CPU time"
+sn=$(share off.folded ';sleep_nano;.*\[blocked\]$')
+[ "$(num_ge "$sn" 40)" = 1 ] && ok "sleep_nano's time is under a [blocked] frame ($sn%)" ||
+	fail "sleep_nano's time under [blocked]: $sn%"
 
 # Two such programs on one CPU: one waits while the other burns, preempted.
 if command -v taskset >/dev/null 2>&1; then
@@ -67,6 +75,10 @@ if command -v taskset >/dev/null 2>&1; then
 	info "two programs on CPU 0: $(grep '^Off-CPU:' two.txt)"
 	[ "$(num_ge "${pre2:-0}" 1)" = 1 ] && ok "preempted time appears when two programs share a CPU ($pre2 ms)" ||
 		fail "no preempted time with two programs on CPU 0: $(grep '^Off-CPU:' two.txt)"
+	"$SP" report --metric=off-cpu --format=folded two.spool >two.folded 2>/dev/null
+	set -- $(folded_share two.folded '\[preempted\]$')
+	[ "${1:-0}" -gt 0 ] && ok "[preempted] frames hold $1 us in the folded stacks" ||
+		fail "no [preempted] frame in the folded stacks of two programs on CPU 0"
 else
 	skip "taskset not found: the shared-CPU check needs it"
 fi

@@ -423,3 +423,49 @@ Test(spool_roundtrip, periods_of_older_spools)
 	free(d);
 	sp_spool_free(s);
 }
+
+/* An OFFCPU record round-trips: start as a delta, duration, flags; dump shows it. */
+Test(spool_roundtrip, offcpu_intervals)
+{
+	struct sp_spool_meta meta = small_meta;
+	meta.flags = SP_META_OFF_CPU;
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(tmp_path("o.spool"), &meta, &w), 0);
+	uint32_t t, id;
+	cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[0], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[0], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 1, 2, &t), 0);
+	uint32_t stack;
+	cr_assert_eq(sp_spool_writer_intern_stack(w, (uint32_t[]){0}, 1, &stack), 0);
+	const struct sp_offcpu in[] = {
+		{.start_ns = 5000100000ull, .duration_ns = 40000000, .thread = t, .stack_id = stack},
+		{.start_ns = 5000000000ull, .duration_ns = 7, .thread = t, .stack_id = 0,
+		 .flags = SP_OFFCPU_PREEMPTED | SP_OFFCPU_NO_STACK},
+		{.start_ns = 5090000000ull, .duration_ns = 0, .thread = t, .stack_id = stack,
+		 .flags = SP_OFFCPU_LOST},
+	};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(in); i++)
+		cr_assert_eq(sp_spool_writer_append_offcpu(w, &in[i]), 0);
+	struct sp_offcpu bad = in[0];
+	bad.thread = 9;
+	cr_assert_eq(sp_spool_writer_append_offcpu(w, &bad), -SP_E_BAD_ARG);
+	cr_assert_eq(sp_spool_writer_finish(w, NULL), 0);
+	sp_spool_writer_free(w);
+	struct sp_spool *s = open_ok(tmp_path("o.spool"));
+	cr_assert(sp_spool_meta(s)->flags & SP_META_OFF_CPU);
+	cr_assert_eq(sp_spool_offcpu_count(s), SP_ARRAY_SIZE(in));
+	for (size_t i = 0; i < SP_ARRAY_SIZE(in); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
+		cr_assert_eq(o->start_ns, in[i].start_ns, "interval %zu", i);
+		cr_assert_eq(o->duration_ns, in[i].duration_ns);
+		cr_assert_eq(o->thread, in[i].thread);
+		cr_assert_eq(o->stack_id, in[i].stack_id);
+		cr_assert_eq(o->flags, in[i].flags);
+	}
+	cr_assert_null(sp_spool_offcpu(s, SP_ARRAY_SIZE(in)));
+	char *d = dump_string(s);
+	cr_assert_not_null(strstr(d, "off-cpu thread=0 stack=- start_ns=5000000000 duration_ns=7 flags=17"),
+			   "%s", d);
+	free(d);
+	sp_spool_free(s);
+}

@@ -238,6 +238,9 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	e->page_size = page;
 	size_t per_sample = (size_t)stack + 1024;
+	/* --off-cpu: every switch-out is a sample too; size for 10 kHz of them, as a counted event's. */
+	if (opts->off_cpu && freq < 10000)
+		freq = 10000;
 	size_t want = per_sample * (freq / 10 > 32 ? freq / 10 : 32);
 	if (want < 256 * 1024)
 		want = 256 * 1024;

@@ -416,6 +416,7 @@ static int split_causes(struct sp_agg *a, const uint32_t *sample_node)
 		int err = intern_func(a, &rf, &func[k]);
 		if (err)
 			return err;
+		a->cause_func[k] = func[k];
 	}
 	for (size_t i = 0; i < sp_spool_offcpu_count(a->spool); i++) {
 		const struct sp_offcpu *o = sp_spool_offcpu(a->spool, i);

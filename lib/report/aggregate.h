@@ -102,6 +102,8 @@ struct sp_agg;
  */
 void sp_text_offcpu_header(const struct sp_agg *a, FILE *out);
 void sp_agg_format_count(const struct sp_agg *a, uint64_t n, char *buf, size_t cap);
+/* The same with its unit: "12 samples", "5 events" or "12.3 ms". */
+void sp_agg_format_amount(const struct sp_agg *a, uint64_t n, char *buf, size_t cap);
 /*
  * Count the off-CPU intervals of a time metric into a's stacks (metric.c):
  * each kept one (thread and time filters, scope) adds its microseconds.
@@ -195,6 +197,7 @@ struct sp_agg {
 	uint32_t metric;            /* enum sp_report_metric: not CPU, counts are microseconds */
 	uint64_t nintervals;        /* off-CPU intervals counted (time metrics) */
 	const struct sp_agg_scope *scope; /* the scope built for, NULL: all (valid while building) */
+	uint32_t cause_func[2];     /* time metrics: the [blocked] and [preempted] functions */
 	uint64_t empty_samples;     /* stack id 0 */
 	uint64_t truncated_samples; /* root-end frame is a truncation marker */
 	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */

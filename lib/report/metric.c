@@ -165,3 +165,11 @@ void sp_text_offcpu_header(const struct sp_agg *a, FILE *out)
 	}
 	free(t);
 }
+
+void sp_agg_format_amount(const struct sp_agg *a, uint64_t n, char *buf, size_t cap)
+{
+	if (a->metric != SP_METRIC_CPU)
+		snprintf(buf, cap, "%.1f ms", (double)n / 1000.0);
+	else
+		snprintf(buf, cap, "%" PRIu64 " %s", n, sp_sample_unit_noun(&a->unit, n));
+}

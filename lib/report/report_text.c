@@ -166,11 +166,9 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 			err = -ENOMEM;
 			goto out;
 		}
-		char n[40];
-		sp_agg_format_count(a, count, n, sizeof(n));
-		fprintf(out, "\n%5.1f%% (%s%s%s)\n", pct(count, a->whole), n,
-			a->metric != SP_METRIC_CPU ? "" : " ",
-			a->metric != SP_METRIC_CPU ? "" : sp_sample_unit_noun(&a->unit, count));
+		char n[48];
+		sp_agg_format_amount(a, count, n, sizeof(n));
+		fprintf(out, "\n%5.1f%% (%s)\n", pct(count, a->whole), n);
 		for (size_t j = 0; j < len; j++) {
 			if (path[j] >= a->nfuncs) {
 				fputs("    [truncated]\n", out); /* a marker inside a damaged stack */
@@ -234,8 +232,9 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (", sec->pid, sec->tid);
 		/* The target names its threads: never raw to a terminal. */
 		sp_fputs_printable(sec->name[0] ? sec->name : "[unknown]", out);
-		fprintf(out, "): %.1f%% (%" PRIu64 " %s)\n", pct(sec->samples, a->whole),
-			sec->samples, sp_sample_unit_noun(&a->unit, sec->samples));
+		char amount[48];
+		sp_agg_format_amount(a, sec->samples, amount, sizeof(amount));
+		fprintf(out, "): %.1f%% (%s)\n", pct(sec->samples, a->whole), amount);
 		err = sp_agg_build_scoped(&part, a->spool, a->sym, opts, &sec->scope);
 		if (!err) {
 			part.whole = a->whole;
@@ -243,12 +242,13 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 		}
 		sp_agg_release(&part);
 	}
+	char rest_amount[48];
+	sp_agg_format_amount(a, rest_samples, rest_amount, sizeof(rest_amount));
 	if (!err && rest)
-		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %" PRIu64 " %s)\n",
+		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %s)\n",
 			rest, g.kind == SP_GROUP_PROCESS ? (rest == 1 ? "process" : "processes")
 							 : (rest == 1 ? "thread" : "threads"),
-			limit, pct(rest_samples, a->whole), rest_samples,
-			sp_sample_unit_noun(&a->unit, rest_samples));
+			limit, pct(rest_samples, a->whole), rest_amount);
 	sp_agg_groups_release(&g);
 	return err;
 }

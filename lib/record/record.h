@@ -507,7 +507,7 @@ void sp_offcpu_on_lost(struct sp_recorder *r);
 /* The recording ends at end_ns: intervals still open are written, cut there. */
 void sp_offcpu_finish(struct sp_recorder *r, uint64_t end_ns);
 void sp_offcpu_release(struct sp_offcpu_state *o);
-/* sample.c: the spool's index of thread (pid, tid), interned and named.  0 or -errno. */
+/* thread_names.c: the spool's index of thread (pid, tid), interned and named.  0 or -errno. */
 int sp_recorder_intern_thread(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t *thread);
 
 /* How many times a process's container perf map is looked for, 0.2 s apart. */

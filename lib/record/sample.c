@@ -60,35 +60,12 @@ static bool sampled_once(struct sp_recorder *r, const struct sp_perf_sample *s)
 	return true;
 }
 
-/*
- * perf reports a name only at exec and prctl(PR_SET_NAME): a forked child
- * or a new thread keeps its parent's, which it gets here at its first sample.
- */
-static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, uint32_t thread)
-{
-	struct sp_task_comm *c = r->names.n ? sp_thread_names_find(&r->names, pid, tid) : NULL;
-	if (c && !c->written) {
-		c->written = true;
-		sp_recorder_note_write(r, sp_spool_writer_set_thread_name(r->spool, thread, c->name));
-	}
-}
-
-int sp_recorder_intern_thread(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t *thread)
-{
-	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, thread);
-	if (!err)
-		name_new_thread(r, pid, tid, *thread);
-	return err;
-}
-
 /* Append one sample of (pid, tid) with stack_id at time; the thread is interned and named. */
 static void append_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack_id,
 			  uint64_t time, uint64_t period)
 {
 	uint32_t thread = 0;
-	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, &thread);
-	if (!err)
-		name_new_thread(r, pid, tid, thread);
+	int err = sp_recorder_intern_thread(r, pid, tid, &thread);
 	err = err ? err : sp_spool_writer_append_weighted_sample(r->spool, thread, stack_id, time,
 								  period);
 	sp_recorder_note_write(r, err);

@@ -513,15 +513,6 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 	return sp_agg_build_scoped(a, s, sym, opts, NULL);
 }
 
-bool sp_agg_in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t)
-{
-	if (!scope || scope->kind == SP_GROUP_NONE)
-		return true;
-	if (scope->kind == SP_GROUP_THREAD)
-		return thread == scope->thread;
-	return t && t->pid == scope->pid;
-}
-
 /*
  * The keep decision of every sample: its thread and time first (pass 1
  * counts only those), then, once per distinct stack, the stack filters,

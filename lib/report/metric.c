@@ -10,6 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+bool sp_agg_in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t)
+{
+	if (!scope || scope->kind == SP_GROUP_NONE)
+		return true;
+	if (scope->kind == SP_GROUP_THREAD)
+		return thread == scope->thread;
+	return t && t->pid == scope->pid;
+}
+
 uint64_t sp_agg_weight(const struct sp_agg *a, const struct sp_sample *smp)
 {
 	if (a->metric == SP_METRIC_CPU)

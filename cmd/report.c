@@ -376,6 +376,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "other formats, views or filters");
 		if (a->window_s && !a->follow_s)
 			argp_error(state, "--window goes with --follow");
+		if (a->follow_s && a->report.metric != SP_METRIC_CPU)
+			argp_error(state, "--follow counts CPU samples only: follow an off-CPU or "
+				   "wall profile by reporting it again (report --metric=wall SPOOL)");
 		if (a->report.format != SP_REPORT_TEXT &&
 		    (a->report.tree || a->report.inverted || a->diff_path))
 			argp_error(state, "--tree, --inverted and --diff are text views: "

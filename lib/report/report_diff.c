@@ -186,6 +186,14 @@ static int write_table(const struct diff *d, struct row *rows, size_t n,
 
 static void write_side(const char *label, const char *path, const struct sp_agg *a, FILE *out)
 {
+	/* A time metric or a counted event's events: the amount, then the samples (decision 12). */
+	if (a->metric != SP_METRIC_CPU || a->unit.weighted) {
+		char amount[48];
+		sp_agg_format_amount(a, a->samples, amount, sizeof(amount));
+		fprintf(out, "%-12s%s: %s (%" PRIu64 " of %" PRIu64 " samples)\n", label,
+			path ? path : "(buffer)", amount, a->nsampled, a->all_samples);
+		return;
+	}
 	fprintf(out, "%-12s%s: %" PRIu64, label, path ? path : "(buffer)", a->samples);
 	if (a->samples != a->all_samples)
 		fprintf(out, " of %" PRIu64, a->all_samples);

@@ -22,6 +22,7 @@ enum {
 	OPT_REALTIME,
 	OPT_STOP_ATTACH,
 	OPT_CALL_GRAPH,
+	OPT_OFF_CPU,
 };
 
 static const struct argp_option common_options[] = {
@@ -69,6 +70,12 @@ static const struct argp_option common_options[] = {
 static const struct argp_option record_options[] = {
 	{"duration", 'd', "SECONDS", 0, "stop after SECONDS (a launched command is then "
 					"sent SIGTERM)", 2},
+	{"off-cpu", OPT_OFF_CPU, NULL, 0, "also record every interval a thread spends off CPU: "
+					  "switch-out to switch-in, the stack it left with (needs "
+					  "kernel sampling: root, CAP_PERFMON or "
+					  "kernel.perf_event_paranoid <= 1; without it the intervals "
+					  "come without stacks) and whether it was preempted or "
+					  "blocked/slept; see report --metric", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},
@@ -296,6 +303,9 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'q':
 		a->quiet = true;
+		return 0;
+	case OPT_OFF_CPU:
+		a->opts.off_cpu = true;
 		return 0;
 	default:
 		return ARGP_ERR_UNKNOWN;

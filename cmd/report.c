@@ -46,6 +46,7 @@ enum {
 	OPT_CHILDREN,
 	OPT_NO_CHILDREN,
 	OPT_HEADER,
+	OPT_METRIC,
 };
 
 /* report --diff --max-increase: a function grew beyond the gate. */
@@ -93,6 +94,11 @@ static const struct argp_option options[] = {
 	 "what a row of the table is: function (default) or line, a source line across "
 	 "functions (inlined code on its own line) with its self share, as perf report "
 	 "--sort srcline; see also stackpulse annotate", 2},
+	{"metric", OPT_METRIC, "WHAT", 0,
+	 "what is counted: cpu (default: the samples, CPU time or the event's count), "
+	 "off-cpu (time off CPU: record --off-cpu's intervals, blocked and preempted) or "
+	 "wall (both: CPU time plus off-CPU time); time in ms in text, microseconds in "
+	 "folded values, nanoseconds in pprof", 2},
 	{"tree", OPT_TREE, NULL, 0,
 	 "a top-down call tree instead of the table: callees indented under callers, "
 	 "with total and self share", 2},
@@ -359,6 +365,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "unknown row '%.*s%s': expected function or line",
 				   SP_CLI_ECHO(arg));
 		break;
+	case OPT_METRIC:
+		if (!strcmp(arg, "cpu"))
+			a->report.metric = SP_METRIC_CPU;
+		else if (!strcmp(arg, "off-cpu"))
+			a->report.metric = SP_METRIC_OFF_CPU;
+		else if (!strcmp(arg, "wall"))
+			a->report.metric = SP_METRIC_WALL;
+		else
+			argp_error(state, "unknown metric '%.*s%s': expected cpu, off-cpu or wall",
+				   SP_CLI_ECHO(arg));
+		break;
 	case OPT_TREE:
 		a->report.tree = true;
 		break;
@@ -474,6 +491,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "other formats, views or filters");
 		if (a->window_s && !a->follow_s)
 			argp_error(state, "--window goes with --follow");
+		if (a->follow_s && a->report.metric != SP_METRIC_CPU)
+			argp_error(state, "--follow counts CPU samples only: follow an off-CPU or "
+				   "wall profile by reporting it again (report --metric=wall SPOOL)");
 		if (a->report.format != SP_REPORT_TEXT && (a->report.tree || a->report.inverted))
 			argp_error(state, "--tree and --inverted are text views: "
 				   "use them without --format, or with --format=text");
@@ -751,6 +771,12 @@ int cmd_report(int argc, char **argv)
 		goto out;
 	a.report.growing = !sp_spool_summary(spool) && sp_spool_is_growing(a.spool_path);
 	rc = SP_EXIT_FAILURE;
+	if (a.report.metric != SP_METRIC_CPU &&
+	    !(sp_spool_meta(spool)->flags & SP_META_OFF_CPU)) {
+		rc = sp_cli_error("'%s' holds no off-CPU intervals: record with --off-cpu for "
+				  "--metric=off-cpu or wall", a.spool_path);
+		goto out;
+	}
 	/* Opened last, so a spool that fails to load leaves no empty report behind. */
 	out = sp_cli_open_output(a.output);
 	if (!out)

@@ -132,13 +132,15 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 		.start_monotonic_ns = (uint64_t)mono.tv_sec * 1000000000 + (uint64_t)mono.tv_nsec,
 		.frequency_hz = freq,
 		.sample_period = opts->period,
-		.flags = r->system_wide ? SP_META_SYSTEM_WIDE : 0,
+		.flags = (r->system_wide ? SP_META_SYSTEM_WIDE : 0) |
+			 (r->events.off_cpu ? SP_META_OFF_CPU : 0),
 		.stack_size = sp_record_opts_stack_size(opts),
 		.event_source = r->events.source,
 		.command = opts->command ? opts->command : "",
 		.hostname = host,
 		.kernel_release = have_uts ? uts.release : "",
 	};
+	r->offcpu.start_ns = meta.start_monotonic_ns;
 	r->spool_path = strdup(path);
 	if (!r->spool_path)
 		return -ENOMEM;
@@ -246,6 +248,7 @@ static struct sp_recorder *recorder_new(void)
 	sp_process_table_init(&r->procs);
 	sp_map_init(&r->opened_tids);
 	sp_map_init(&r->sample_origin);
+	sp_map_init(&r->offcpu.by_tid);
 	sp_root_chains_init(&r->root_chains);
 	sp_thread_names_init(&r->names);
 	sp_stack_cache_init(&r->stacks);

@@ -148,6 +148,7 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	memset(e, 0, sizeof(*e));
 	e->epfd = -1;
 	sp_map_init(&e->id_tid);
+	sp_map_init(&e->cs_ids);
 	/* by period, freq is the rate the rings are sized for (below) */
 	uint32_t freq = sp_record_opts_frequency(opts);
 	uint32_t stack = sp_record_opts_stack_size(opts);
@@ -186,10 +187,15 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	 */
 	a->sample_type = PERF_SAMPLE_IP | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
 			 PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
+	/* Each sample's weight: the period the kernel chose (docs/DESIGN.md, decision 12). */
+	a->sample_type |= PERF_SAMPLE_PERIOD;
 	/* Attaching without a stop: tell an inherited stream from one opened for the thread. */
-	if (ids)
+	if (ids || opts->off_cpu)
 		a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 	e->ids = ids;
+	e->off_cpu = opts->off_cpu;
+	/* Switch records: each switch-out with its cause, each switch-in (decision 12). */
+	a->context_switch = opts->off_cpu;
 	a->sample_regs_user = sp_perf_regs_mask();
 	a->sample_stack_user = stack;
 	/*
@@ -232,6 +238,9 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	e->page_size = page;
 	size_t per_sample = (size_t)stack + 1024;
+	/* --off-cpu: every switch-out is a sample too; size for 10 kHz of them, as a counted event's. */
+	if (opts->off_cpu && freq < 10000)
+		freq = 10000;
 	size_t want = per_sample * (freq / 10 > 32 ? freq / 10 : 32);
 	if (want < 256 * 1024)
 		want = 256 * 1024;
@@ -281,6 +290,16 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	/* a wakeup as soon as one byte is written: every mapping record (as perf's side band) */
 	sa->watermark = 1;
 	sa->wakeup_watermark = 1;
+	/* --off-cpu: a context-switches event sampling every switch-out, same layout (decision 12). */
+	e->cs_attr = *a;
+	e->cs_attr.type = PERF_TYPE_SOFTWARE;
+	e->cs_attr.config = PERF_COUNT_SW_CONTEXT_SWITCHES;
+	e->cs_attr.freq = 0;
+	e->cs_attr.sample_period = 1;
+	e->cs_attr.context_switch = 0;
+	e->cs_attr.mmap = e->cs_attr.mmap2 = e->cs_attr.comm = e->cs_attr.comm_exec = 0;
+	e->cs_attr.task = 0;
+	e->cs_attr.exclude_idle = 0;
 	e->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (e->epfd < 0)
 		return -errno;
@@ -396,6 +415,33 @@ static void open_side(struct sp_events *e, int i, pid_t tid)
 	watch_fd(e, (int)fd);
 }
 
+/*
+ * --off-cpu: the context-switches event for tid on ring r's CPU, writing
+ * into r, its id noted.  The kernel samples a switch in kernel mode, so
+ * where kernel sampling is denied (perf_event_paranoid 2) it would never
+ * fire and is not opened: intervals then come without stacks.  Failures
+ * only mean no stacks there.
+ */
+static void open_switch_sampler(struct sp_events *e, pid_t tid, const struct sp_ring *r)
+{
+	if (e->attr.exclude_kernel)
+		return;
+	e->cs_attr.exclude_callchain_kernel = e->attr.exclude_callchain_kernel;
+	e->cs_attr.inherit = e->attr.inherit;
+	e->cs_attr.enable_on_exec = e->attr.enable_on_exec;
+	long fd = perf_event_open(&e->cs_attr, tid, r->cpu, -1, PERF_FLAG_FD_CLOEXEC);
+	if (fd < 0)
+		return;
+	uint64_t id;
+	if (remember_fd(e, (int)fd)) {
+		close((int)fd);
+		return;
+	}
+	if (ioctl((int)fd, PERF_EVENT_IOC_SET_OUTPUT, r->fd) || ioctl((int)fd, PERF_EVENT_IOC_ID, &id))
+		return; /* stays in fds, closed at release */
+	sp_map_put(&e->cs_ids, id, (uint32_t)tid);
+}
+
 int sp_events_open_task(struct sp_events *e, pid_t tid)
 {
 	int opened = 0, last_err = 0;
@@ -437,6 +483,8 @@ int sp_events_open_task(struct sp_events *e, pid_t tid)
 		}
 		opened++;
 		open_side(e, i, tid);
+		if (e->off_cpu)
+			open_switch_sampler(e, tid, r);
 	}
 	if (last_err)
 		return last_err;
@@ -612,6 +660,7 @@ void sp_events_release(struct sp_events *e)
 	free(e->cpus);
 	free(e->fds);
 	sp_map_release(&e->id_tid);
+	sp_map_release(&e->cs_ids);
 	free(e->scratch);
 	memset(e, 0, sizeof(*e));
 	e->epfd = -1;

@@ -77,7 +77,7 @@ int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t
 	if ((st & PERF_SAMPLE_CPU) && !err && !(err = take_u64(&c, &v)))
 		out->cpu = (uint32_t)v;
 	if (st & PERF_SAMPLE_PERIOD)
-		err = err ? err : take_u64(&c, &v);
+		err = err ? err : take_u64(&c, &out->period);
 	if ((st & PERF_SAMPLE_CALLCHAIN) && !err && !(err = take_u64(&c, &out->nr_callchain))) {
 		const uint8_t *p = NULL;
 		if (out->nr_callchain > (uint64_t)(c.end - c.p) / 8)

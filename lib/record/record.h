@@ -59,6 +59,7 @@ struct sp_perf_sample {
 	const uint8_t *stack;
 	uint64_t dyn_size;         /* bytes the kernel actually copied (<= stack_size) */
 	uint64_t id;               /* PERF_SAMPLE_IDENTIFIER: an inherited event gives its parent's */
+	uint64_t period;           /* PERF_SAMPLE_PERIOD: events this sample stands for; 0 if absent */
 	bool has_tid, has_time, has_id;
 };
 
@@ -154,6 +155,15 @@ struct sp_events {
 	 */
 	struct perf_event_attr side_attr;
 	struct sp_ring *side_rings; /* ncpus entries; fd -1 until the first side event */
+	/*
+	 * record --off-cpu (offcpu.c): the sampling event also writes switch
+	 * records, and beside it a context-switches event sampling every
+	 * switch-out (cs_attr, the same sample layout, into the same ring)
+	 * gives the stack; its samples are told apart by their event ids.
+	 */
+	bool off_cpu;
+	struct perf_event_attr cs_attr;
+	struct sp_map cs_ids; /* ids of the context-switches events */
 };
 
 /*
@@ -405,6 +415,7 @@ size_t sp_callchain_splice(uint64_t *pcs, size_t n, struct sp_process *p, const 
 struct sp_held_sample {
 	int32_t pid, tid;
 	uint64_t time, pc;
+	uint64_t period; /* PERF_SAMPLE_PERIOD */
 	uint32_t cut, whole; /* stack ids: with the truncation marker, without */
 };
 #define SP_HELD_MAX 64
@@ -443,6 +454,15 @@ struct sp_sample_scratch {
 	uint64_t key[2 * SP_RECORD_MAX_FRAMES + 5]; /* this sample's stack-cache key */
 };
 
+struct sp_offcpu_slot;
+struct sp_offcpu_state {
+	struct sp_offcpu_slot *slots;
+	size_t n, cap;
+	struct sp_map by_tid; /* tid -> slot */
+	uint64_t lost_gen;    /* LOST records so far */
+	uint64_t start_ns;    /* the recording's start (the spool header's) */
+};
+
 struct sp_recorder {
 	struct sp_events events;
 	struct sp_spool_writer *spool;
@@ -468,7 +488,27 @@ struct sp_recorder {
 	/* Samples that may have been taken inside an exec, held until it is known (sample.c). */
 	struct sp_held_samples held;
 	struct sp_kept_perf_maps kept;
+	struct sp_offcpu_state offcpu; /* record --off-cpu (offcpu.c) */
+	struct {
+		uint64_t intervals, incomplete;
+	} summary_offcpu;
 };
+
+/* offcpu.c: off-CPU intervals from switch records (docs/DESIGN.md, decision 12). */
+/* A context-switches sample of (pid, tid): the stack it leaves the CPU with. */
+void sp_offcpu_on_stack(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack,
+			uint64_t time);
+/* A PERF_RECORD_SWITCH or SWITCH_CPU_WIDE record. */
+void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *h, size_t len);
+/* A FORK (fork true) or EXIT record of (pid, tid). */
+void sp_offcpu_on_task(struct sp_recorder *r, int32_t pid, int32_t tid, bool fork);
+/* Records were lost: an interval open across the loss keeps no time. */
+void sp_offcpu_on_lost(struct sp_recorder *r);
+/* The recording ends at end_ns: intervals still open are written, cut there. */
+void sp_offcpu_finish(struct sp_recorder *r, uint64_t end_ns);
+void sp_offcpu_release(struct sp_offcpu_state *o);
+/* thread_names.c: the spool's index of thread (pid, tid), interned and named.  0 or -errno. */
+int sp_recorder_intern_thread(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t *thread);
 
 /* How many times a process's container perf map is looked for, 0.2 s apart. */
 #define SP_PERF_MAP_TRIES 50

@@ -76,6 +76,7 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
 		return;
 	}
+	sp_offcpu_on_task(r, (int32_t)t.pid, (int32_t)t.tid, fork);
 	/* A tid that starts or ends is a new thread the next time it is sampled. */
 	uint32_t kept;
 	if (r->events.ids && sp_map_get(&r->sample_origin, t.tid, &kept))
@@ -120,6 +121,7 @@ static void on_lost(struct sp_recorder *r, const void *rec, size_t len)
 	if (!sp_perf_parse_sample_id(&r->events.layout, rec, len, &id))
 		time = id.time;
 	r->summary.lost_events += l.lost;
+	sp_offcpu_on_lost(r);
 	sp_recorder_note_write(r, sp_spool_writer_append_lost(r->spool, l.lost, time));
 }
 
@@ -144,6 +146,10 @@ static void on_record(void *ctx, const struct perf_event_header *h, size_t len)
 		break;
 	case PERF_RECORD_LOST:
 		on_lost(r, h, len);
+		break;
+	case PERF_RECORD_SWITCH:
+	case PERF_RECORD_SWITCH_CPU_WIDE:
+		sp_offcpu_on_switch(r, h, len);
 		break;
 	default:
 		/* THROTTLE, UNTHROTTLE and friends carry nothing we keep. */
@@ -258,6 +264,8 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	sp_recorder_disable(r);
 	int err = sp_recorder_consume_available(r);
 	sp_recorder_release_held(r, -1, -1, false);
+	if (r->events.off_cpu)
+		sp_offcpu_finish(r, sp_monotonic_ns());
 	r->finished = true;
 	/*
 	 * Naming replaced images may read long (a debug link's CRC reads the
@@ -302,6 +310,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	free(r->roots.pidfds);
 	sp_map_release(&r->opened_tids);
 	sp_map_release(&r->sample_origin);
+	sp_offcpu_release(&r->offcpu);
 	sp_root_chains_release(&r->root_chains);
 	sp_thread_names_release(&r->names);
 	sp_stack_cache_release(&r->stacks);

@@ -60,28 +60,14 @@ static bool sampled_once(struct sp_recorder *r, const struct sp_perf_sample *s)
 	return true;
 }
 
-/*
- * perf reports a name only at exec and prctl(PR_SET_NAME): a forked child
- * or a new thread keeps its parent's, which it gets here at its first sample.
- */
-static void name_new_thread(struct sp_recorder *r, uint32_t pid, uint32_t tid, uint32_t thread)
-{
-	struct sp_task_comm *c = r->names.n ? sp_thread_names_find(&r->names, pid, tid) : NULL;
-	if (c && !c->written) {
-		c->written = true;
-		sp_recorder_note_write(r, sp_spool_writer_set_thread_name(r->spool, thread, c->name));
-	}
-}
-
 /* Append one sample of (pid, tid) with stack_id at time; the thread is interned and named. */
 static void append_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack_id,
-			  uint64_t time)
+			  uint64_t time, uint64_t period)
 {
 	uint32_t thread = 0;
-	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, &thread);
-	if (!err)
-		name_new_thread(r, pid, tid, thread);
-	err = err ? err : sp_spool_writer_append_sample(r->spool, thread, stack_id, time);
+	int err = sp_recorder_intern_thread(r, pid, tid, &thread);
+	err = err ? err : sp_spool_writer_append_weighted_sample(r->spool, thread, stack_id, time,
+								  period);
 	sp_recorder_note_write(r, err);
 	if (!err)
 		r->summary.samples++;
@@ -109,7 +95,7 @@ void sp_recorder_release_held(struct sp_recorder *r, int32_t pid, int32_t tid, b
 			sum->truncated_frame_markers--;
 			sum->exec_samples++;
 		}
-		append_sample(r, h.pid, h.tid, in_exec ? h.whole : h.cut, h.time);
+		append_sample(r, h.pid, h.tid, in_exec ? h.whole : h.cut, h.time, h.period);
 	}
 	r->held.n = kept;
 }
@@ -335,7 +321,7 @@ static bool intern_stack(struct sp_recorder *r, struct sp_process *p,
 	if (err)
 		return false;
 	r->held.s[r->held.n++] = (struct sp_held_sample){
-		.pid = (int32_t)s->pid, .tid = (int32_t)s->tid, .time = s->time,
+		.pid = (int32_t)s->pid, .tid = (int32_t)s->tid, .time = s->time, .period = s->period,
 		.pc = r->scratch.pcs[0], .cut = *stack_id, .whole = whole};
 	return true;
 }
@@ -357,6 +343,10 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	/* Seen before in this process with these modules: its stack id, frames interned. */
 	make_key(r, p, &s, &st);
 	uint32_t stack_id = 0;
+	/* --off-cpu: a context-switches sample's stack is the one its thread leaves the CPU with. */
+	bool switch_out = s.has_id && r->events.off_cpu && sp_map_get(&r->events.cs_ids, s.id, &(uint32_t){0});
+	if (switch_out)
+		st.hold = false;
 	if (!st.hold && sp_stack_cache_find(&r->stacks, r->scratch.key, st.nkey, st.key_hash,
 					    &stack_id)) {
 		if (!st.rooted && st.nk + st.n > 0)
@@ -366,5 +356,8 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 	} else if (intern_stack(r, p, &s, &st, &stack_id)) {
 		return; /* held */
 	}
-	append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time);
+	if (switch_out)
+		sp_offcpu_on_stack(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time);
+	else
+		append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time, s.period);
 }

@@ -64,3 +64,22 @@ void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t 
 	}
 	sp_thread_names_remember(t, pid, tid, name, false);
 }
+
+/*
+ * perf reports a name only at exec and prctl(PR_SET_NAME): a forked child
+ * or a new thread keeps its parent's, which it gets here when the spool
+ * first names it (its first sample or off-CPU interval).
+ */
+int sp_recorder_intern_thread(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t *thread)
+{
+	int err = sp_spool_writer_intern_thread(r->spool, pid, tid, thread);
+	if (err)
+		return err;
+	struct sp_task_comm *c =
+		r->names.n ? sp_thread_names_find(&r->names, (uint32_t)pid, (uint32_t)tid) : NULL;
+	if (c && !c->written) {
+		c->written = true;
+		sp_recorder_note_write(r, sp_spool_writer_set_thread_name(r->spool, *thread, c->name));
+	}
+	return 0;
+}

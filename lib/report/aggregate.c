@@ -465,6 +465,40 @@ out:
  * node a stack ends at, total once per path however often a function recurs
  * on it (a depth-first walk counting the functions on the current path).
  */
+/*
+ * A time metric: each interval's time moves from the node its stack ends at
+ * to a "[preempted]" or "[blocked]" frame under it, so preempted time shows
+ * apart from time blocked or sleeping (docs/DESIGN.md, decision 12).
+ */
+static int split_causes(struct sp_agg *a, const uint32_t *sample_node)
+{
+	static const char *const names[2] = {"[blocked]", "[preempted]"};
+	uint32_t func[2];
+	for (int k = 0; k < 2; k++) {
+		struct sp_resolved_frame rf = {.name = names[k], .module = ""};
+		int err = intern_func(a, &rf, &func[k]);
+		if (err)
+			return err;
+		a->cause_func[k] = func[k];
+	}
+	for (size_t i = 0; i < sp_spool_offcpu_count(a->spool); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(a->spool, i);
+		uint32_t sid = o->stack_id < a->nstacks ? o->stack_id : 0, leaf = sample_node[sid], id;
+		uint64_t w = o->duration_ns / 1000;
+		if (!w || !sp_agg_interval_in(a, o))
+			continue;
+		int err = node_child(a, leaf, func[(o->flags & SP_OFFCPU_PREEMPTED) != 0], false, &id);
+		if (err)
+			return err;
+		a->nodes[id].count += w;
+		if (sid)
+			a->nodes[leaf].count -= w;
+		else
+			a->empty_samples -= w; /* no stack: the cause alone, at the root */
+	}
+	return 0;
+}
+
 static int attribute(struct sp_agg *a)
 {
 	uint32_t *sample_node = a->stack_node =
@@ -481,6 +515,8 @@ static int attribute(struct sp_agg *a)
 			a->truncated_samples = sp_u64_add_sat(a->truncated_samples, count);
 		}
 	}
+	if (!err && a->metric != SP_METRIC_CPU)
+		err = split_causes(a, sample_node);
 	size_t n = a->nnodes;
 	uint32_t *first = NULL, *next = NULL, *on_path = NULL;
 	if (!err) {
@@ -540,15 +576,6 @@ int sp_agg_build(struct sp_agg *a, const struct sp_spool *s, struct sp_symbolize
 	return sp_agg_build_scoped(a, s, sym, opts, NULL);
 }
 
-static bool in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t)
-{
-	if (!scope || scope->kind == SP_GROUP_NONE)
-		return true;
-	if (scope->kind == SP_GROUP_THREAD)
-		return thread == scope->thread;
-	return t && t->pid == scope->pid;
-}
-
 /*
  * The keep decision of every sample: its thread and time first (pass 1
  * counts only those), then, once per distinct stack, the stack filters,
@@ -567,7 +594,8 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 	}
 	for (uint32_t t = 0; t < nthreads; t++) {
 		const struct sp_thread *th = sp_spool_thread(s, t);
-		thread_ok[t] = in_scope(scope, t, th) && (!f || sp_filter_thread(f, th));
+		thread_ok[t] = sp_agg_in_scope(scope, t, th) && (!f || sp_filter_thread(f, th)) &&
+			       a->metric != SP_METRIC_OFF_CPU; /* off-CPU time has no samples */
 	}
 	uint64_t origin = sp_filter_origin_ns(s);
 	for (size_t i = 0; i < nsamples; i++) {
@@ -576,9 +604,13 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 		    (f && !sp_filter_time(f, smp->timestamp_ns, origin)))
 			continue;
 		a->keep[i / 64] |= 1ULL << (i % 64);
-		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0]++;
+		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0] +=
+			sp_agg_weight(a, smp);
 	}
 	free(thread_ok);
+	int ierr = a->metric != SP_METRIC_CPU ? sp_agg_count_intervals(a, f, scope) : 0;
+	if (ierr)
+		return ierr;
 	if (!f || (!f->module && !f->focus && !f->exclude))
 		return 0;
 	bool dropped = false;
@@ -608,6 +640,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	sp_map_init(&a->node_index);
 	sp_map_init(&a->build_index);
 	a->nstacks = sp_spool_stack_count(s);
+	sp_sample_unit_of(s, &a->unit);
 	size_t nframes = a->nframes = sp_spool_frame_count(s);
 	if (a->nstacks >= UINT32_MAX)
 		return -SP_E_BAD_ARG;
@@ -631,7 +664,12 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 										  : NULL;
 	a->all_samples = nsamples;
 	a->filter = f;
-	if (f || (scope && scope->kind != SP_GROUP_NONE)) {
+	a->metric = opts ? opts->metric : SP_METRIC_CPU;
+	/* Wall time adds a clock's samples as time; counted events have none (decision 12). */
+	if (a->metric == SP_METRIC_WALL && !a->unit.time)
+		return -SP_E_BAD_ARG;
+	a->scope = scope;
+	if (f || (scope && scope->kind != SP_GROUP_NONE) || a->metric != SP_METRIC_CPU) {
 		int err = filter_samples(a, f, scope);
 		if (err)
 			return err;
@@ -641,14 +679,18 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
 		if (!sp_agg_kept(a, i))
 			continue;
+		uint64_t w = sp_agg_weight(a, smp);
 		if (!a->keep)
-			a->stack_count[sid]++;
-		if (!a->samples || smp->timestamp_ns < a->first_ns)
+			a->stack_count[sid] += w;
+		if (!a->nsampled || smp->timestamp_ns < a->first_ns)
 			a->first_ns = smp->timestamp_ns;
-		if (!a->samples || smp->timestamp_ns > a->last_ns)
+		if (!a->nsampled || smp->timestamp_ns > a->last_ns)
 			a->last_ns = smp->timestamp_ns;
-		a->samples++;
+		a->samples = sp_u64_add_sat(a->samples, w);
+		a->nsampled++;
 	}
+	if (a->metric != SP_METRIC_CPU)
+		sp_agg_total_intervals(a, f, scope);
 	a->whole = a->samples;
 	a->empty_samples = a->nstacks ? a->stack_count[0] : 0;
 

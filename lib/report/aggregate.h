@@ -43,6 +43,102 @@ struct sp_agg_func {
 	uint32_t name_id;          /* interned name alone (folded output merges by name) */
 };
 
+/* ---- what one sample stands for (sample_unit.c) ------------------------ */
+
+/*
+ * The spool's event and what one of its samples weighs, as every report
+ * labels it (the header, pprof's sample types, speedscope's unit, perf
+ * script's event and period).
+ */
+struct sp_sample_unit {
+	char event[24];        /* perf's name of the event ("cpu-clock"), or "event-N" for one
+				  this build does not know */
+	/*
+	 * A sample stands for CPU time, period in ns: the clock events, and
+	 * cycles sampled at a frequency (the kernel keeps frequency_hz samples
+	 * per second of CPU time).
+	 */
+	bool time;
+	bool by_period;        /* sampled every period events (record -c), not at a frequency */
+	uint32_t frequency_hz; /* when not by_period: the frequency asked for, 0 if unknown */
+	/*
+	 * Events one sample stands for: ns with time; 1 for an event counted
+	 * at a frequency, where the period the kernel chose is not recorded.
+	 * Never 0.
+	 */
+	uint64_t period;
+	bool system_wide;      /* every process on the recorded CPUs (record -a, -C) */
+	/*
+	 * Views count events, not samples (sp_sample_weight): a counted event
+	 * whose spool stores periods or was sampled every -c events.
+	 */
+	bool weighted;
+};
+
+void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u);
+/*
+ * What smp adds to a view's counts (docs/DESIGN.md, decision 12): 1 for a
+ * time event, whose every sample is u->period ns (the kernel turns a clock
+ * event's frequency into a fixed period, so counting is exact), else the
+ * events it stands for: its period, or u->period for a spool that stored
+ * none.  Never 0.
+ */
+uint64_t sp_sample_weight(const struct sp_sample_unit *u, const struct sp_sample *smp);
+/* What n of a view's counts are called: "sample(s)", or "event(s)" when u->weighted. */
+const char *sp_sample_unit_noun(const struct sp_sample_unit *u, uint64_t n);
+/* A count column's cell, 9 wide: the count, or ms with a time metric (counts in µs). */
+#define SP_COUNT_CELL(a, n, buf)                                                           \
+	((a)->metric != SP_METRIC_CPU ? snprintf((buf), sizeof(buf), "%9.1f", (double)(n) / 1000.0) \
+				      : snprintf((buf), sizeof(buf), "%9" PRIu64, (uint64_t)(n)))
+/*
+ * Count n of a view as text into buf: the number, or with a time metric
+ * (a->metric, counts in microseconds) milliseconds with a unit ("12.3 ms").
+ */
+struct sp_agg;
+/*
+ * A spool of record --off-cpu: the header's off-CPU lines, the totals and
+ * each busiest thread's on-CPU, off-CPU (blocked or sleeping, preempted) and
+ * incomplete time (metric.c).
+ */
+void sp_text_offcpu_header(const struct sp_agg *a, FILE *out);
+void sp_agg_format_count(const struct sp_agg *a, uint64_t n, char *buf, size_t cap);
+/* The same with its unit: "12 samples", "5 events" or "12.3 ms". */
+void sp_agg_format_amount(const struct sp_agg *a, uint64_t n, char *buf, size_t cap);
+/*
+ * Count the off-CPU intervals of a time metric into a's stacks (metric.c):
+ * each kept one (thread and time filters, scope) adds its microseconds.
+ */
+struct sp_agg_scope;
+int sp_agg_count_intervals(struct sp_agg *a, const struct sp_report_filter *f,
+			   const struct sp_agg_scope *scope);
+/*
+ * After the stack filters: add the kept intervals (their stacks not
+ * dropped) to a->samples, nintervals and the time span.  (metric.c)
+ */
+void sp_agg_total_intervals(struct sp_agg *a, const struct sp_report_filter *f,
+			    const struct sp_agg_scope *scope);
+/* Whether an exporter walking intervals keeps o (a's filters; its stack not dropped). */
+bool sp_agg_interval_kept(const struct sp_agg *a, const struct sp_offcpu *o);
+/* The same while a is built: a's filters and scope. */
+bool sp_agg_interval_in(const struct sp_agg *a, const struct sp_offcpu *o);
+/* What smp adds to a's counts: sp_sample_weight, or its CPU time in µs with a time metric. */
+uint64_t sp_agg_weight(const struct sp_agg *a, const struct sp_sample *smp);
+/* Whether samples of thread (t its entry) lie in scope (NULL: every sample). */
+bool sp_agg_in_scope(const struct sp_agg_scope *scope, uint32_t thread, const struct sp_thread *t);
+/*
+ * The count column's heading, 9 wide: "  Samples", "   Events" when
+ * a->unit.weighted, "  Time ms" with a time metric.
+ */
+#define SP_COUNT_HEADING(a)                                                      \
+	((a)->metric != SP_METRIC_CPU ? "  Time ms" : (a)->unit.weighted ? "   Events" : "  Samples")
+/*
+ * The event and how it was sampled, as the text header and the flame graph
+ * print it: "cpu-clock at 999 Hz", "cpu-clock every 100000 ns",
+ * "page-faults every 1000 events", or the name alone; then ", system-wide"
+ * when it was.  NUL-terminated in buf (cap bytes, 80 are enough).
+ */
+void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t cap);
+
 /*
  * Sampled stacks merged by functions: a tree whose root is node 0 and whose
  * every other node is one function called from its parent's, so each
@@ -90,7 +186,18 @@ enum sp_agg_hidden {
 struct sp_agg {
 	const struct sp_spool *spool;
 	struct sp_symbolizer *sym;
-	uint64_t samples;           /* every sample, empty ones included */
+	/*
+	 * What the views count, empty samples included: samples of a time
+	 * event, the events counted samples stand for (sp_sample_weight); all
+	 * counts below are in this unit.
+	 */
+	uint64_t samples;
+	uint64_t nsampled;          /* kept samples */
+	struct sp_sample_unit unit; /* what a sample stands for */
+	uint32_t metric;            /* enum sp_report_metric: not CPU, counts are microseconds */
+	uint64_t nintervals;        /* off-CPU intervals counted (time metrics) */
+	const struct sp_agg_scope *scope; /* the scope built for, NULL: all (valid while building) */
+	uint32_t cause_func[2];     /* time metrics: the [blocked] and [preempted] functions */
 	uint64_t empty_samples;     /* stack id 0 */
 	uint64_t truncated_samples; /* root-end frame is a truncation marker */
 	uint64_t first_ns, last_ns; /* sample timestamps, 0 when no samples */
@@ -303,41 +410,5 @@ void sp_agg_graft_release(struct sp_agg_graft *gr);
  */
 int sp_agg_graft(struct sp_agg_graft *gr, uint32_t group, uint32_t root, uint32_t agg_node,
 		 uint32_t *out);
-
-/* ---- what one sample stands for (sample_unit.c) ------------------------ */
-
-/*
- * The spool's event and what one of its samples weighs, as every report
- * labels it (the header, pprof's sample types, speedscope's unit, perf
- * script's event and period).
- */
-struct sp_sample_unit {
-	char event[24];        /* perf's name of the event ("cpu-clock"), or "event-N" for one
-				  this build does not know */
-	/*
-	 * A sample stands for CPU time, period in ns: the clock events, and
-	 * cycles sampled at a frequency (the kernel keeps frequency_hz samples
-	 * per second of CPU time).
-	 */
-	bool time;
-	bool by_period;        /* sampled every period events (record -c), not at a frequency */
-	uint32_t frequency_hz; /* when not by_period: the frequency asked for, 0 if unknown */
-	/*
-	 * Events one sample stands for: ns with time; 1 for an event counted
-	 * at a frequency, where the period the kernel chose is not recorded.
-	 * Never 0.
-	 */
-	uint64_t period;
-	bool system_wide;      /* every process on the recorded CPUs (record -a, -C) */
-};
-
-void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u);
-/*
- * The event and how it was sampled, as the text header and the flame graph
- * print it: "cpu-clock at 999 Hz", "cpu-clock every 100000 ns",
- * "page-faults every 1000 events", or the name alone; then ", system-wide"
- * when it was.  NUL-terminated in buf (cap bytes, 80 are enough).
- */
-void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t cap);
 
 #endif

@@ -717,9 +717,13 @@ static int write_header(struct flamegraph *fg, const struct geometry *g,
 	char event[80];
 	sp_sample_unit_of(a->spool, &u);
 	sp_sample_unit_describe(&u, event, sizeof(event));
-	/* Widths are CPU time, unless the title says which event they count. */
+	/* Widths are CPU time, unless the title says which event or time metric they count. */
+	const char *what = a->metric == SP_METRIC_WALL	   ? "wall time in microseconds"
+			   : a->metric == SP_METRIC_OFF_CPU ? "off-CPU time in microseconds"
+			   : u.time			   ? NULL
+							   : u.event;
 	fprintf(out, "<text id=\"title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">Flame graph%s%s"
-		     "</text>\n", IMAGE_W / 2, u.time ? "" : ": ", u.time ? "" : u.event);
+		     "</text>\n", IMAGE_W / 2, what ? ": " : "", what ? what : "");
 	fprintf(out, "<text class=\"head\" xml:space=\"preserve\" x=\"%d\" y=\"44\">Command: ", PAD);
 	int err = put_raw_xml(fg, command, out);
 	if (err)

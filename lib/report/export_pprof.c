@@ -305,33 +305,53 @@ static int label(struct pprof *p, struct sp_buf *msg, const char *key, const cha
 	return err ? err : pb_message(msg, SAMPLE_LABEL, &p->sub);
 }
 
-/* Group the samples by (thread, stack): one Sample each, with the count. */
-static int group_samples(struct pprof *p)
+/* Add one sample or interval of thread at stack sid weighing w to its (thread, stack) group. */
+static int group_add(struct pprof *p, uint32_t thread, uint32_t sid, uint64_t w)
 {
-	size_t n = sp_spool_sample_count(p->s);
-	for (size_t i = 0; i < n; i++) {
-		if (!sp_agg_kept(p->a, i))
-			continue; /* filtered out */
-		const struct sp_sample *smp = sp_spool_sample(p->s, i);
-		/* Stacks spelled twice in the spool (same frames) are one sample. */
-		uint32_t sid = smp->stack_id < p->a->nstacks ? smp->stack_id : 0;
-		uint32_t key[2] = {smp->thread, sid ? p->a->stack_canon[sid] : 0};
-		uint32_t g;
-		bool added;
-		int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
-		if (!err && added)
-			err = sp_array_reserve((void **)&p->group_count, &p->groups_cap, (size_t)g + 1,
-				   sizeof(*p->group_count));
-		if (err)
-			return err;
-		if (added)
-			p->group_count[g] = 0;
-		p->group_count[g]++;
-	}
+	/* Stacks spelled twice in the spool (same frames) are one sample. */
+	uint32_t key[2] = {thread, sid ? p->a->stack_canon[sid] : 0};
+	uint32_t g;
+	bool added;
+	int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
+	if (!err && added)
+		err = sp_array_reserve((void **)&p->group_count, &p->groups_cap, (size_t)g * 2 + 2,
+				       sizeof(*p->group_count));
+	if (err)
+		return err;
+	if (added)
+		p->group_count[2 * g] = p->group_count[2 * g + 1] = 0;
+	p->group_count[2 * g]++;
+	p->group_count[2 * g + 1] += w;
 	return 0;
 }
 
-static int encode_samples(struct pprof *p, uint64_t period)
+/*
+ * Group the samples by (thread, stack): one Sample each, with the count and
+ * weight; with a time metric the off-CPU intervals too, weights in ns.
+ */
+static int group_samples(struct pprof *p)
+{
+	const struct sp_agg *a = p->a;
+	size_t n = sp_spool_sample_count(p->s);
+	int err = 0;
+	for (size_t i = 0; !err && i < n; i++) {
+		if (!sp_agg_kept(a, i))
+			continue; /* filtered out */
+		const struct sp_sample *smp = sp_spool_sample(p->s, i);
+		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
+		err = group_add(p, smp->thread, sid,
+				a->metric != SP_METRIC_CPU ? a->unit.period : sp_sample_weight(&a->unit, smp));
+	}
+	for (size_t i = 0; !err && a->metric != SP_METRIC_CPU && i < sp_spool_offcpu_count(p->s); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(p->s, i);
+		if (sp_agg_interval_kept(a, o))
+			err = group_add(p, o->thread, o->stack_id < a->nstacks ? o->stack_id : 0,
+					o->duration_ns);
+	}
+	return err;
+}
+
+static int encode_samples(struct pprof *p, uint64_t scale)
 {
 	struct sp_buf msg;
 	sp_buf_init(&msg);
@@ -353,12 +373,12 @@ static int encode_samples(struct pprof *p, uint64_t period)
 		}
 		if (!err && p->packed.len)
 			err = pb_bytes(&msg, SAMPLE_LOCATION_ID, p->packed.data, p->packed.len);
-		uint64_t count = p->group_count[g];
+		uint64_t count = p->group_count[2 * g], weight = p->group_count[2 * g + 1];
 		p->packed.len = 0;
 		if (!err)
 			err = sp_buf_put_uvarint(&p->packed, count);
 		if (!err)
-			err = sp_buf_put_uvarint(&p->packed, count * period);
+			err = sp_buf_put_uvarint(&p->packed, weight * scale);
 		if (!err)
 			err = pb_bytes(&msg, SAMPLE_VALUE, p->packed.data, p->packed.len);
 		if (!err && t) {
@@ -530,7 +550,14 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	 * events the samples stand for, named after the event.
 	 */
 	const char *type = u.time ? "cpu" : u.event, *unit = u.time ? "nanoseconds" : "count";
-	uint64_t period = u.period, id;
+	/* Weights are samples of a time event (u.period ns each), else events (decision 12). */
+	uint64_t period = u.period, scale = u.time ? u.period : 1, id;
+	/* A time metric's weights are ns already: "wall" or "off-cpu" time. */
+	if (a->metric != SP_METRIC_CPU) {
+		type = a->metric == SP_METRIC_WALL ? "wall" : "off-cpu";
+		unit = "nanoseconds";
+		scale = 1;
+	}
 	size_t nframes = sp_spool_frame_count(p.s), nmodules = sp_spool_module_count(p.s);
 	int err = -ENOMEM;
 	p.frame_loc = calloc(nframes ? nframes : 1, sizeof(*p.frame_loc));
@@ -546,7 +573,7 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	if ((err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, "samples", "count")) ||
 	    (err = value_type(&p, &p.profile, PROFILE_SAMPLE_TYPE, type, unit)) ||
 	    (err = gz_open(&gz, out)) || (err = gz_put(&gz, &p.profile, false)) ||
-	    (err = group_samples(&p)) || (err = encode_samples(&p, period)))
+	    (err = group_samples(&p)) || (err = encode_samples(&p, scale)))
 		goto out;
 	/* Mapping ids in module order: the recorded command's executable comes first. */
 	uint32_t next = 0;

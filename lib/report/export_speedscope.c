@@ -172,13 +172,16 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	 * profile's length.  Other events weigh what they count, no time: "none",
 	 * from 0.
 	 */
-	uint64_t period = u->period;
+	/* A time event's samples weigh u->period ns; a counted event's their periods (decision 12). */
+	uint64_t period = u->period, sum = 0;
+	for (size_t i = 0; i < n; i++)
+		sum += u->time ? period : sp_sample_weight(u, sp_spool_sample(ss->s, samples[i]));
 	uint64_t start = u->time ? sp_spool_sample(ss->s, samples[0])->timestamp_ns - ss->a->first_ns
 				 : 0;
 	fprintf(out,
 		",\"unit\":\"%s\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
 		",\n\"samples\":[\n",
-		u->time ? "nanoseconds" : "none", start, start + n * period);
+		u->time ? "nanoseconds" : "none", start, start + sum);
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_sample *smp = sp_spool_sample(ss->s, samples[i]);
 		uint32_t sid = smp->stack_id < ss->a->nstacks ? smp->stack_id : 0;
@@ -190,7 +193,8 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	}
 	fputs("],\n\"weights\":[", out);
 	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n", period);
+		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n",
+			u->time ? period : sp_sample_weight(u, sp_spool_sample(ss->s, samples[i])));
 	fputs("]}", out);
 	return ferror(out) ? -EIO : 0;
 }

@@ -80,9 +80,15 @@ int sp_agg_groups_build(struct sp_agg_groups *g, const struct sp_agg *a, uint32_
 	}
 	sp_map_release(&by_pid);
 	for (size_t i = 0; !err && i < nsamples; i++) {
-		uint32_t t = sp_spool_sample(s, i)->thread;
-		if (sp_agg_kept(a, i) && t < nthreads)
-			g->v[g->of_thread[t]].samples++;
+		const struct sp_sample *smp = sp_spool_sample(s, i);
+		if (sp_agg_kept(a, i) && smp->thread < nthreads)
+			g->v[g->of_thread[smp->thread]].samples += sp_agg_weight(a, smp);
+	}
+	/* A time metric: the off-CPU intervals' time too (docs/DESIGN.md, decision 12). */
+	for (size_t i = 0; !err && a->metric != SP_METRIC_CPU && i < sp_spool_offcpu_count(s); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
+		if (o->thread < nthreads && sp_agg_interval_kept(a, o))
+			g->v[g->of_thread[o->thread]].samples += o->duration_ns / 1000;
 	}
 	return err ? err : sort_groups(g, nthreads);
 }
@@ -106,6 +112,24 @@ int sp_agg_group_label(const struct sp_agg_groups *g, size_t i, struct sp_buf *b
 	return err ? err : sp_buf_append(b, ids, strlen(ids));
 }
 
+/* Add w to (group, node)'s count in *v (made on first use, index maps key -> entry). */
+static int add_group_count(struct sp_agg_group_count **v, size_t *n, size_t *cap,
+			   struct sp_map *index, uint32_t group, uint32_t node, uint64_t w)
+{
+	uint64_t key = (uint64_t)group << 32 | node;
+	uint32_t at;
+	int err = 0;
+	if (!sp_map_get(index, key, &at)) {
+		at = (uint32_t)*n;
+		if (!(err = sp_array_reserve((void **)v, cap, *n + 1, sizeof(**v))) &&
+		    !(err = sp_map_put(index, key, at)))
+			(*v)[(*n)++] = (struct sp_agg_group_count){.group = group, .node = node};
+	}
+	if (!err)
+		(*v)[at].count += w;
+	return err;
+}
+
 int sp_agg_group_counts(const struct sp_agg *a, const struct sp_agg_groups *g,
 			struct sp_agg_group_count **out, size_t *n)
 {
@@ -121,17 +145,19 @@ int sp_agg_group_counts(const struct sp_agg *a, const struct sp_agg_groups *g,
 		if (!sp_agg_kept(a, i) || smp->thread >= nthreads)
 			continue;
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
-		uint32_t group = g->of_thread[smp->thread], node = sid ? a->stack_node[sid] : 0;
-		uint64_t key = (uint64_t)group << 32 | node;
-		uint32_t at;
-		if (!sp_map_get(&index, key, &at)) {
-			at = (uint32_t)*n;
-			if (!(err = sp_array_reserve((void **)&v, &cap, *n + 1, sizeof(*v))) &&
-			    !(err = sp_map_put(&index, key, at)))
-				v[(*n)++] = (struct sp_agg_group_count){.group = group, .node = node};
-		}
-		if (!err)
-			v[at].count++;
+		err = add_group_count(&v, n, &cap, &index, g->of_thread[smp->thread],
+				      sid ? a->stack_node[sid] : 0, sp_agg_weight(a, smp));
+	}
+	/* A time metric: each interval at its [blocked] or [preempted] node (decision 12). */
+	for (size_t i = 0; !err && a->metric != SP_METRIC_CPU && i < sp_spool_offcpu_count(s); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
+		uint32_t sid = o->stack_id < a->nstacks ? o->stack_id : 0, node;
+		uint32_t func = a->cause_func[(o->flags & SP_OFFCPU_PREEMPTED) != 0];
+		if (o->thread >= nthreads || !(o->duration_ns / 1000) || !sp_agg_interval_kept(a, o) ||
+		    !sp_map_get(&a->node_index, (uint64_t)a->stack_node[sid] << 32 | func, &node))
+			continue;
+		err = add_group_count(&v, n, &cap, &index, g->of_thread[o->thread], node,
+				      o->duration_ns / 1000);
 	}
 	sp_map_release(&index);
 	if (err) {

@@ -38,7 +38,7 @@ struct bucket {
 	struct sp_map index; /* entry -> index into deltas */
 	struct {
 		uint32_t entry;
-		uint32_t self, total;
+		uint64_t self, total;
 	} *deltas;
 	size_t ndeltas, cap;
 };
@@ -68,12 +68,15 @@ struct sp_live {
 	struct bucket *buckets; /* ring of opts.window_s + 1 */
 	size_t nbuckets;
 	uint64_t newest_second;
-	uint64_t win_samples, all_samples;
+	uint64_t win_samples, all_samples; /* weights (sp_sample_weight) */
+	uint64_t counted;                  /* samples counted */
 	size_t next_sample;     /* first sample not yet counted */
 	size_t win_first;       /* first sample index that may lie in the window */
 	uint32_t stamp;
 	bool finished;
 	bool behind;            /* the last update stopped at its budget */
+	struct sp_sample_unit unit; /* what a sample weighs, once the header is read */
+	bool have_unit;
 };
 
 static uint64_t str_hash(const char *s, uint64_t h)
@@ -260,7 +263,7 @@ static void advance(struct sp_live *l, uint64_t second)
 	l->newest_second = second;
 }
 
-static int add_delta(struct bucket *b, uint32_t entry, bool self)
+static int add_delta(struct bucket *b, uint32_t entry, bool self, uint64_t w)
 {
 	uint32_t i;
 	if (!sp_map_get(&b->index, entry, &i)) {
@@ -271,8 +274,10 @@ static int add_delta(struct bucket *b, uint32_t entry, bool self)
 		b->deltas[i].entry = entry;
 		b->deltas[i].self = b->deltas[i].total = 0;
 	}
-	b->deltas[i].self += self;
-	b->deltas[i].total += !self;
+	if (self)
+		b->deltas[i].self += w;
+	else
+		b->deltas[i].total += w;
 	return 0;
 }
 
@@ -288,10 +293,17 @@ static int count_sample(struct sp_live *l, const struct sp_sample *smp)
 	struct bucket *b = sec + l->nbuckets > l->newest_second ? &l->buckets[sec % l->nbuckets] : NULL;
 	if (b && b->second != sec)
 		b = NULL;
-	l->all_samples++;
+	if (!l->have_unit) {
+		sp_sample_unit_of(s, &l->unit);
+		l->have_unit = true;
+	}
+	/* A counted event's sample weighs its period (docs/DESIGN.md, decision 12). */
+	uint64_t w = sp_sample_weight(&l->unit, smp);
+	l->all_samples += w;
+	l->counted++;
 	if (b) {
-		b->samples++;
-		l->win_samples++;
+		b->samples += w;
+		l->win_samples += w;
 	}
 	const uint32_t *path;
 	int err = stack_path(l, t->pid, smp->stack_id, &path);
@@ -305,20 +317,20 @@ static int count_sample(struct sp_live *l, const struct sp_sample *smp)
 	for (uint32_t i = 0; i < path[0]; i++) {
 		struct live_entry *e = &l->entries[path[1 + i]];
 		if (i == 0) {
-			e->self_all++;
+			e->self_all += w;
 			if (b) {
-				e->self_win++;
-				if ((err = add_delta(b, path[1 + i], true)))
+				e->self_win += w;
+				if ((err = add_delta(b, path[1 + i], true, w)))
 					return err;
 			}
 		}
 		if (e->mark == l->stamp)
 			continue;
 		e->mark = l->stamp;
-		e->total_all++;
+		e->total_all += w;
 		if (b) {
-			e->total_win++;
-			if ((err = add_delta(b, path[1 + i], false)))
+			e->total_win += w;
+			if ((err = add_delta(b, path[1 + i], false, w)))
 				return err;
 		}
 	}
@@ -375,7 +387,7 @@ static uint64_t clock_ns(void)
 
 int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 {
-	size_t before = l->all_samples;
+	size_t before = l->counted;
 	int err = 0;
 	bool more = true;
 	uint64_t until = l->opts.budget_ms ? clock_ns() + (uint64_t)l->opts.budget_ms * 1000000 : 0;
@@ -386,7 +398,7 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 		if (until && (i & 63) == 0 && clock_ns() > until) {
 			l->behind = true;
 			if (new_samples)
-				*new_samples = (size_t)(l->all_samples - before);
+				*new_samples = (size_t)(l->counted - before);
 			return 0;
 		}
 		err = count_sample(l, sp_spool_sample(s0, i));
@@ -424,7 +436,7 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 	    now_s - l->newest_second < 3600)
 		advance(l, now_s);
 	if (new_samples)
-		*new_samples = (size_t)(l->all_samples - before);
+		*new_samples = (size_t)(l->counted - before);
 	return err;
 }
 

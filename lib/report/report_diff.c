@@ -248,6 +248,10 @@ static const char *what_compared(const struct sp_diff *d)
 {
 	if (d->shares)
 		return "share of the samples";
+	if (d->side[0].a->metric == SP_METRIC_OFF_CPU)
+		return "off-CPU time";
+	if (d->side[0].a->metric == SP_METRIC_WALL)
+		return "wall time";
 	return d->side[0].unit.time ? "CPU time" : "events";
 }
 
@@ -383,18 +387,27 @@ static int write_table(const struct sp_diff *d, const struct sp_report_opts *opt
 static void write_side(const struct sp_diff *d, int i, FILE *out)
 {
 	const struct sp_diff_side *s = &d->side[i];
+	const struct sp_agg *a = s->a;
 	const char *path = i ? d->path : d->base_path;
+	const char *label = i ? "New:" : "Base:";
 	char how[96];
 	sp_sample_unit_describe(&s->unit, how, sizeof(how));
-	fprintf(out, "%-12s%s: %" PRIu64, i ? "New:" : "Base:", path ? path : "(buffer)",
-		s->a->samples);
-	if (s->a->samples != s->a->all_samples)
-		fprintf(out, " of %" PRIu64, s->a->all_samples);
-	fprintf(out, " samples%s", s->a->samples != s->a->all_samples ? " kept" : "");
+	/* A time metric or a counted event's events: the amount, then the samples (docs/DESIGN.md, decision 12). */
+	if (a->metric != SP_METRIC_CPU || a->unit.weighted) {
+		char amount[48];
+		sp_agg_format_amount(a, a->samples, amount, sizeof(amount));
+		fprintf(out, "%-12s%s: %s (%" PRIu64 " of %" PRIu64 " samples)\n", label,
+			path ? path : "(buffer)", amount, a->nsampled, a->all_samples);
+		return;
+	}
+	fprintf(out, "%-12s%s: %" PRIu64, label, path ? path : "(buffer)", a->samples);
+	if (a->samples != a->all_samples)
+		fprintf(out, " of %" PRIu64, a->all_samples);
+	fprintf(out, " samples%s", a->samples != a->all_samples ? " kept" : "");
 	if (s->unit.time)
-		fprintf(out, ", %.1f ms", (double)s->a->samples * s->per_sample / 1e6);
+		fprintf(out, ", %.1f ms", (double)a->samples * s->per_sample / 1e6);
 	else
-		fprintf(out, ", %.0f events", (double)s->a->samples * s->per_sample);
+		fprintf(out, ", %.0f events", (double)a->samples * s->per_sample);
 	fprintf(out, " (%s)\n", how);
 }
 
@@ -450,6 +463,21 @@ static void side_of(struct sp_diff_side *s, const struct sp_agg *a)
 	sp_sample_unit_of(a->spool, &s->unit);
 	s->per_sample = (double)s->unit.period;
 	s->scale = s->per_sample; /* the aggregation counts samples */
+	if (a->metric != SP_METRIC_CPU || a->unit.weighted) {
+		/*
+		 * The aggregation sums amounts (docs/DESIGN.md, decision 12): µs of time with
+		 * a time metric, events with a counted event.  One count is scale ns or
+		 * events; a sample stands for the mean amount, which the noise bound uses.
+		 */
+		s->scale = a->metric != SP_METRIC_CPU ? 1000.0 : 1.0;
+		s->unit.time = s->unit.time || a->metric != SP_METRIC_CPU;
+		if (a->nsampled)
+			s->per_sample = (double)a->samples * s->scale / (double)a->nsampled;
+		s->whole = (double)a->samples;
+		if (a->filter && a->nsampled)
+			s->whole *= (double)a->all_samples / (double)a->nsampled;
+		return;
+	}
 	s->whole = (double)(a->filter ? a->all_samples : a->samples);
 }
 

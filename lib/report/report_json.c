@@ -70,6 +70,12 @@ static void put_meta(struct json *j, const struct sp_agg *a, const struct sp_rep
 	put_key_u64(j, "frequency_hz", m ? m->frequency_hz : 0);
 	put_key_u64(j, "sample_period", m ? m->sample_period : 0);
 	fprintf(j->out, ",\"system_wide\":%s", u.system_wide ? "true" : "false");
+	/* What the counts below are, where they are not samples (docs/DESIGN.md, decision 12). */
+	if (a->metric != SP_METRIC_CPU)
+		fprintf(j->out, ",\"metric\":\"%s\",\"unit\":\"microseconds\"",
+			a->metric == SP_METRIC_WALL ? "wall" : "off-cpu");
+	else if (u.weighted)
+		fputs(",\"metric\":\"cpu\",\"unit\":\"events\"", j->out);
 	put_key_u64(j, "start_unix_us", m ? m->start_timestamp_us : 0);
 	fprintf(j->out, ",\"duration_s\":%.6f", (double)(a->last_ns - a->first_ns) / 1e9);
 	/* a spool still being written has no trailer yet: not cut short, growing */

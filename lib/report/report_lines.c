@@ -72,7 +72,8 @@ static int write_rows(const struct sp_agg *a, const struct sp_report_opts *opts,
 	size_t room = (width - 20) / 2;
 	lw = lw > room ? room : lw < LINE_MIN ? LINE_MIN : lw;
 	size_t fw = width - 20 - lw - 2;
-	fprintf(out, "\n  Self%%   Samples  %-*s  Function (module)\n", (int)lw, "Source line");
+	fprintf(out, "\n  Self%% %s  %-*s  Function (module)\n", SP_COUNT_HEADING(a), (int)lw,
+		"Source line");
 	for (size_t i = 0; i < n && shown < max; i++) {
 		const struct line_row *r = &rows[i];
 		if (!r->self || (limit > 0 && sp_text_pct(r->self, a->whole) < limit))

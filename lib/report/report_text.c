@@ -58,13 +58,18 @@ static int write_table(const struct sp_agg *a, const struct sp_report_opts *opts
 		fprintf(out, "\n  Self%%  Total%%      Self     Total  %-*s  Module\n", (int)fw,
 			"Function");
 	else
-		fprintf(out, "\n  Self%%  Total%%   Samples  %-*s  Module\n", (int)fw, "Function");
+		fprintf(out, "\n  Self%%  Total%% %s  %-*s  Module\n", SP_COUNT_HEADING(a),
+			(int)fw, "Function");
 	for (size_t i = 0; i < rows; i++) {
 		const struct sp_agg_func *f = &a->funcs[order[i]];
-		fprintf(out, "%6.1f%% %6.1f%% %9" PRIu64 " ", pct(f->self, a->whole),
-			pct(f->total, a->whole), f->self);
-		if (opts->show_counts)
-			fprintf(out, "%9" PRIu64 " ", f->total);
+		char cell[32];
+		SP_COUNT_CELL(a, f->self, cell);
+		fprintf(out, "%6.1f%% %6.1f%% %s ", pct(f->self, a->whole), pct(f->total, a->whole),
+			cell);
+		if (opts->show_counts) {
+			SP_COUNT_CELL(a, f->total, cell);
+			fprintf(out, "%s ", cell);
+		}
 		fputc(' ', out);
 		sp_text_put_func_at(out, f, fw, true, diff[i]);
 		fputs("  ", out);
@@ -161,8 +166,9 @@ static int write_stacks(struct sp_agg *a, const struct sp_report_opts *opts, FIL
 			err = -ENOMEM;
 			goto out;
 		}
-		fprintf(out, "\n%5.1f%% (%" PRIu64 " sample%s)\n", pct(count, a->whole), count,
-			count == 1 ? "" : "s");
+		char n[48];
+		sp_agg_format_amount(a, count, n, sizeof(n));
+		fprintf(out, "\n%5.1f%% (%s)\n", pct(count, a->whole), n);
 		for (size_t j = 0; j < len; j++) {
 			if (path[j] >= a->nfuncs) {
 				fputs("    [truncated]\n", out); /* a marker inside a damaged stack */
@@ -232,8 +238,9 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 			fprintf(out, "\n== Thread %" PRId32 "/%" PRId32 " (", sec->pid, sec->tid);
 		/* The target names its threads: never raw to a terminal. */
 		sp_fputs_printable(sec->name[0] ? sec->name : "[unknown]", out);
-		fprintf(out, "): %.1f%% (%" PRIu64 " sample%s)\n", pct(sec->samples, a->whole),
-			sec->samples, sec->samples == 1 ? "" : "s");
+		char amount[48];
+		sp_agg_format_amount(a, sec->samples, amount, sizeof(amount));
+		fprintf(out, "): %.1f%% (%s)\n", pct(sec->samples, a->whole), amount);
 		err = sp_agg_build_scoped(&part, a->spool, a->sym, opts, &sec->scope);
 		if (!err) {
 			part.whole = a->whole;
@@ -241,18 +248,22 @@ static int write_sections(struct sp_agg *a, const struct sp_report_opts *opts, F
 		}
 		sp_agg_release(&part);
 	}
-	if (!err && over)
-		fprintf(out, "\n(%" PRIu64 " more %s past the busiest %d, left out: %.1f%%, %" PRIu64
-			" sample%s)\n", over,
+	if (!err && over) {
+		char over_amount[48];
+		sp_agg_format_amount(a, over_samples, over_amount, sizeof(over_amount));
+		fprintf(out, "\n(%" PRIu64 " more %s past the busiest %d, left out: %.1f%%, %s)\n",
+			over,
 			g.kind == SP_GROUP_PROCESS ? (over == 1 ? "process" : "processes")
 						   : (over == 1 ? "thread" : "threads"),
-			SP_REPORT_SECTIONS_MAX, pct(over_samples, a->whole), over_samples,
-			over_samples == 1 ? "" : "s");
+			SP_REPORT_SECTIONS_MAX, pct(over_samples, a->whole), over_amount);
+	}
+	char rest_amount[48];
+	sp_agg_format_amount(a, rest_samples, rest_amount, sizeof(rest_amount));
 	if (!err && rest)
-		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %" PRIu64 " sample%s)\n",
+		fprintf(out, "\n(%" PRIu64 " more %s under %.1f%% each: %.1f%%, %s)\n",
 			rest, g.kind == SP_GROUP_PROCESS ? (rest == 1 ? "process" : "processes")
 							 : (rest == 1 ? "thread" : "threads"),
-			limit, pct(rest_samples, a->whole), rest_samples, rest_samples == 1 ? "" : "s");
+			limit, pct(rest_samples, a->whole), rest_amount);
 	sp_agg_groups_release(&g);
 	return err;
 }

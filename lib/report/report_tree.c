@@ -394,7 +394,7 @@ int sp_report_tree(struct sp_agg *a, const struct sp_report_opts *opts, FILE *ou
 	if (inverted) {
 		fprintf(out, "\nCallers (bottom-up: each leaf function, then its callers)\n"
 			     "  Self%%%s  Function (module)\n",
-			opts->show_counts ? "   Samples" : "");
+			opts->show_counts ? (a->unit.weighted ? "    Events" : "   Samples") : "");
 		err = print_inverted(a, limit, opts, out);
 	} else if (!(err = build_top_down(&t))) {
 		fprintf(out, "\nCall tree (top-down: callees indented under callers)\n"

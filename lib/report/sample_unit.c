@@ -36,6 +36,14 @@ void sp_sample_unit_of(const struct sp_spool *s, struct sp_sample_unit *u)
 		u->period = (1000000000ull + SP_DEFAULT_FREQUENCY / 2) / SP_DEFAULT_FREQUENCY;
 	if (!u->period)
 		u->period = 1; /* an untrusted header's interval of 0 */
+	u->weighted = !u->time && (u->by_period || s->periods_stored);
+}
+
+uint64_t sp_sample_weight(const struct sp_sample_unit *u, const struct sp_sample *smp)
+{
+	if (u->time)
+		return 1;
+	return smp->period ? smp->period : u->period;
 }
 
 void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t cap)
@@ -53,4 +61,11 @@ void sp_sample_unit_describe(const struct sp_sample_unit *u, char *buf, size_t c
 		n = snprintf(buf, cap, "%s", u->event);
 	if (u->system_wide && n >= 0 && (size_t)n < cap)
 		snprintf(buf + n, cap - (size_t)n, ", system-wide");
+}
+
+const char *sp_sample_unit_noun(const struct sp_sample_unit *u, uint64_t n)
+{
+	if (u->weighted)
+		return n == 1 ? "event" : "events";
+	return n == 1 ? "sample" : "samples";
 }

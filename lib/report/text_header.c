@@ -308,14 +308,20 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	fprintf(out, "Event:      %s\n", event);
 	double secs = (double)(a->last_ns - a->first_ns) / 1e9;
 	fprintf(out, "Duration:   %.3f s\n", secs);
-	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->samples,
+	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->nsampled,
 		sp_spool_lost_total(s));
+	/* docs/DESIGN.md, decision 12: a counted event's samples weigh their periods. */
+	if (a->unit.weighted)
+		fprintf(out, "Events:     %" PRIu64 " %s (each sample weighs its period;"
+			     " counts below are events)\n", a->samples, a->unit.event);
 	sp_text_filters(a, opts, out);
+	sp_text_offcpu_header(a, out);
 	write_processes(a, opts, out);
-	fprintf(out, "Empty:      %.1f%% of samples had no stack (%" PRIu64 ")\n",
-		pct(a->empty_samples, a->samples), a->empty_samples);
-	fprintf(out, "Truncated:  %.1f%% of samples had a truncated stack (%" PRIu64 ")\n",
-		pct(a->truncated_samples, a->samples), a->truncated_samples);
+	const char *of = sp_sample_unit_noun(&a->unit, 2);
+	fprintf(out, "Empty:      %.1f%% of %s had no stack (%" PRIu64 ")\n",
+		pct(a->empty_samples, a->samples), of, a->empty_samples);
+	fprintf(out, "Truncated:  %.1f%% of %s had a truncated stack (%" PRIu64 ")\n",
+		pct(a->truncated_samples, a->samples), of, a->truncated_samples);
 	/* A recording cut short has no summary trailer: its counters were never written. */
 	if (sum) {
 		write_counters(sum, meta && (meta->flags & SP_META_SYSTEM_WIDE), out);

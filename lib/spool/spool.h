@@ -54,7 +54,9 @@ enum sp_spool_record {
 	SP_REC_SYM_PERF_MAP = 14,
 	/* Written by the recorder: a process's effective uid (perf-map owner checks). */
 	SP_REC_OWNER = 15,
-	SP_REC_LAST_ = SP_REC_OWNER,
+	/* Written by record --off-cpu: an interval a thread spent off CPU (docs/DESIGN.md, decision 12). */
+	SP_REC_OFFCPU = 16,
+	SP_REC_LAST_ = SP_REC_OFFCPU,
 };
 
 /* String ids of optional strings are stored plus one; 0 is "none". */
@@ -165,6 +167,8 @@ struct sp_spool {
 	uint16_t version;
 	bool truncated;
 	uint64_t last_timestamp_ns; /* base of the next sample's delta */
+	uint64_t last_period;       /* the period of a sample that stores none */
+	bool periods_stored;        /* some SAMPLE record stored a period */
 
 	struct sp_module *modules; /* paths owned */
 	size_t nmodules, modules_cap;
@@ -184,6 +188,9 @@ struct sp_spool {
 	size_t nexecs, execs_cap;
 	struct sp_owner *owners;
 	size_t nowners, owners_cap;
+	struct sp_offcpu *offcpus;
+	size_t noffcpus, offcpus_cap;
+	uint64_t last_offcpu_ns; /* base of the next OFFCPU's start delta */
 	struct sp_spool_lost *losts;
 	size_t nlosts, losts_cap;
 	uint64_t lost_total;

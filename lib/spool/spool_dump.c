@@ -234,6 +234,15 @@ static void dump_record(FILE *out, const struct sp_spool *s, const struct sp_spo
 		fprintf(out, "sample thread=%" PRIu32 " stack=", s->samples[i].thread);
 		put_stack_id(out, s->samples[i].stack_id);
 		fprintf(out, " time_ns=%" PRIu64, s->samples[i].timestamp_ns);
+		/* Spools that store periods show every sample's; older ones stay as they read. */
+		if (s->periods_stored)
+			fprintf(out, " period=%" PRIu64, s->samples[i].period);
+		break;
+	case SP_REC_OFFCPU:
+		fprintf(out, "off-cpu thread=%" PRIu32 " stack=", s->offcpus[i].thread);
+		put_stack_id(out, s->offcpus[i].stack_id);
+		fprintf(out, " start_ns=%" PRIu64 " duration_ns=%" PRIu64 " flags=%" PRIu32,
+			s->offcpus[i].start_ns, s->offcpus[i].duration_ns, s->offcpus[i].flags);
 		break;
 	case SP_REC_EXEC:
 		fprintf(out, "exec pid=%" PRId32 " python=%d time_ns=%" PRIu64, s->execs[i].pid,
@@ -501,6 +510,8 @@ static const char *record_name(uint8_t type)
 		return "thread-name";
 	case SP_REC_SAMPLE:
 		return "sample";
+	case SP_REC_OFFCPU:
+		return "off-cpu";
 	case SP_REC_EXEC:
 		return "exec";
 	case SP_REC_LOST:
@@ -557,6 +568,15 @@ static void json_record(struct jline *j, const struct sp_spool *s, const struct 
 		ju64(j, "thread", s->samples[i].thread);
 		jid_or_null(j, "stack", s->samples[i].stack_id, s->samples[i].stack_id != 0);
 		ju64(j, "time_ns", s->samples[i].timestamp_ns);
+		if (s->periods_stored)
+			ju64(j, "period", s->samples[i].period);
+		break;
+	case SP_REC_OFFCPU:
+		ju64(j, "thread", s->offcpus[i].thread);
+		jid_or_null(j, "stack", s->offcpus[i].stack_id, s->offcpus[i].stack_id != 0);
+		ju64(j, "start_ns", s->offcpus[i].start_ns);
+		ju64(j, "duration_ns", s->offcpus[i].duration_ns);
+		ju64(j, "flags", s->offcpus[i].flags);
 		break;
 	case SP_REC_EXEC:
 		ji64(j, "pid", s->execs[i].pid);

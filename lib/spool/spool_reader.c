@@ -33,6 +33,8 @@ static int parse_meta(struct sp_spool *s, struct sp_cur *c)
 	m->hostname = s->hostname;
 	m->kernel_release = s->kernel_release;
 	s->last_timestamp_ns = m->start_monotonic_ns;
+	s->last_period = m->sample_period;
+	s->last_offcpu_ns = m->start_monotonic_ns;
 	return sp_spool_log_record(s, SP_REC_META, 0);
 }
 
@@ -175,6 +177,14 @@ static int parse_sample(struct sp_spool *s, struct sp_cur *c)
 	    sp_cur_u64(c, &stack) || stack >= s->nstacks ||
 	    sp_get_svarint(&c->p, c->end, &delta))
 		return CORRUPT;
+	/* The period, when it changed (docs/DESIGN.md, decision 12); 0 is never written. */
+	if (c->p < c->end) {
+		uint64_t period;
+		if (sp_cur_u64(c, &period) || !period)
+			return CORRUPT;
+		s->last_period = period;
+		s->periods_stored = true;
+	}
 	int err = SP_GROW(s->samples, s->nsamples, s->samples_cap);
 	if (!err)
 		err = sp_spool_log_record(s, SP_REC_SAMPLE, s->nsamples);
@@ -186,6 +196,31 @@ static int parse_sample(struct sp_spool *s, struct sp_cur *c)
 		.timestamp_ns = s->last_timestamp_ns,
 		.thread = (uint32_t)thread,
 		.stack_id = (uint32_t)stack,
+		.period = s->last_period,
+	};
+	return 0;
+}
+
+static int parse_offcpu(struct sp_spool *s, struct sp_cur *c)
+{
+	uint64_t thread, stack, duration, flags;
+	int64_t delta;
+	if (s->noffcpus >= UINT32_MAX || sp_cur_u64(c, &thread) || thread >= s->nthreads ||
+	    sp_cur_u64(c, &stack) || stack >= s->nstacks || sp_get_svarint(&c->p, c->end, &delta) ||
+	    sp_cur_u64(c, &duration) || sp_cur_u64(c, &flags) || flags > UINT32_MAX)
+		return CORRUPT;
+	int err = SP_GROW(s->offcpus, s->noffcpus, s->offcpus_cap);
+	if (!err)
+		err = sp_spool_log_record(s, SP_REC_OFFCPU, s->noffcpus);
+	if (err)
+		return err;
+	s->last_offcpu_ns += (uint64_t)delta;
+	s->offcpus[s->noffcpus++] = (struct sp_offcpu){
+		.start_ns = s->last_offcpu_ns,
+		.duration_ns = duration,
+		.thread = (uint32_t)thread,
+		.stack_id = (uint32_t)stack,
+		.flags = (uint32_t)flags,
 	};
 	return 0;
 }
@@ -351,6 +386,8 @@ static int parse_record(struct sp_spool *s, uint8_t type, const uint8_t *p, size
 		return parse_sample(s, &c);
 	case SP_REC_EXEC:
 		return parse_exec(s, &c);
+	case SP_REC_OFFCPU:
+		return parse_offcpu(s, &c);
 	case SP_REC_LOST:
 		return parse_lost(s, &c);
 	case SP_REC_OWNER:
@@ -594,6 +631,7 @@ void sp_spool_free(struct sp_spool *s)
 	free(s->names);
 	free(s->samples);
 	free(s->execs);
+	free(s->offcpus);
 	free(s->owners);
 	free(s->losts);
 	free(s->summaries);
@@ -663,6 +701,16 @@ size_t sp_spool_sample_count(const struct sp_spool *s)
 const struct sp_sample *sp_spool_sample(const struct sp_spool *s, size_t index)
 {
 	return index < s->nsamples ? &s->samples[index] : NULL;
+}
+
+size_t sp_spool_offcpu_count(const struct sp_spool *s)
+{
+	return s->noffcpus;
+}
+
+const struct sp_offcpu *sp_spool_offcpu(const struct sp_spool *s, size_t index)
+{
+	return index < s->noffcpus ? &s->offcpus[index] : NULL;
 }
 
 size_t sp_spool_exec_count(const struct sp_spool *s)

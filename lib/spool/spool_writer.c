@@ -27,6 +27,8 @@ struct sp_spool_writer {
 	struct sp_buf rec; /* scratch payload for records with strings */
 	uint64_t written;
 	uint64_t last_timestamp_ns;
+	uint64_t last_period; /* the period a SAMPLE without one weighs */
+	uint64_t last_offcpu_ns; /* base of the next OFFCPU's start delta */
 
 	/* start - file_offset per module: frames store rel_ip relative to it. */
 	uint64_t *module_base;
@@ -168,6 +170,8 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	sp_map_init(&w->stack_by_edge);
 	sp_map_init(&w->thread_by_id);
 	w->last_timestamp_ns = meta->start_monotonic_ns;
+	w->last_period = meta->sample_period;
+	w->last_offcpu_ns = meta->start_monotonic_ns;
 	/* Never through another user's symlink, never into a FIFO or device. */
 	/*
 	 * A system-wide spool shows every user's processes: its owner's alone,
@@ -374,18 +378,47 @@ int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 				  uint32_t stack_id, uint64_t timestamp_ns)
 {
+	return sp_spool_writer_append_weighted_sample(w, thread, stack_id, timestamp_ns, 0);
+}
+
+int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t thread,
+					   uint32_t stack_id, uint64_t timestamp_ns,
+					   uint64_t period)
+{
 	if (thread >= w->nthreads || stack_id > w->nnodes)
 		return -SP_E_BAD_ARG;
-	uint8_t rec[3 * SP_VARINT_MAX];
+	uint8_t rec[4 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, thread);
 	p = sp_enc_uvarint(p, stack_id);
 	/* Wrapping difference: exact for any pair, small for neighbours in either order. */
 	p = sp_enc_svarint(p, (int64_t)(timestamp_ns - w->last_timestamp_ns));
+	/* An appended field older readers ignore, present only when the period changed. */
+	bool changed = period && period != w->last_period;
+	if (changed)
+		p = sp_enc_uvarint(p, period);
 	int err = emit(w, SP_REC_SAMPLE, rec, (size_t)(p - rec));
 	if (err)
 		return err;
 	w->last_timestamp_ns = timestamp_ns;
+	if (changed)
+		w->last_period = period;
 	return 0;
+}
+
+int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_offcpu *o)
+{
+	if (o->thread >= w->nthreads || o->stack_id > w->nnodes)
+		return -SP_E_BAD_ARG;
+	uint8_t rec[5 * SP_VARINT_MAX];
+	uint8_t *p = sp_enc_uvarint(rec, o->thread);
+	p = sp_enc_uvarint(p, o->stack_id);
+	p = sp_enc_svarint(p, (int64_t)(o->start_ns - w->last_offcpu_ns));
+	p = sp_enc_uvarint(p, o->duration_ns);
+	p = sp_enc_uvarint(p, o->flags);
+	int err = emit(w, SP_REC_OFFCPU, rec, (size_t)(p - rec));
+	if (!err)
+		w->last_offcpu_ns = o->start_ns;
+	return err;
 }
 
 int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e)

@@ -49,6 +49,14 @@ struct sp_record_opts {
 	uint64_t start_timestamp_us;
 	uint64_t sample_interval_us;
 	const char *command;   /* stored in the spool header */
+	/*
+	 * Record off-CPU intervals too (docs/DESIGN.md, decision 12): the
+	 * kernel's switch records (perf_event_attr.context_switch) give each
+	 * switch-out, its cause and the switch-in; where kernel sampling is
+	 * allowed, a context-switches event sampling every switch gives the
+	 * stack at switch-out.
+	 */
+	bool off_cpu;
 };
 
 struct sp_recorder;

@@ -132,6 +132,13 @@ struct sp_report_opts {
 	uint32_t diff_gate_of;
 	double diff_min_share;
 	uint32_t diff_match; /* enum sp_diff_match */
+	/*
+	 * What the views count (docs/DESIGN.md, decision 12), enum
+	 * sp_report_metric: CPU samples (the default), the off-CPU intervals'
+	 * time, or both as wall-clock time.  The time metrics count
+	 * microseconds (folded values), shown in ms in text.
+	 */
+	uint32_t metric;
 };
 
 /* How report --diff pairs a function of the base with one of the new spool. */
@@ -150,6 +157,12 @@ enum sp_diff_match {
 enum sp_diff_normalize {
 	SP_DIFF_ABSOLUTE = 0, /* the measures themselves: time (ns) or events */
 	SP_DIFF_SHARES = 1,   /* each spool's share of its whole, percent */
+};
+
+enum sp_report_metric {
+	SP_METRIC_CPU = 0,
+	SP_METRIC_OFF_CPU = 1, /* record --off-cpu's intervals */
+	SP_METRIC_WALL = 2,    /* CPU time (a clock event's samples) plus the intervals */
 };
 
 /*

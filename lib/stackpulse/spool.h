@@ -81,6 +81,37 @@ struct sp_sample {
 	uint64_t timestamp_ns; /* CLOCK_MONOTONIC, ns */
 	uint32_t thread;       /* index into the spool's thread table */
 	uint32_t stack_id;     /* leaf node of the prefix tree */
+	/*
+	 * Events the sample stands for (PERF_SAMPLE_PERIOD; ns for the clock
+	 * events): the stored period, else the header's sample_period (a
+	 * spool of record -c written before periods were stored), else 0:
+	 * unknown (a frequency-mode spool written before samples stored periods).
+	 */
+	uint64_t period;
+};
+
+/*
+ * An interval a thread spent off CPU (an OFFCPU record, docs/DESIGN.md,
+ * decision 12): from its switch-out to its next switch-in, with the user
+ * stack it left the CPU with and the cause the kernel reported.  An interval
+ * the recording's ends or lost records cut is kept with a flag and only the
+ * time actually seen (0 when unknown), never stretched.
+ */
+enum sp_offcpu_flags {
+	SP_OFFCPU_PREEMPTED = 1u << 0, /* switched out while runnable (PERF_RECORD_MISC_SWITCH_OUT_PREEMPT) */
+	SP_OFFCPU_START_CUT = 1u << 1, /* off CPU when the recording began: start is the recording's */
+	SP_OFFCPU_END_CUT = 1u << 2,   /* still off CPU when the recording ended: end is the recording's */
+	SP_OFFCPU_LOST = 1u << 3,      /* its switch-out or switch-in was lost: duration unknown (0) */
+	SP_OFFCPU_NO_STACK = 1u << 4,  /* no stack at switch-out (kernel sampling denied, or lost) */
+};
+#define SP_OFFCPU_INCOMPLETE (SP_OFFCPU_START_CUT | SP_OFFCPU_END_CUT | SP_OFFCPU_LOST)
+
+struct sp_offcpu {
+	uint64_t start_ns;    /* CLOCK_MONOTONIC of the switch-out */
+	uint64_t duration_ns; /* to the switch-in */
+	uint32_t thread;      /* index into the spool's thread table */
+	uint32_t stack_id;    /* the user (and with -k kernel) stack at switch-out; 0: none */
+	uint32_t flags;       /* enum sp_offcpu_flags */
 };
 
 /* Process exec marker (an EXEC record): a process's exec, and whether it runs Python. */
@@ -140,6 +171,7 @@ bool sp_event_counts_time(uint32_t source);
 
 /* sp_spool_meta.flags */
 #define SP_META_SYSTEM_WIDE 1u /* record -a / -C: every process on the recorded CPUs */
+#define SP_META_OFF_CPU 2u     /* record --off-cpu: OFFCPU records hold the off-CPU intervals */
 
 /* Spool header metadata.  Strings are owned by whoever filled the struct. */
 struct sp_spool_meta {
@@ -201,6 +233,19 @@ int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 /* Append a sample; timestamps are stored as signed deltas. */
 int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 				  uint32_t stack_id, uint64_t timestamp_ns);
+/*
+ * Append a sample with its weight: period, the events it stands for
+ * (perf_event_open(2)'s PERF_SAMPLE_PERIOD; ns for the clock events).  The
+ * period is stored only when it differs from the previous sample's, so a
+ * fixed period costs nothing (docs/DESIGN.md, decision 12); 0 stores none
+ * (the sample weighs what the previous one did).  0 or -errno.
+ */
+int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t thread,
+					   uint32_t stack_id, uint64_t timestamp_ns,
+					   uint64_t period);
+
+/* Append an off-CPU interval (OFFCPU record, stackpulse-spool(5)).  0 or -errno. */
+int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_offcpu *o);
 
 int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e);
 /* Record who process o->pid runs as (OWNER record, stackpulse-spool(5)).  0 or -errno. */
@@ -286,6 +331,9 @@ size_t sp_spool_thread_count(const struct sp_spool *s);
 const struct sp_thread *sp_spool_thread(const struct sp_spool *s, uint32_t index);
 size_t sp_spool_sample_count(const struct sp_spool *s);
 const struct sp_sample *sp_spool_sample(const struct sp_spool *s, size_t index);
+/* The off-CPU intervals (record --off-cpu), in file order. */
+size_t sp_spool_offcpu_count(const struct sp_spool *s);
+const struct sp_offcpu *sp_spool_offcpu(const struct sp_spool *s, size_t index);
 size_t sp_spool_exec_count(const struct sp_spool *s);
 const struct sp_exec *sp_spool_exec(const struct sp_spool *s, size_t index);
 size_t sp_spool_owner_count(const struct sp_spool *s);

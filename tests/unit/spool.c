@@ -376,3 +376,96 @@ Test(spool_writer, sigkill_leaves_readable_prefix)
 		cr_assert_eq(sp_spool_sample(s, i)->timestamp_ns, 5000000000ull + i * 1000000);
 	sp_spool_free(s);
 }
+
+/* docs/DESIGN.md, decision 12: a period is stored when it changes and read for every sample. */
+Test(spool_roundtrip, sample_periods)
+{
+	struct sp_spool_meta meta = small_meta;
+	meta.event_source = SP_EVENT_PAGE_FAULTS;
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(tmp_path("w.spool"), &meta, &w), 0);
+	uint32_t t, stack;
+	static const uint32_t frames[] = {0};
+	cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[0], &stack), 0);
+	cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[0], &stack), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 1, 1, &t), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, frames, 1, &stack), 0);
+	static const uint64_t written[] = {5, 5, 70000, 0, 1};
+	static const uint64_t read[] = {5, 5, 70000, 70000, 1};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(written); i++)
+		cr_assert_eq(sp_spool_writer_append_weighted_sample(w, t, stack, 5000000000ull + i,
+								    written[i]), 0);
+	cr_assert_eq(sp_spool_writer_finish(w, NULL), 0);
+	sp_spool_writer_free(w);
+	struct sp_spool *s = open_ok(tmp_path("w.spool"));
+	cr_assert_eq(sp_spool_sample_count(s), SP_ARRAY_SIZE(read));
+	for (size_t i = 0; i < SP_ARRAY_SIZE(read); i++)
+		cr_assert_eq(sp_spool_sample(s, i)->period, read[i], "sample %zu", i);
+	char *d = dump_string(s);
+	cr_assert_not_null(strstr(d, "period=70000"), "%s", d);
+	free(d);
+	sp_spool_free(s);
+}
+
+/* A spool without stored periods: the header's -c period, else 0 (unknown). */
+Test(spool_roundtrip, periods_of_older_spools)
+{
+	struct small_ids ids;
+	write_small(tmp_path("rt.spool"), &ids);
+	struct sp_spool *s = open_ok(tmp_path("rt.spool"));
+	for (size_t i = 0; i < sp_spool_sample_count(s); i++)
+		cr_assert_eq(sp_spool_sample(s, i)->period, small_meta.sample_period);
+	char *d = dump_string(s);
+	for (char *l = strstr(d, "\nsample "); l; l = strstr(l + 1, "\nsample ")) {
+		char *end = strchr(l + 1, '\n');
+		cr_assert(!end || !memmem(l, (size_t)(end - l), "period=", 7), "%s", d);
+	}
+	free(d);
+	sp_spool_free(s);
+}
+
+/* An OFFCPU record round-trips: start as a delta, duration, flags; dump shows it. */
+Test(spool_roundtrip, offcpu_intervals)
+{
+	struct sp_spool_meta meta = small_meta;
+	meta.flags = SP_META_OFF_CPU;
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(tmp_path("o.spool"), &meta, &w), 0);
+	uint32_t t, id;
+	cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[0], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[0], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 1, 2, &t), 0);
+	uint32_t stack;
+	cr_assert_eq(sp_spool_writer_intern_stack(w, (uint32_t[]){0}, 1, &stack), 0);
+	const struct sp_offcpu in[] = {
+		{.start_ns = 5000100000ull, .duration_ns = 40000000, .thread = t, .stack_id = stack},
+		{.start_ns = 5000000000ull, .duration_ns = 7, .thread = t, .stack_id = 0,
+		 .flags = SP_OFFCPU_PREEMPTED | SP_OFFCPU_NO_STACK},
+		{.start_ns = 5090000000ull, .duration_ns = 0, .thread = t, .stack_id = stack,
+		 .flags = SP_OFFCPU_LOST},
+	};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(in); i++)
+		cr_assert_eq(sp_spool_writer_append_offcpu(w, &in[i]), 0);
+	struct sp_offcpu bad = in[0];
+	bad.thread = 9;
+	cr_assert_eq(sp_spool_writer_append_offcpu(w, &bad), -SP_E_BAD_ARG);
+	cr_assert_eq(sp_spool_writer_finish(w, NULL), 0);
+	sp_spool_writer_free(w);
+	struct sp_spool *s = open_ok(tmp_path("o.spool"));
+	cr_assert(sp_spool_meta(s)->flags & SP_META_OFF_CPU);
+	cr_assert_eq(sp_spool_offcpu_count(s), SP_ARRAY_SIZE(in));
+	for (size_t i = 0; i < SP_ARRAY_SIZE(in); i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
+		cr_assert_eq(o->start_ns, in[i].start_ns, "interval %zu", i);
+		cr_assert_eq(o->duration_ns, in[i].duration_ns);
+		cr_assert_eq(o->thread, in[i].thread);
+		cr_assert_eq(o->stack_id, in[i].stack_id);
+		cr_assert_eq(o->flags, in[i].flags);
+	}
+	cr_assert_null(sp_spool_offcpu(s, SP_ARRAY_SIZE(in)));
+	char *d = dump_string(s);
+	cr_assert_not_null(strstr(d, "off-cpu thread=0 stack=- start_ns=5000000000 duration_ns=7 flags=17"),
+			   "%s", d);
+	free(d);
+	sp_spool_free(s);
+}

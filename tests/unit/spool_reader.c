@@ -293,7 +293,7 @@ Test(spool_reader, skips_unknown_record_types)
 	cr_assert_eq(s->nunknowns, 2);
 	char *text = dump_string(s);
 	cr_assert(strstr(text, "\nunknown type=200 length=3\nthread index=0 pid=1 tid=1\n"
-			       "unknown type=16 length=0\nsample "), "%s", text);
+			       "unknown type=17 length=0\nsample "), "%s", text);
 	free(text);
 	sp_spool_free(s);
 	sp_buf_release(&b);

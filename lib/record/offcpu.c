@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: MIT
+/*
+ * record --off-cpu: the intervals a thread spends off CPU, from the kernel's
+ * switch records and, where kernel sampling is allowed, a context-switches
+ * event sampling every switch-out for the stack (docs/DESIGN.md, decision 12).
+ *
+ * Per thread: a context-switches sample brings the stack it is leaving the
+ * CPU with, the SWITCH-out record that follows it the time and the cause
+ * (preempted while runnable, or gave the CPU up: blocked or sleeping), and
+ * the next SWITCH-in ends the interval, which goes to the spool.  An
+ * interval cut by the recording's start or end keeps only the time seen;
+ * one whose switch-in or switch-out was lost keeps no time at all.  Nothing
+ * is ever stretched to make totals balance.
+ */
+#include "record/record.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct sp_offcpu_slot {
+	int32_t pid, tid;
+	uint64_t out_ns;    /* the switch-out, when out */
+	uint64_t stack_ns;  /* the stack's sample, when has_stack */
+	uint32_t stack;     /* stack id at switch-out */
+	bool out;           /* switched out, the switch-in not seen yet */
+	bool has_stack;     /* a stack sampled since the last switch-in */
+	bool preempted;
+	bool seen;          /* some switch record of the thread came */
+	bool born;          /* the thread started during the recording (a FORK record) */
+	uint64_t lost_gen;  /* r->offcpu.lost_gen when the switch-out came */
+};
+
+static struct sp_offcpu_slot *slot_of(struct sp_offcpu_state *o, int32_t pid, int32_t tid)
+{
+	uint32_t i;
+	if (sp_map_get(&o->by_tid, (uint32_t)tid, &i) && o->slots[i].pid == pid)
+		return &o->slots[i];
+	if (sp_map_get(&o->by_tid, (uint32_t)tid, &i)) { /* the tid was reused by another process */
+		memset(&o->slots[i], 0, sizeof(o->slots[i]));
+		o->slots[i].pid = pid;
+		o->slots[i].tid = tid;
+		return &o->slots[i];
+	}
+	if (sp_array_reserve((void **)&o->slots, &o->cap, o->n + 1, sizeof(*o->slots)) ||
+	    sp_map_put(&o->by_tid, (uint32_t)tid, (uint32_t)o->n))
+		return NULL;
+	struct sp_offcpu_slot *s = &o->slots[o->n++];
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->tid = tid;
+	return s;
+}
+
+static void emit(struct sp_recorder *r, const struct sp_offcpu_slot *s, uint64_t start,
+		 uint64_t duration, uint32_t flags, uint32_t stack)
+{
+	struct sp_offcpu iv = {.start_ns = start, .duration_ns = duration, .stack_id = stack,
+			       .flags = flags | (s->preempted ? SP_OFFCPU_PREEMPTED : 0)};
+	if (!stack)
+		iv.flags |= SP_OFFCPU_NO_STACK;
+	int err = sp_recorder_intern_thread(r, s->pid, s->tid, &iv.thread);
+	err = err ? err : sp_spool_writer_append_offcpu(r->spool, &iv);
+	sp_recorder_note_write(r, err);
+	if (err)
+		return;
+	r->summary_offcpu.intervals++;
+	if (iv.flags & SP_OFFCPU_INCOMPLETE)
+		r->summary_offcpu.incomplete++;
+}
+
+void sp_offcpu_on_stack(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack,
+			uint64_t time)
+{
+	struct sp_offcpu_slot *s = slot_of(&r->offcpu, pid, tid);
+	if (!s)
+		return;
+	s->stack = stack;
+	s->stack_ns = time;
+	s->has_stack = true;
+}
+
+void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *h, size_t len)
+{
+	struct sp_perf_sample_id id;
+	if (sp_perf_parse_sample_id(&r->events.layout, h, len, &id) || !id.has_time) {
+		r->summary.error_stats[SP_ERR_RECORD_MALFORMED]++;
+		return;
+	}
+	if (id.pid == 0 || id.tid == 0)
+		return; /* the idle task (system-wide) */
+	struct sp_offcpu_slot *s = slot_of(&r->offcpu, (int32_t)id.pid, (int32_t)id.tid);
+	if (!s)
+		return;
+	bool first = !s->seen;
+	s->seen = true;
+	if (h->misc & PERF_RECORD_MISC_SWITCH_OUT) {
+		/* A switch-out while out: the switch-in between was lost. */
+		if (s->out)
+			emit(r, s, s->out_ns, 0, SP_OFFCPU_LOST, s->stack);
+		s->out = true;
+		s->out_ns = id.time;
+		s->preempted = h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
+		s->lost_gen = r->offcpu.lost_gen;
+		if (!s->has_stack)
+			s->stack = 0;
+		return;
+	}
+	if (s->out) {
+		/* Records lost meanwhile may have held a switch-in and switch-out of this thread. */
+		bool lost = s->lost_gen != r->offcpu.lost_gen;
+		emit(r, s, s->out_ns, lost ? 0 : id.time - s->out_ns, lost ? SP_OFFCPU_LOST : 0,
+		     s->stack);
+	} else if (first && !s->born && id.time > r->offcpu.start_ns) {
+		/* Off CPU when the recording began: only the time since is known. */
+		s->preempted = false;
+		emit(r, s, r->offcpu.start_ns, id.time - r->offcpu.start_ns, SP_OFFCPU_START_CUT, 0);
+	}
+	s->out = false;
+	s->has_stack = false;
+}
+
+void sp_offcpu_on_task(struct sp_recorder *r, int32_t pid, int32_t tid, bool fork)
+{
+	if (!r->events.off_cpu)
+		return;
+	struct sp_offcpu_slot *s = slot_of(&r->offcpu, pid, tid);
+	if (!s)
+		return;
+	if (fork) {
+		memset(s, 0, sizeof(*s));
+		s->pid = pid;
+		s->tid = tid;
+		s->born = true;
+	} else {
+		s->out = false; /* an exiting thread's last switch is no wait */
+		s->has_stack = false;
+	}
+}
+
+void sp_offcpu_on_lost(struct sp_recorder *r)
+{
+	r->offcpu.lost_gen++;
+}
+
+void sp_offcpu_finish(struct sp_recorder *r, uint64_t end_ns)
+{
+	for (size_t i = 0; i < r->offcpu.n; i++) {
+		struct sp_offcpu_slot *s = &r->offcpu.slots[i];
+		if (!s->out)
+			continue;
+		/* Still off CPU at the end: the time up to the end is known, no more. */
+		emit(r, s, s->out_ns, end_ns > s->out_ns ? end_ns - s->out_ns : 0, SP_OFFCPU_END_CUT,
+		     s->stack);
+		s->out = false;
+	}
+}
+
+void sp_offcpu_release(struct sp_offcpu_state *o)
+{
+	free(o->slots);
+	sp_map_release(&o->by_tid);
+	memset(o, 0, sizeof(*o));
+}

@@ -25,7 +25,9 @@ WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wformat
 # capstone (libcapstone-dev): stackpulse annotate's disassembler.
 DEP_PKGS = libdw libelf liblzma capstone
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
-DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(DEP_PKGS) 2>/dev/null)
+# capstone gives annotate's disassembler its header; its library is loaded when annotate
+# first disassembles (lib/report/annotate_disasm.c), so no other command carries it.
+DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out capstone,$(DEP_PKGS)) 2>/dev/null)
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
 CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(FEATURE_CFLAGS) $(CFLAGS)

@@ -213,6 +213,10 @@ static int build_code(const struct sp_spool *s, struct images *c, const struct s
 		v->unreadable = "no disassembler for this machine";
 		return 0;
 	}
+	if (err == -ELIBACC) {
+		v->unreadable = "capstone's library could not be loaded (apt-get install libcapstone4)";
+		return 0;
+	}
 	size_t n = vp->listing.n ? vp->listing.n : 1;
 	if (!err && (!(vp->samples = calloc(n, sizeof(*vp->samples))) ||
 		     !(vp->file = calloc(n, sizeof(*vp->file))) ||

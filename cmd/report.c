@@ -546,9 +546,10 @@ static const struct argp_child children[] = {
 
 static const struct argp argp = {
 	options, parse_opt, "[SPOOL]",
-	"Print where CPU time went in a spool (default profile.spool) as a function "
-	"table, a call tree or a comparison with another spool, or export it for other "
-	"tools: folded stacks, pprof, speedscope, perf script, a JSON summary.  Frames take "
+	"Print where the time went in a spool (default profile.spool: CPU samples, or with "
+	"--metric off-CPU or wall time) as a function table, a call tree or a comparison "
+	"with another spool, or export it for other tools: folded stacks, pprof, speedscope, "
+	"perf script, an interactive flame graph, a JSON summary.  Frames take "
 	"the symbols 'stackpulse symbolize' stored in the spool; the others are "
 	"symbolized on the fly from the recorded module files, each proven to be the "
 	"file that was recorded."

@@ -194,7 +194,7 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 		a->sample_type |= PERF_SAMPLE_IDENTIFIER;
 	e->ids = ids;
 	e->off_cpu = opts->off_cpu;
-	/* Switch records: each switch-out with its cause, each switch-in (decision 12). */
+	/* Switch records: each switch-out with its cause, each switch-in (docs/DESIGN.md, decision 12). */
 	a->context_switch = opts->off_cpu;
 	a->sample_regs_user = sp_perf_regs_mask();
 	a->sample_stack_user = stack;
@@ -290,7 +290,10 @@ int sp_events_init(struct sp_events *e, const struct sp_record_opts *opts, bool 
 	/* a wakeup as soon as one byte is written: every mapping record (as perf's side band) */
 	sa->watermark = 1;
 	sa->wakeup_watermark = 1;
-	/* --off-cpu: a context-switches event sampling every switch-out, same layout (decision 12). */
+	/*
+	 * --off-cpu: a context-switches event sampling every switch-out, same layout
+	 * (docs/DESIGN.md, decision 12).
+	 */
 	e->cs_attr = *a;
 	e->cs_attr.type = PERF_TYPE_SOFTWARE;
 	e->cs_attr.config = PERF_COUNT_SW_CONTEXT_SWITCHES;

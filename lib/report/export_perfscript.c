@@ -261,7 +261,10 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 		else if (!err)
 			err = put_fmt(&b, ":-1 %5d/%-5d", -1, -1);
 		err = err ? err : put_time(&b, smp->timestamp_ns);
-		/* A counted event's own period (decision 12); the one line of a fixed period. */
+		/*
+		 * A counted event's own period (docs/DESIGN.md, decision 12); the one line of a
+		 * fixed period.
+		 */
 		if (!err && u.weighted && sp_sample_weight(&u, smp) != u.period)
 			err = put_fmt(&b, ": %10" PRIu64 " %s:\n", sp_sample_weight(&u, smp), u.event);
 		else

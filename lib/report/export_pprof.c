@@ -550,7 +550,10 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	 * events the samples stand for, named after the event.
 	 */
 	const char *type = u.time ? "cpu" : u.event, *unit = u.time ? "nanoseconds" : "count";
-	/* Weights are samples of a time event (u.period ns each), else events (decision 12). */
+	/*
+	 * Weights are samples of a time event (u.period ns each), else events (docs/DESIGN.md,
+	 * decision 12).
+	 */
 	uint64_t period = u.period, scale = u.time ? u.period : 1, id;
 	/* A time metric's weights are ns already: "wall" or "off-cpu" time. */
 	if (a->metric != SP_METRIC_CPU) {

@@ -172,7 +172,10 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	 * profile's length.  Other events weigh what they count, no time: "none",
 	 * from 0.
 	 */
-	/* A time event's samples weigh u->period ns; a counted event's their periods (decision 12). */
+	/*
+	 * A time event's samples weigh u->period ns; a counted event's their periods
+	 * (docs/DESIGN.md, decision 12).
+	 */
 	uint64_t period = u->period, sum = 0;
 	for (size_t i = 0; i < n; i++)
 		sum += u->time ? period : sp_sample_weight(u, sp_spool_sample(ss->s, samples[i]));

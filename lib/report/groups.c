@@ -148,7 +148,10 @@ int sp_agg_group_counts(const struct sp_agg *a, const struct sp_agg_groups *g,
 		err = add_group_count(&v, n, &cap, &index, g->of_thread[smp->thread],
 				      sid ? a->stack_node[sid] : 0, sp_agg_weight(a, smp));
 	}
-	/* A time metric: each interval at its [blocked] or [preempted] node (decision 12). */
+	/*
+	 * A time metric: each interval at its [blocked] or [preempted] node (docs/DESIGN.md,
+	 * decision 12).
+	 */
 	for (size_t i = 0; !err && a->metric != SP_METRIC_CPU && i < sp_spool_offcpu_count(s); i++) {
 		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
 		uint32_t sid = o->stack_id < a->nstacks ? o->stack_id : 0, node;

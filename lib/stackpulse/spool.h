@@ -91,8 +91,8 @@ struct sp_sample {
 };
 
 /*
- * An interval a thread spent off CPU (an OFFCPU record, docs/DESIGN.md,
- * decision 12): from its switch-out to its next switch-in, with the user
+ * An interval a thread spent off CPU (an OFFCPU record;
+ * docs/DESIGN.md, decision 12): from its switch-out to its next switch-in, with the user
  * stack it left the CPU with and the cause the kernel reported.  An interval
  * the recording's ends or lost records cut is kept with a flag and only the
  * time actually seen (0 when unknown), never stretched.

@@ -666,8 +666,8 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	a->filter = f;
 	a->metric = opts ? opts->metric : SP_METRIC_CPU;
 	/*
-	 * Wall time adds a clock's samples as time; counted events have none (docs/DESIGN.md,
-	 * decision 12).
+	 * Wall time adds a clock's samples as time; counted events have none
+	 * (docs/DESIGN.md, decision 12).
 	 */
 	if (a->metric == SP_METRIC_WALL && !a->unit.time)
 		return -SP_E_BAD_ARG;

@@ -551,8 +551,8 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	 */
 	const char *type = u.time ? "cpu" : u.event, *unit = u.time ? "nanoseconds" : "count";
 	/*
-	 * Weights are samples of a time event (u.period ns each), else events (docs/DESIGN.md,
-	 * decision 12).
+	 * Weights are samples of a time event (u.period ns each), else events
+	 * (docs/DESIGN.md, decision 12).
 	 */
 	uint64_t period = u.period, scale = u.time ? u.period : 1, id;
 	/* A time metric's weights are ns already: "wall" or "off-cpu" time. */

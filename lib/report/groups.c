@@ -149,8 +149,8 @@ int sp_agg_group_counts(const struct sp_agg *a, const struct sp_agg_groups *g,
 				      sid ? a->stack_node[sid] : 0, sp_agg_weight(a, smp));
 	}
 	/*
-	 * A time metric: each interval at its [blocked] or [preempted] node (docs/DESIGN.md,
-	 * decision 12).
+	 * A time metric: each interval at its [blocked] or [preempted] node
+	 * (docs/DESIGN.md, decision 12).
 	 */
 	for (size_t i = 0; !err && a->metric != SP_METRIC_CPU && i < sp_spool_offcpu_count(s); i++) {
 		const struct sp_offcpu *o = sp_spool_offcpu(s, i);

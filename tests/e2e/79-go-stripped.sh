@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Stripped Go is named (issue 27 item 2): a Go binary built with -ldflags='-s -w' has no
+# Stripped Go is named: a Go binary built with -ldflags='-s -w' has no
 # ELF symbols and no DWARF, but keeps Go's function table (.gopclntab), which names its
 # functions and gives their source lines.  main.fib's samples carry main.fib and its
 # callers by name (>= 99%), with go_fib.go lines under --lines.

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: MIT
-# Node attached after on-stack replacement (issue 27 item 1): a top-level for (;;) loop
+# Node attached after on-stack replacement: a top-level for (;;) loop
 # calling three small functions is compiled by V8 while it runs (on-stack replacement),
 # the functions inlined into it ("JS:* busy.js:1:1").  That code keeps rbp's value in its
 # lowest stack slot, which read as a frame record just pushed and cut every stack at

@@ -699,8 +699,9 @@ static int report_follow(struct report_args *a)
 		sp_live_counts(live, &win, &all);
 		bool over = sp_live_finished(live);
 		growing = growing && !over;
-		fprintf(out, "--- %s: %" PRIu64 " samples, %" PRIu64 " in the last %" PRIu32 " s (%s) ---\n",
-			a->spool_path, all, win, a->window_s ? a->window_s : SP_LIVE_WINDOW_DEFAULT,
+		char label[16];
+		fprintf(out, "--- %s: %" PRIu64 " samples, %" PRIu64 " in the last %s (%s) ---\n",
+			a->spool_path, all, win, sp_live_window_label(live, label, sizeof(label)),
 			over ? "recording over" : growing ? "still being written" : "no longer written");
 		err = sp_live_write_table(live, &v, a->report.max_rows, follow_width(a, out), out);
 		fflush(out);

@@ -34,6 +34,7 @@ struct top {
 	struct sp_symbolizer *sym;
 	struct sp_live *live;
 	double start_s, next_refresh_s;
+	double next_count_s;    /* counting between refreshes keeps the tables current */
 	uint64_t last_all;      /* samples at the last refresh, for the rate */
 	double last_refresh_s;
 	double rate;            /* samples per second over the last interval */
@@ -235,7 +236,9 @@ static void put_neighbours(struct top *t, const struct sp_live_row *row, size_t 
 		size_t n;
 	} parts[] = {{"called from", callers, ncallers}, {"calls", callees, ncallees}};
 	for (size_t k = 0; k < 2 && max > 1; k++) {
-		printf("  %s (last %" PRIu32 " s):\033[K\n", parts[k].title, t->window_s);
+		char label[16];
+		printf("  %s (last %s):\033[K\n", parts[k].title,
+		       sp_live_window_label(t->live, label, sizeof(label)));
 		max--;
 		if (!parts[k].n) {
 			printf("    (nothing%s)\033[K\n", k ? ": it is the leaf" : ": it is a root");
@@ -286,12 +289,14 @@ static void draw_screen(struct top *t, double now)
 	if (t->selected >= n)
 		t->selected = n ? n - 1 : 0;
 	fputs("\033[H", stdout);
-	char head[512];
+	char head[512], label[16];
 	snprintf(head, sizeof(head),
 		 "stackpulse top: %s, %.0f s, %" PRIu64 " samples (%.0f/s), %" PRIu64
-		 " in the last %" PRIu32 " s%s%s",
-		 event_of(t), now - t->start_s, all, t->rate, win, t->window_s,
-		 t->paused ? "  [paused]" : "", sp_live_finished(t->live) ? "  [recording over]" : "");
+		 " in the last %s%s%s%s",
+		 event_of(t), now - t->start_s, all, t->rate, win,
+		 sp_live_window_label(t->live, label, sizeof(label)), t->paused ? "  [paused]" : "",
+		 sp_live_behind(t->live) ? "  [catching up]" : "",
+		 sp_live_finished(t->live) ? "  [recording over]" : "");
 	printf("%.*s\033[K\n", (int)cols, head);
 	/* quit first, so a narrow terminal never cuts it off */
 	snprintf(head, sizeof(head), "q quit  space pause  s/t sort (%s)  p per process (%s)  "
@@ -343,9 +348,10 @@ static void print_batch(struct top *t, double now, bool last)
 {
 	uint64_t win, all;
 	sp_live_counts(t->live, &win, &all);
-	printf("--- stackpulse top: %s, %.1f s, %" PRIu64 " samples, %" PRIu64 " in the last %" PRIu32
-	       " s%s ---\n",
-	       event_of(t), now - t->start_s, all, win, t->window_s, last ? " (recording over)" : "");
+	char label[16];
+	printf("--- stackpulse top: %s, %.1f s, %" PRIu64 " samples, %" PRIu64 " in the last %s%s ---\n",
+	       event_of(t), now - t->start_s, all, win, sp_live_window_label(t->live, label, sizeof(label)),
+	       last ? " (recording over)" : sp_live_behind(t->live) ? " (catching up)" : "");
 	sp_live_write_table(t->live, &t->view, t->rows, 100, stdout);
 	fflush(stdout);
 }
@@ -469,9 +475,18 @@ static int top_tick(void *ctx, struct sp_recorder *rec, double now)
 	bool redraw = false;
 	if (t->raw && read_keys(t, &redraw))
 		return 1;
-	/* samples the last update left to count, a budget's worth between two drains */
-	if (!t->paused && sp_live_behind(t->live))
+	/*
+	 * samples the last update left to count, a budget's worth between two
+	 * drains; and what was written since, every quarter second, so a
+	 * refresh (the first one above all) finds little left to count
+	 */
+	if (!t->paused && (sp_live_behind(t->live) || now >= t->next_count_s)) {
+		if (!sp_live_behind(t->live)) {
+			sp_recorder_flush(rec);
+			t->next_count_s = now + 0.25;
+		}
 		sp_live_update(t->live, sp_monotonic_ns(), NULL);
+	}
 	if (now >= t->next_refresh_s) {
 		t->next_refresh_s = now + t->delay_s;
 		return refresh(t, rec, now);

@@ -520,6 +520,12 @@ size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_l
 	return kept;
 }
 
+const char *sp_live_window_label(const struct sp_live *l, char *buf, size_t size)
+{
+	snprintf(buf, size, "%" PRIu32 "-%" PRIu32 " s", l->opts.window_s - 1, l->opts.window_s);
+	return buf;
+}
+
 void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all)
 {
 	*window = l->win_samples;
@@ -609,8 +615,8 @@ int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t 
 	if (wproc > 20)
 		wproc = 20;
 	size_t wname = rest - wmod - wproc - (v->by_process ? 2 : 1);
-	char last[32];
-	snprintf(last, sizeof(last), "last %" PRIu32 " s", l->opts.window_s);
+	char last[32], wlabel[16];
+	snprintf(last, sizeof(last), "last %s", sp_live_window_label(l, wlabel, sizeof(wlabel)));
 	fprintf(out, "  %-14s  %-14s\n", last, "since start");
 	fprintf(out, "  %6s %7s  %6s %7s  ", "Self%", "Total%", "Self%", "Total%");
 	if (v->by_process) {

@@ -212,6 +212,13 @@ bool sp_live_finished(const struct sp_live *l);
 /* True when the last update stopped at its budget with samples left to count. */
 bool sp_live_behind(const struct sp_live *l);
 
+/*
+ * What the window holds, "4-5 s" for a window of 5 into buf (size bytes,
+ * 16 are enough): its whole seconds of sample time and the newest second,
+ * which is still filling, so between K-1 and K seconds. Returns buf.
+ */
+const char *sp_live_window_label(const struct sp_live *l, char *buf, size_t size);
+
 /* Samples in the window and since the start: the shares' denominators. */
 void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all);
 

@@ -78,10 +78,21 @@ EOF2
 	grep -q 'Annotation of' screen5.txt && grep -q -e 'Source lines with samples' -e 'No function matched' screen5.txt &&
 		ok "a shows the selected function's annotation" ||
 		fail "a: no annotation: $(grep -v '^ *$' screen5.txt | tail -n 8 | tr '\n' '|')"
+	# A pause freezes the display only: the rings are read all along, no sample is lost.
+	tmux -L "$S" send-keys -t "$S" Space
+	sleep 2
+	pane screen6.txt
+	tmux -L "$S" send-keys -t "$S" Space
+	sleep 1
+	grep -q '\[paused\]' screen6.txt && ok "space pauses the display ([paused] in the header)" ||
+		fail "space: $(head -n 1 screen6.txt)"
 	tmux -L "$S" send-keys -t "$S" q
 	for _ in 1 2 3 4 5 6 7 8 9 10; do [ -s top.rc ] && break; sleep 0.5; done
 	tmux -L "$S" kill-server 2>/dev/null
 	[ "$(cat top.rc 2>/dev/null)" = 0 ] && ok "q exits 0" || fail "top exited '$(cat top.rc 2>/dev/null)': $(head -c 300 top.err)"
+	lost=$(sed -n 's/.* \([0-9][0-9]*\) lost,.*/\1/p' top.err | head -n 1)
+	[ "$lost" = 0 ] && ok "no sample lost across a 2 s pause (record's summary: 0 lost)" ||
+		fail "lost '${lost:-no summary}' across a pause: $(grep -m1 lost top.err)"
 	# The spool is whole, and reports like one record wrote.
 	sp_record r.spool -- "$C4" -t 1 >/dev/null
 	"$SP" report t.spool >t.report 2>t.rerr && "$SP" report r.spool >r.report 2>/dev/null

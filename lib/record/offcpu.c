@@ -106,8 +106,11 @@ void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *
 		return;
 	}
 	if (s->out) {
-		/* Records lost meanwhile may have held a switch-in and switch-out of this thread. */
-		bool lost = s->lost_gen != r->offcpu.lost_gen;
+		/*
+		 * Records lost meanwhile may have held a switch-in and switch-out of this
+		 * thread; a switch-in stamped before its switch-out is no interval either.
+		 */
+		bool lost = s->lost_gen != r->offcpu.lost_gen || id.time < s->out_ns;
 		emit(r, s, s->out_ns, lost ? 0 : id.time - s->out_ns, lost ? SP_OFFCPU_LOST : 0,
 		     s->stack);
 	} else if (first && !s->born && id.time > r->offcpu.start_ns) {

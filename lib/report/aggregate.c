@@ -604,8 +604,9 @@ static int filter_samples(struct sp_agg *a, const struct sp_report_filter *f,
 		    (f && !sp_filter_time(f, smp->timestamp_ns, origin)))
 			continue;
 		a->keep[i / 64] |= 1ULL << (i % 64);
-		a->stack_count[smp->stack_id < a->nstacks ? smp->stack_id : 0] +=
-			sp_agg_weight(a, smp);
+		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
+		/* Weights come from the spool: sums saturate, as a->samples does. */
+		a->stack_count[sid] = sp_u64_add_sat(a->stack_count[sid], sp_agg_weight(a, smp));
 	}
 	free(thread_ok);
 	int ierr = a->metric != SP_METRIC_CPU ? sp_agg_count_intervals(a, f, scope) : 0;
@@ -684,7 +685,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 			continue;
 		uint64_t w = sp_agg_weight(a, smp);
 		if (!a->keep)
-			a->stack_count[sid] += w;
+			a->stack_count[sid] = sp_u64_add_sat(a->stack_count[sid], w);
 		if (!a->nsampled || smp->timestamp_ns < a->first_ns)
 			a->first_ns = smp->timestamp_ns;
 		if (!a->nsampled || smp->timestamp_ns > a->last_ns)

@@ -32,12 +32,13 @@ static pthread_once_t capstone_once = PTHREAD_ONCE_INIT;
 
 static void load_capstone(void)
 {
-	/* The soname of Debian 12's libcapstone4, then later ones, then the -dev link. */
-	static const char *const names[] = {"libcapstone.so.4", "libcapstone.so.5",
-					    "libcapstone.so"};
-	void *h = NULL;
-	for (size_t i = 0; !h && i < sizeof(names) / sizeof(names[0]); i++)
-		h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+	/*
+	 * Only the library of the header's major version: cs_insn's layout changes
+	 * between them (its bytes[] grew from 16 to 24 in capstone 5).
+	 */
+	char soname[32];
+	snprintf(soname, sizeof(soname), "libcapstone.so.%d", CS_API_MAJOR);
+	void *h = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
 	if (!h)
 		return;
 	struct capstone c = {

@@ -207,7 +207,7 @@ int sp_ann_image_code(struct sp_ann_image *img, uint64_t svma, struct sp_ann_cod
 	GElf_Sym sym;
 	uint64_t lo = 0, hi = 0;
 	const char *name = dwfl_module_addrinfo(img->mod, svma, &off, &sym, NULL, NULL, NULL);
-	if (name && sym.st_size && off < sym.st_size) {
+	if (name && sym.st_size && off < sym.st_size && sym.st_size <= UINT64_MAX - (svma - off)) {
 		lo = svma - off;
 		hi = lo + sym.st_size;
 	} else if (!subprogram_range(img, svma, &lo, &hi)) {
@@ -218,8 +218,9 @@ int sp_ann_image_code(struct sp_ann_image *img, uint64_t svma, struct sp_ann_cod
 	GElf_Shdr sh;
 	while ((scn = elf_nextscn(img->elf, scn))) {
 		if (!gelf_getshdr(scn, &sh) || !(sh.sh_flags & SHF_EXECINSTR) ||
-		    sh.sh_type == SHT_NOBITS || lo < sh.sh_addr || hi > sh.sh_addr + sh.sh_size)
-			continue;
+		    sh.sh_type == SHT_NOBITS || lo < sh.sh_addr || hi < lo ||
+		    lo - sh.sh_addr > sh.sh_size || hi - lo > sh.sh_size - (lo - sh.sh_addr))
+			continue; /* without a sum that a hostile file's sizes could wrap */
 		Elf_Data *d = elf_rawdata(scn, NULL);
 		if (!d || !d->d_buf || d->d_size < sh.sh_size)
 			return -ENOENT;

@@ -50,8 +50,10 @@ int sp_agg_count_intervals(struct sp_agg *a, const struct sp_report_filter *f,
 	uint64_t origin = sp_filter_origin_ns(s);
 	for (size_t i = 0; i < sp_spool_offcpu_count(s); i++) {
 		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
-		if (interval_kept(a, f, scope, o, origin))
-			a->stack_count[interval_stack(a, o)] += o->duration_ns / 1000;
+		if (interval_kept(a, f, scope, o, origin)) {
+			uint32_t sid = interval_stack(a, o);
+			a->stack_count[sid] = sp_u64_add_sat(a->stack_count[sid], o->duration_ns / 1000);
+		}
 	}
 	return 0;
 }
@@ -67,7 +69,7 @@ void sp_agg_total_intervals(struct sp_agg *a, const struct sp_report_filter *f,
 		if (!interval_kept(a, f, scope, o, origin) || !a->stack_count[sid])
 			continue;
 		a->samples = sp_u64_add_sat(a->samples, o->duration_ns / 1000);
-		uint64_t end = o->start_ns + o->duration_ns;
+		uint64_t end = sp_u64_add_sat(o->start_ns, o->duration_ns);
 		if (!a->nsampled && !a->nintervals)
 			a->first_ns = o->start_ns, a->last_ns = end;
 		if (o->start_ns < a->first_ns)

@@ -396,8 +396,13 @@ static void write_side(const struct sp_diff *d, int i, FILE *out)
 	if (a->metric != SP_METRIC_CPU || a->unit.weighted) {
 		char amount[48];
 		sp_agg_format_amount(a, a->samples, amount, sizeof(amount));
-		fprintf(out, "%-12s%s: %s (%" PRIu64 " of %" PRIu64 " samples)\n", label,
-			path ? path : "(buffer)", amount, a->nsampled, a->all_samples);
+		fprintf(out, "%-12s%s: %s (", label, path ? path : "(buffer)", amount);
+		if (a->metric != SP_METRIC_OFF_CPU)
+			fprintf(out, "%" PRIu64 " of %" PRIu64 " samples%s", a->nsampled,
+				a->all_samples, a->metric == SP_METRIC_WALL ? ", " : "");
+		if (a->metric != SP_METRIC_CPU)
+			fprintf(out, "%" PRIu64 " off-CPU intervals", a->nintervals);
+		fputs(")\n", out);
 		return;
 	}
 	fprintf(out, "%-12s%s: %" PRIu64, label, path ? path : "(buffer)", a->samples);
@@ -436,7 +441,10 @@ static void write_text(const struct sp_diff *d, const struct sp_report_opts *opt
 	write_side(d, 1, out);
 	sp_text_filters(d->side[1].a, opts, out);
 	if (sp_filter_active(&opts->filter))
-		fputs("Shares:     of each spool's samples before the filters\n", out);
+		fputs(d->side[1].a->metric == SP_METRIC_CPU
+			      ? "Shares:     of each spool's samples before the filters\n"
+			      : "Shares:     of each spool's time after the filters\n",
+		      out);
 	if (d->units_differ)
 		fputs("Note:       the spools sample different events: compared as shares\n", out);
 	if (d->by_name)
@@ -471,10 +479,18 @@ static void side_of(struct sp_diff_side *s, const struct sp_agg *a)
 		 */
 		s->scale = a->metric != SP_METRIC_CPU ? 1000.0 : 1.0;
 		s->unit.time = s->unit.time || a->metric != SP_METRIC_CPU;
-		if (a->nsampled)
-			s->per_sample = (double)a->samples * s->scale / (double)a->nsampled;
+		/* The observations: CPU samples, off-CPU intervals, or both for wall time. */
+		uint64_t seen = a->metric == SP_METRIC_OFF_CPU ? a->nintervals
+				: a->metric == SP_METRIC_WALL  ? a->nsampled + a->nintervals
+							       : a->nsampled;
+		if (seen)
+			s->per_sample = (double)a->samples * s->scale / (double)seen;
 		s->whole = (double)a->samples;
-		if (a->filter && a->nsampled)
+		/*
+		 * A filter's whole, scaled from the kept samples: exact for equal weights,
+		 * an estimate otherwise; the intervals of a time metric are not scaled.
+		 */
+		if (a->filter && a->metric == SP_METRIC_CPU && a->nsampled)
 			s->whole *= (double)a->all_samples / (double)a->nsampled;
 		return;
 	}

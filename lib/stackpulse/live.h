@@ -82,7 +82,8 @@ void sp_tail_free(struct sp_tail *t);
 
 /*
  * True when a process is still writing the spool at path: the recorder
- * holds an advisory lock on it (flock(2), LOCK_EX) from its creation to its
+ * holds a write lock on it (an open file description lock, fcntl(2)
+ * F_OFD_SETLK with F_WRLCK, seen through F_OFD_GETLK) from its creation to its
  * summary trailer.  False when it is finished, abandoned or unreadable.
  */
 bool sp_spool_is_growing(const char *path);

@@ -397,6 +397,7 @@ int sp_spool_symbolize(const char *spool_path, const char *out_path,
 	sp_symbolizer_stats(sym, &res->stats);
 	/* The stats' strings live in the symbolizer, freed below. */
 	res->stats.debug_file_mismatched = NULL;
+	res->stats.section_not_inflated_file = NULL;
 	res->input_truncated = s->truncated;
 	res->frames_written = sp_symenc_frames(enc);
 	res->bytes_written = records.len;

@@ -136,8 +136,8 @@ static const struct argp_option options[] = {
 	{NULL, 0, NULL, 0, "Filters (every view and format; a sample must pass all):", 4},
 	{"follow", OPT_FOLLOW, "SECONDS", OPTION_ARG_OPTIONAL,
 	 "follow a spool still being written: print a fresh table every SECONDS (default 1) "
-	 "with the last --window seconds' shares and those since the start, until the "
-	 "recording ends or Ctrl-C", 2},
+	 "with the last --window seconds' shares and those since the start (with "
+	 "--metric=off-cpu or wall, seconds of time), until the recording ends or Ctrl-C", 2},
 	{"window", OPT_WINDOW, "SECONDS", 0, "with --follow, the sliding window of the first "
 					     "shares (default 5)", 2},
 	{"pid", OPT_PID, "PID[,PID...]", 0, "only samples of these processes", 4},
@@ -491,9 +491,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 				   "other formats, views or filters");
 		if (a->window_s && !a->follow_s)
 			argp_error(state, "--window goes with --follow");
-		if (a->follow_s && a->report.metric != SP_METRIC_CPU)
-			argp_error(state, "--follow counts CPU samples only: follow an off-CPU or "
-				   "wall profile by reporting it again (report --metric=wall SPOOL)");
 		if (a->report.format != SP_REPORT_TEXT && (a->report.tree || a->report.inverted))
 			argp_error(state, "--tree and --inverted are text views: "
 				   "use them without --format, or with --format=text");
@@ -643,6 +640,43 @@ static void on_follow_signal(int sig)
 }
 
 /*
+ * A time metric needs record --off-cpu's intervals, and wall time a clock
+ * event's samples: 0, or the exit status of the error printed.
+ */
+static int time_metric_fits(const struct sp_spool *s, const struct report_args *a)
+{
+	if (a->report.metric == SP_METRIC_CPU || !s)
+		return 0;
+	const struct sp_spool_meta *m = sp_spool_meta(s);
+	if (!(m->flags & SP_META_OFF_CPU))
+		return sp_cli_error("'%s' holds no off-CPU intervals: record with --off-cpu for "
+				    "--metric=off-cpu or wall", a->spool_path);
+	if (a->report.metric == SP_METRIC_WALL && !sp_event_counts_time(m->event_source) &&
+	    !(m->event_source == SP_EVENT_CYCLES && !m->sample_period))
+		return sp_cli_error("'%s' samples %s, which is no time: --metric=wall adds a clock "
+				    "event's samples (record with cpu-clock or cycles); "
+				    "--metric=off-cpu shows the intervals alone", a->spool_path,
+				    sp_event_name(m->event_source) ? sp_event_name(m->event_source)
+								   : "an unknown event");
+	return 0;
+}
+
+/* --follow's header: samples (events) or, with a time metric, seconds and the preempted part. */
+static void follow_amount(const struct sp_live *live, uint32_t metric, uint64_t all, uint64_t win,
+			  char *buf, size_t cap)
+{
+	if (metric == SP_METRIC_CPU) {
+		snprintf(buf, cap, "%" PRIu64 " samples, %" PRIu64, all, win);
+		return;
+	}
+	uint64_t pwin, pall;
+	sp_live_preempted(live, &pwin, &pall);
+	snprintf(buf, cap, "%s time %.3f s (%.3f s preempted), %.3f s",
+		 metric == SP_METRIC_WALL ? "wall" : "off-CPU", (double)all / 1e6, (double)pall / 1e6,
+		 (double)win / 1e6);
+}
+
+/*
  * report --follow: the spool read as it grows (a tail), a fresh function
  * table every interval, work per table proportional to the new samples,
  * until the trailer comes or Ctrl-C.
@@ -671,7 +705,12 @@ static int report_follow(struct report_args *a)
 		nanosleep(&pause, NULL);
 	if (!err)
 		err = sp_tail_symbolizer(t, &a->sym, &sym);
-	struct sp_live_opts lo = {.window_s = a->window_s};
+	struct sp_live_opts lo = {.window_s = a->window_s, .metric = a->report.metric};
+	int unfit = err ? 0 : time_metric_fits(sp_tail_spool(t), a);
+	if (unfit) {
+		rc = unfit;
+		goto out;
+	}
 	if (!err)
 		err = sp_live_new(t, sym, &lo, &live);
 	if (err) {
@@ -699,9 +738,10 @@ static int report_follow(struct report_args *a)
 		sp_live_counts(live, &win, &all);
 		bool over = sp_live_finished(live);
 		growing = growing && !over;
-		char label[16];
-		fprintf(out, "--- %s: %" PRIu64 " samples, %" PRIu64 " in the last %s (%s) ---\n",
-			a->spool_path, all, win, sp_live_window_label(live, label, sizeof(label)),
+		char label[16], amount[96];
+		follow_amount(live, a->report.metric, all, win, amount, sizeof(amount));
+		fprintf(out, "--- %s: %s in the last %s (%s) ---\n", a->spool_path, amount,
+			sp_live_window_label(live, label, sizeof(label)),
 			over ? "recording over" : growing ? "still being written" : "no longer written");
 		err = sp_live_write_table(live, &v, a->report.max_rows, follow_width(a, out), out);
 		fflush(out);

@@ -19,6 +19,7 @@ enum {
 	OPT_SORT,
 	OPT_GROUP_BY,
 	OPT_DURATION,
+	OPT_OFF_CPU,
 };
 
 struct top {
@@ -27,6 +28,7 @@ struct top {
 	double delay_s;   /* between refreshes */
 	uint32_t window_s;
 	bool batch;       /* a fresh table per interval, no keys (not a terminal, or --batch) */
+	bool off_cpu;     /* --off-cpu: off-CPU time, not CPU samples */
 	size_t rows;      /* rows of a batch table (the screen's height otherwise) */
 	struct sp_live_view view;
 	/* while running */
@@ -58,6 +60,9 @@ static const struct argp_option options[] = {
 				      "(the default when standard output is not a terminal)", 3},
 	{"rows", OPT_ROWS, "N", 0, "functions per batch table (default 20)", 3},
 	{"duration", OPT_DURATION, "SECONDS", 0, "stop after SECONDS", 3},
+	{"off-cpu", OPT_OFF_CPU, NULL, 0, "record off-CPU intervals as 'record --off-cpu' does and "
+					  "show where threads wait: seconds off CPU per function "
+					  "(blocked, sleeping or preempted), not CPU shares", 3},
 	{NULL, 0, NULL, 0, "Output:", 4},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default top.spool): 'stackpulse "
 				   "report FILE' reads it afterwards", 4},
@@ -115,6 +120,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		t->rows = v;
 		return 0;
 	}
+	case OPT_OFF_CPU:
+		t->off_cpu = true;
+		t->rec.opts.off_cpu = true;
+		return 0;
 	case OPT_DURATION:
 		if (sp_cli_parse_seconds(arg, &t->rec.duration_s))
 			argp_error(state, "invalid duration '%s' (seconds, e.g. 30)", arg);
@@ -197,9 +206,35 @@ static void screen_size(size_t *rows, size_t *cols)
 /* The event sampled, as the spool's header names it ("cpu-clock", "page-faults"). */
 static const char *event_of(const struct top *t)
 {
+	if (t->off_cpu)
+		return "off-CPU time in seconds";
 	const struct sp_spool *s = sp_tail_spool(t->tail);
 	const char *name = s ? sp_event_name(sp_spool_meta(s)->event_source) : NULL;
 	return name ? name : "samples";
+}
+
+/*
+ * What the live view counted: "N samples (R/s), W" or, with --off-cpu,
+ * "T s off CPU (P s preempted; R s/s), W s", for "... in the last K s".
+ */
+static void amount_text(const struct top *t, bool rate, char *buf, size_t cap)
+{
+	uint64_t win, all, pwin, pall;
+	sp_live_counts(t->live, &win, &all);
+	if (!t->off_cpu) {
+		if (rate)
+			snprintf(buf, cap, "%" PRIu64 " samples (%.0f/s), %" PRIu64, all, t->rate, win);
+		else
+			snprintf(buf, cap, "%" PRIu64 " samples, %" PRIu64, all, win);
+		return;
+	}
+	sp_live_preempted(t->live, &pwin, &pall);
+	int n = snprintf(buf, cap, "%.3f s off CPU (%.3f s preempted", (double)all / 1e6,
+			 (double)pall / 1e6);
+	if (rate && n > 0 && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "; %.2f s/s", t->rate / 1e6);
+	if (n > 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, "), %.3f s", (double)win / 1e6);
 }
 
 /* Lines of text (a memstream's buffer) written to the screen, row `hl` in reverse video. */
@@ -282,18 +317,15 @@ static void draw_screen(struct top *t, double now)
 {
 	size_t rows, cols;
 	screen_size(&rows, &cols);
-	uint64_t win, all;
-	sp_live_counts(t->live, &win, &all);
 	struct sp_live_row *list;
 	size_t n = sp_live_rows(t->live, &t->view, &list);
 	if (t->selected >= n)
 		t->selected = n ? n - 1 : 0;
 	fputs("\033[H", stdout);
-	char head[512], label[16];
-	snprintf(head, sizeof(head),
-		 "stackpulse top: %s, %.0f s, %" PRIu64 " samples (%.0f/s), %" PRIu64
-		 " in the last %s%s%s%s",
-		 event_of(t), now - t->start_s, all, t->rate, win,
+	char head[512], label[16], amount[160];
+	amount_text(t, true, amount, sizeof(amount));
+	snprintf(head, sizeof(head), "stackpulse top: %s, %.0f s, %s in the last %s%s%s%s",
+		 event_of(t), now - t->start_s, amount,
 		 sp_live_window_label(t->live, label, sizeof(label)), t->paused ? "  [paused]" : "",
 		 sp_live_behind(t->live) ? "  [catching up]" : "",
 		 sp_live_finished(t->live) ? "  [recording over]" : "");
@@ -346,11 +378,10 @@ static void draw_screen(struct top *t, double now)
 
 static void print_batch(struct top *t, double now, bool last)
 {
-	uint64_t win, all;
-	sp_live_counts(t->live, &win, &all);
-	char label[16];
-	printf("--- stackpulse top: %s, %.1f s, %" PRIu64 " samples, %" PRIu64 " in the last %s%s ---\n",
-	       event_of(t), now - t->start_s, all, win, sp_live_window_label(t->live, label, sizeof(label)),
+	char label[16], amount[160];
+	amount_text(t, false, amount, sizeof(amount));
+	printf("--- stackpulse top: %s, %.1f s, %s in the last %s%s ---\n",
+	       event_of(t), now - t->start_s, amount, sp_live_window_label(t->live, label, sizeof(label)),
 	       last ? " (recording over)" : sp_live_behind(t->live) ? " (catching up)" : "");
 	sp_live_write_table(t->live, &t->view, t->rows, 100, stdout);
 	fflush(stdout);
@@ -434,7 +465,8 @@ static int top_begin(void *ctx, struct sp_recorder *rec)
 	if (!err)
 		err = sp_tail_symbolizer(t->tail, &t->sym_opts, &t->sym);
 	/* symbolizing a burst of new stacks (a whole machine's) must not stop the drain */
-	struct sp_live_opts lo = {.window_s = t->window_s, .budget_ms = 40};
+	struct sp_live_opts lo = {.window_s = t->window_s, .budget_ms = 40,
+				  .metric = t->off_cpu ? SP_METRIC_OFF_CPU : SP_METRIC_CPU};
 	if (!err)
 		err = sp_live_new(t->tail, t->sym, &lo, &t->live);
 	if (err)

@@ -35,6 +35,7 @@ struct live_entry {
 struct bucket {
 	uint64_t second;  /* timestamp / 1e9 */
 	uint64_t samples;
+	uint64_t preempted; /* a time metric: µs of it preempted */
 	struct sp_map index; /* entry -> index into deltas */
 	struct {
 		uint32_t entry;
@@ -77,6 +78,10 @@ struct sp_live {
 	bool behind;            /* the last update stopped at its budget */
 	struct sp_sample_unit unit; /* what a sample weighs, once the header is read */
 	bool have_unit;
+	/* A time metric (opts.metric): the intervals counted, and the µs preempted. */
+	size_t next_offcpu;
+	size_t win_first_offcpu; /* first interval that may end in the window */
+	uint64_t win_preempted, all_preempted;
 };
 
 static uint64_t str_hash(const char *s, uint64_t h)
@@ -240,6 +245,7 @@ static void bucket_reset(struct bucket *b, uint64_t second)
 	sp_map_init(&b->index);
 	b->ndeltas = 0;
 	b->samples = 0;
+	b->preempted = 0;
 	b->second = second;
 }
 
@@ -258,6 +264,7 @@ static void advance(struct sp_live *l, uint64_t second)
 			e->total_win -= b->deltas[i].total;
 		}
 		l->win_samples -= b->samples;
+		l->win_preempted -= b->preempted;
 		bucket_reset(b, sec);
 	}
 	l->newest_second = second;
@@ -281,24 +288,23 @@ static int add_delta(struct bucket *b, uint32_t entry, bool self, uint64_t w)
 	return 0;
 }
 
-static int count_sample(struct sp_live *l, const struct sp_sample *smp)
+/* The window's bucket of second sec, or NULL: older than the window, it counts since the start only. */
+static struct bucket *bucket_of(struct sp_live *l, uint64_t sec)
+{
+	struct bucket *b = sec + l->nbuckets > l->newest_second ? &l->buckets[sec % l->nbuckets] : NULL;
+	return b && b->second == sec ? b : NULL;
+}
+
+/* A sample (or part of an interval) weighing w at its timestamp's second. */
+static int count_sample(struct sp_live *l, const struct sp_sample *smp, uint64_t w)
 {
 	const struct sp_spool *s = sp_tail_spool(l->tail);
 	const struct sp_thread *t = sp_spool_thread(s, smp->thread);
-	if (!t)
+	if (!t || !w)
 		return 0;
 	uint64_t sec = smp->timestamp_ns / 1000000000ull;
 	advance(l, sec);
-	/* a sample older than the window counts since the start only */
-	struct bucket *b = sec + l->nbuckets > l->newest_second ? &l->buckets[sec % l->nbuckets] : NULL;
-	if (b && b->second != sec)
-		b = NULL;
-	if (!l->have_unit) {
-		sp_sample_unit_of(s, &l->unit);
-		l->have_unit = true;
-	}
-	/* A counted event's sample weighs its period (docs/DESIGN.md, decision 12). */
-	uint64_t w = sp_sample_weight(&l->unit, smp);
+	struct bucket *b = bucket_of(l, sec);
 	l->all_samples += w;
 	l->counted++;
 	if (b) {
@@ -337,6 +343,64 @@ static int count_sample(struct sp_live *l, const struct sp_sample *smp)
 	return 0;
 }
 
+/*
+ * What a sample adds: a counted event's sample weighs its period
+ * (docs/DESIGN.md, decision 12); with a time metric a clock's sample is its
+ * period of CPU time in µs (wall), or nothing (off-CPU).
+ */
+static uint64_t sample_amount(struct sp_live *l, const struct sp_sample *smp)
+{
+	if (!l->have_unit) {
+		sp_sample_unit_of(sp_tail_spool(l->tail), &l->unit);
+		l->have_unit = true;
+	}
+	if (l->opts.metric == SP_METRIC_OFF_CPU)
+		return 0;
+	if (l->opts.metric == SP_METRIC_WALL) /* a counted event's samples are no time */
+		return l->unit.time ? (l->unit.period + 500) / 1000 : 0;
+	return sp_sample_weight(&l->unit, smp);
+}
+
+/*
+ * A time metric: an off-CPU interval adds its µs under the stack it left
+ * the CPU with, whole since the start, and in the window by the part each
+ * of its last seconds holds (docs/DESIGN.md, decision 12).  The cause is
+ * counted apart (sp_live_preempted), not as a frame: a [blocked] leaf would
+ * take every self share from the functions that wait.
+ */
+static int count_interval(struct sp_live *l, const struct sp_offcpu *o)
+{
+	const uint64_t ns = 1000000000ull;
+	uint64_t us = o->duration_ns / 1000;
+	if (!us || !sp_spool_thread(sp_tail_spool(l->tail), o->thread))
+		return 0;
+	uint64_t end = sp_u64_add_sat(o->start_ns, o->duration_ns), first = o->start_ns / ns;
+	struct sp_sample part = {.thread = o->thread, .stack_id = o->stack_id};
+	/* newest second first, so the window has moved when the older parts come */
+	for (uint64_t sec = (end - 1) / ns, k = 0; us; sec--, k++) {
+		uint64_t from = sec * ns, in = us;
+		/* the oldest part, or all that lies before the window's seconds, at once */
+		if (sec > first && k < l->nbuckets) {
+			in = (end - from) / 1000 < us ? (end - from) / 1000 : us;
+			end = from;
+		}
+		part.timestamp_ns = from;
+		int err = count_sample(l, &part, in);
+		if (err)
+			return err;
+		struct bucket *b = bucket_of(l, sec);
+		if (o->flags & SP_OFFCPU_PREEMPTED) {
+			l->all_preempted += in;
+			if (b) {
+				b->preempted += in;
+				l->win_preempted += in;
+			}
+		}
+		us -= in;
+	}
+	return 0;
+}
+
 int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_live_opts *opts,
 		struct sp_live **out)
 {
@@ -349,6 +413,10 @@ int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_li
 	l->sym = sym;
 	if (opts)
 		l->opts = *opts;
+	if (l->opts.metric > SP_METRIC_WALL) {
+		free(l);
+		return -SP_E_BAD_ARG;
+	}
 	if (!l->opts.window_s)
 		l->opts.window_s = SP_LIVE_WINDOW_DEFAULT;
 	l->nbuckets = (size_t)l->opts.window_s;
@@ -385,6 +453,22 @@ static uint64_t clock_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* A time metric: the intervals read and not counted yet, within the budget (false: it ran out). */
+static bool count_intervals(struct sp_live *l, const struct sp_spool *s, uint64_t until, int *err)
+{
+	if (l->opts.metric == SP_METRIC_CPU || !s)
+		return true;
+	for (size_t i = l->next_offcpu; !*err && i < sp_spool_offcpu_count(s); i++) {
+		if (until && (i & 63) == 0 && clock_ns() > until)
+			return false;
+		uint64_t counted = l->counted;
+		*err = count_interval(l, sp_spool_offcpu(s, i));
+		l->counted = counted + 1; /* one interval, however many seconds it spans */
+		l->next_offcpu = i + 1;
+	}
+	return true;
+}
+
 int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 {
 	size_t before = l->counted;
@@ -401,8 +485,15 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 				*new_samples = (size_t)(l->counted - before);
 			return 0;
 		}
-		err = count_sample(l, sp_spool_sample(s0, i));
+		const struct sp_sample *smp = sp_spool_sample(s0, i);
+		err = count_sample(l, smp, sample_amount(l, smp));
 		l->next_sample = i + 1;
+	}
+	if (!count_intervals(l, s0, until, &err)) {
+		l->behind = true;
+		if (new_samples)
+			*new_samples = (size_t)(l->counted - before);
+		return 0;
 	}
 	while (!err && more) {
 		struct sp_tail_batch b;
@@ -426,8 +517,13 @@ int sp_live_update(struct sp_live *l, uint64_t now_ns, size_t *new_samples)
 				more = false;
 				break;
 			}
-			err = count_sample(l, sp_spool_sample(s, i));
+			const struct sp_sample *smp = sp_spool_sample(s, i);
+			err = count_sample(l, smp, sample_amount(l, smp));
 			l->next_sample = i + 1;
+		}
+		if (!l->behind && !count_intervals(l, s, until, &err)) {
+			l->behind = true;
+			more = false;
 		}
 	}
 	/* Time goes on without samples too; a clock far from the samples' (another boot) is not theirs. */
@@ -532,6 +628,12 @@ void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all)
 	*all = l->all_samples;
 }
 
+void sp_live_preempted(const struct sp_live *l, uint64_t *window, uint64_t *all)
+{
+	*window = l->win_preempted;
+	*all = l->all_preempted;
+}
+
 /* Whether entry e is the row's function (and process, when rows are by process). */
 static bool is_row(const struct sp_live *l, uint32_t e, const struct sp_live_row *row)
 {
@@ -542,18 +644,18 @@ static bool is_row(const struct sp_live *l, uint32_t e, const struct sp_live_row
 }
 
 static int bump(struct sp_live_row **rows, size_t *n, size_t *cap, const struct live_func *f,
-		int32_t pid)
+		int32_t pid, uint64_t w)
 {
 	for (size_t i = 0; i < *n; i++)
 		if ((*rows)[i].name == f->name && (*rows)[i].module == f->module &&
 		    (*rows)[i].is_inline == f->is_inline && (*rows)[i].pid == pid) {
-			(*rows)[i].total_win++;
+			(*rows)[i].total_win += w;
 			return 0;
 		}
 	if (sp_array_reserve((void **)rows, cap, *n + 1, sizeof(**rows)))
 		return -ENOMEM;
 	(*rows)[(*n)++] = (struct sp_live_row){.name = f->name, .module = f->module, .pid = pid,
-					       .is_inline = f->is_inline, .total_win = 1};
+					       .is_inline = f->is_inline, .total_win = w};
 	return 0;
 }
 
@@ -573,12 +675,27 @@ int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
 	       sp_spool_sample(s, l->win_first)->timestamp_ns / 1000000000ull < from)
 		l->win_first++;
 	int err = 0;
-	for (size_t i = l->win_first; !err && i < l->next_sample; i++) {
-		const struct sp_sample *smp = sp_spool_sample(s, i);
-		const struct sp_thread *t = sp_spool_thread(s, smp->thread);
+	bool time = l->opts.metric != SP_METRIC_CPU;
+	/* a time metric's intervals too, by their µs in the window's seconds (they come as they end) */
+	while (time && l->win_first_offcpu < l->next_offcpu &&
+	       sp_u64_add_sat(sp_spool_offcpu(s, l->win_first_offcpu)->start_ns,
+			      sp_spool_offcpu(s, l->win_first_offcpu)->duration_ns) / 1000000000ull < from)
+		l->win_first_offcpu++;
+	size_t nsamples = l->next_sample - l->win_first;
+	size_t n = nsamples + (time ? l->next_offcpu - l->win_first_offcpu : 0);
+	for (size_t i = 0; !err && i < n; i++) {
+		const struct sp_sample *smp = i < nsamples ? sp_spool_sample(s, l->win_first + i) : NULL;
+		const struct sp_offcpu *o = smp ? NULL : sp_spool_offcpu(s, l->win_first_offcpu + i - nsamples);
+		uint32_t thread = smp ? smp->thread : o->thread, stack = smp ? smp->stack_id : o->stack_id;
+		uint64_t w = !time ? 1 : smp ? sample_amount(l, smp) : 0;
+		if (o) {
+			uint64_t end = sp_u64_add_sat(o->start_ns, o->duration_ns), at = from * 1000000000ull;
+			w = end > at ? (end - (o->start_ns > at ? o->start_ns : at)) / 1000 : 0;
+		}
+		const struct sp_thread *t = sp_spool_thread(s, thread);
 		const uint32_t *path;
-		if (!t || (row->pid >= 0 && t->pid != row->pid) ||
-		    (err = stack_path(l, t->pid, smp->stack_id, &path)))
+		if (!w || !t || (row->pid >= 0 && t->pid != row->pid) ||
+		    (err = stack_path(l, t->pid, stack, &path)))
 			continue;
 		/* the innermost occurrence: its caller is rootward, its callee leafward */
 		for (uint32_t k = 0; k < path[0]; k++) {
@@ -586,9 +703,11 @@ int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
 				continue;
 			int32_t pid = row->pid;
 			if (k + 1 < path[0])
-				err = bump(callers, ncallers, &cap_a, &l->funcs[l->entries[path[2 + k]].func], pid);
+				err = bump(callers, ncallers, &cap_a, &l->funcs[l->entries[path[2 + k]].func], pid,
+					   w);
 			if (!err && k > 0)
-				err = bump(callees, ncallees, &cap_b, &l->funcs[l->entries[path[k]].func], pid);
+				err = bump(callees, ncallees, &cap_b, &l->funcs[l->entries[path[k]].func], pid,
+					   w);
 			break;
 		}
 	}
@@ -598,6 +717,16 @@ int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
 	if (*ncallees)
 		qsort_r(*callees, *ncallees, sizeof(**callees), cmp_rows, &c);
 	return err;
+}
+
+/* us as seconds in at most width characters (buf: 16 bytes), as many decimals as fit, up to 3. */
+static const char *seconds(char *buf, int width, uint64_t us)
+{
+	double s = (double)us / 1e6;
+	for (int prec = 3; prec >= 0; prec--)
+		if (snprintf(buf, 16, "%.*f", prec, s) <= width)
+			break;
+	return buf;
 }
 
 int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t max_rows,
@@ -618,7 +747,11 @@ int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t 
 	char last[32], wlabel[16];
 	snprintf(last, sizeof(last), "last %s", sp_live_window_label(l, wlabel, sizeof(wlabel)));
 	fprintf(out, "  %-14s  %-14s\n", last, "since start");
-	fprintf(out, "  %6s %7s  %6s %7s  ", "Self%", "Total%", "Self%", "Total%");
+	bool time = l->opts.metric != SP_METRIC_CPU;
+	if (time) /* seconds of time (a thread waiting all along: 1 s per second) */
+		fprintf(out, "  %6s %7s  %6s %7s  ", "Self s", "Total s", "Self s", "Total s");
+	else
+		fprintf(out, "  %6s %7s  %6s %7s  ", "Self%", "Total%", "Self%", "Total%");
 	if (v->by_process) {
 		sp_text_put_cell(out, "Process", wproc, true);
 		fputc(' ', out);
@@ -629,9 +762,18 @@ int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t 
 	fputc('\n', out);
 	for (size_t i = 0; i < n; i++) {
 		const struct sp_live_row *r = &rows[i];
-		fprintf(out, "  %5.1f%% %6.1f%%  %5.1f%% %6.1f%%  ", sp_text_pct(r->self_win, l->win_samples),
-			sp_text_pct(r->total_win, l->win_samples), sp_text_pct(r->self_all, l->all_samples),
-			sp_text_pct(r->total_all, l->all_samples));
+		if (time) {
+			char c[4][16];
+			fprintf(out, "  %6s %7s  %6s %7s  ", seconds(c[0], 6, r->self_win),
+				seconds(c[1], 7, r->total_win), seconds(c[2], 6, r->self_all),
+				seconds(c[3], 7, r->total_all));
+		} else {
+			fprintf(out, "  %5.1f%% %6.1f%%  %5.1f%% %6.1f%%  ",
+				sp_text_pct(r->self_win, l->win_samples),
+				sp_text_pct(r->total_win, l->win_samples),
+				sp_text_pct(r->self_all, l->all_samples),
+				sp_text_pct(r->total_all, l->all_samples));
+		}
 		if (v->by_process) {
 			char label[64];
 			char *name = NULL;

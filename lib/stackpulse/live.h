@@ -167,6 +167,15 @@ struct sp_live_opts {
 	 * drains a recorder (top) keeps draining while new stacks are symbolized.
 	 */
 	uint32_t budget_ms;
+	/*
+	 * enum sp_report_metric: CPU samples (0, the default), or record
+	 * --off-cpu's intervals as off-CPU time, or those plus a clock event's
+	 * samples as wall time (a counted event's samples then add nothing).
+	 * With a time metric every count of the view is microseconds, and an
+	 * interval counts once it has ended (the thread ran again), whole since
+	 * the start and in the window by the part of it each second holds.
+	 */
+	uint32_t metric;
 };
 
 enum sp_live_sort {
@@ -192,7 +201,8 @@ struct sp_live_row {
  * Count the samples of the tail's spool as they come, per function and
  * process, since the start and over the last opts->window_s seconds of
  * sample time, names from sym (a sp_tail_symbolizer of t).  Borrows t and
- * sym, which must outlive it.  0, -ENOMEM, -SP_E_BAD_ARG.
+ * sym, which must outlive it.  0, -ENOMEM, -SP_E_BAD_ARG (also an unknown
+ * opts->metric).
  */
 int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_live_opts *opts,
 		struct sp_live **out);
@@ -220,8 +230,18 @@ bool sp_live_behind(const struct sp_live *l);
  */
 const char *sp_live_window_label(const struct sp_live *l, char *buf, size_t size);
 
-/* Samples in the window and since the start: the shares' denominators. */
+/*
+ * Samples in the window and since the start: the shares' denominators
+ * (their weights: events of a counted event; µs with a time metric).
+ */
 void sp_live_counts(const struct sp_live *l, uint64_t *window, uint64_t *all);
+
+/*
+ * A time metric: of sp_live_counts' µs, those the threads spent preempted
+ * (switched out while runnable), in the window and since the start; the rest
+ * of the off-CPU time they were blocked or sleeping.  Rows do not split it.
+ */
+void sp_live_preempted(const struct sp_live *l, uint64_t *window, uint64_t *all);
 
 /*
  * Every row with samples, sorted by v (work proportional to the functions
@@ -245,7 +265,8 @@ int sp_live_neighbours(struct sp_live *l, const struct sp_live_row *row,
 /*
  * The table as text: a header line naming the window, then at most max_rows
  * rows (0: all) cut to width columns (0: 100): window self% and total%, then
- * since the start, function, module, and with by_process the process.
+ * since the start (with a time metric seconds, not shares: "Self s"),
+ * function, module, and with by_process the process.
  * Names are escaped for a terminal.  0 or -errno from out.
  */
 int sp_live_write_table(struct sp_live *l, const struct sp_live_view *v, size_t max_rows,

@@ -20,10 +20,11 @@ struct fixture {
 	struct sp_live *live;
 };
 
-static void open_fixture(struct fixture *f, uint32_t window)
+static void open_fixture_metric(struct fixture *f, uint32_t window, uint32_t metric)
 {
 	struct sp_spool_meta m = small_meta;
 	m.start_monotonic_ns = T0;
+	m.flags |= metric != SP_METRIC_CPU ? SP_META_OFF_CPU : 0;
 	cr_assert_eq(sp_spool_writer_open(tmp_path("live.spool"), &m, &f->w), 0);
 	uint32_t ids[3];
 	for (int i = 0; i < 3; i++) {
@@ -42,8 +43,13 @@ static void open_fixture(struct fixture *f, uint32_t window)
 	const struct sp_symbolizer_opts o = {.no_kernel_symbols = true,
 					     .perf_map_policy = SP_PERF_MAPS_NONE};
 	cr_assert_eq(sp_tail_symbolizer(f->t, &o, &f->sym), 0);
-	struct sp_live_opts lo = {.window_s = window};
+	struct sp_live_opts lo = {.window_s = window, .metric = metric};
 	cr_assert_eq(sp_live_new(f->t, f->sym, &lo, &f->live), 0);
+}
+
+static void open_fixture(struct fixture *f, uint32_t window)
+{
+	open_fixture_metric(f, window, SP_METRIC_CPU);
 }
 
 /* n samples of stack at second sec (spread over it), flushed. */
@@ -173,5 +179,95 @@ Test(live, table_text)
 		lines += *p == '\n';
 	cr_assert_eq(lines, 4, "two header lines and max_rows rows: %s", text);
 	free(text);
+	close_fixture(&f);
+}
+
+/* An interval of stack off CPU from second `from` for `ms` milliseconds, flushed. */
+static void interval(struct fixture *f, uint32_t stack, uint64_t from_ms, uint64_t ms,
+		     uint32_t flags)
+{
+	struct sp_offcpu o = {.start_ns = T0 + from_ms * 1000000, .duration_ns = ms * 1000000,
+			      .thread = f->thread, .stack_id = stack, .flags = flags};
+	cr_assert_eq(sp_spool_writer_append_offcpu(f->w, &o), 0);
+	cr_assert_eq(sp_spool_writer_flush(f->w), 0);
+}
+
+/*
+ * Off-CPU time live: intervals count their microseconds under their stack,
+ * the window only the part of each that its seconds hold, the preempted
+ * part apart; CPU samples count nothing; the table says seconds.
+ */
+Test(live, off_cpu_time)
+{
+	struct fixture f;
+	open_fixture_metric(&f, 2, SP_METRIC_OFF_CPU);
+	samples(&f, f.stack_a, 0, 10); /* CPU samples: no off-CPU time */
+	interval(&f, f.stack_a, 500, 3000, 0);                    /* 0.5-3.5 s, blocked */
+	interval(&f, f.stack_b, 3600, 200, SP_OFFCPU_PREEMPTED);  /* 3.6-3.8 s */
+	size_t got;
+	cr_assert_eq(sp_live_update(f.live, 0, &got), 0);
+	cr_assert_eq(got, 2, "two intervals counted");
+	uint64_t win, all, pwin, pall;
+	sp_live_counts(f.live, &win, &all);
+	sp_live_preempted(f.live, &pwin, &pall);
+	cr_assert_eq(all, 3200000, "3.2 s in µs: %" PRIu64, all);
+	/* the window holds seconds 2-3: 1.5 s of the long interval and the short one */
+	cr_assert_eq(win, 1700000, "window %" PRIu64, win);
+	cr_assert_eq(pall, 200000);
+	cr_assert_eq(pwin, 200000);
+	struct sp_live_view v = {.sort = SP_LIVE_SORT_SELF};
+	struct sp_live_row *rows;
+	size_t n = sp_live_rows(f.live, &v, &rows);
+	const struct sp_live_row *a = row_of(rows, n, ips[0]), *b = row_of(rows, n, ips[2]),
+				 *caller = row_of(rows, n, ips[1]);
+	cr_assert(a && b && caller);
+	cr_assert_eq(a->self_all, 3000000);
+	cr_assert_eq(a->self_win, 1500000);
+	cr_assert_eq(b->self_win, 200000);
+	cr_assert_eq(caller->total_all, 3200000);
+	free(rows);
+	/* the caller's callees over the window, by time */
+	struct sp_live_row *callers, *callees;
+	size_t ncallers, ncallees;
+	cr_assert_eq(sp_live_neighbours(f.live, caller, &callers, &ncallers, &callees, &ncallees), 0);
+	cr_assert_eq(ncallees, 2);
+	cr_assert_eq(callees[0].total_win, 1500000, "%" PRIu64, callees[0].total_win);
+	cr_assert_eq(callees[1].total_win, 200000);
+	free(callers);
+	free(callees);
+	char *text = NULL;
+	size_t len = 0;
+	FILE *m = open_memstream(&text, &len);
+	cr_assert_eq(sp_live_write_table(f.live, &v, 0, 100, m), 0);
+	fclose(m);
+	cr_assert(strstr(text, "Self s Total s"), "%s", text);
+	cr_assert(strstr(text, "  1.500   1.500   3.000   3.000  "), "a's row in seconds: %s", text);
+	free(text);
+	/* 3 s later the window is empty; the time since the start stays */
+	cr_assert_eq(sp_live_update(f.live, T0 + 7 * SEC, NULL), 0);
+	sp_live_counts(f.live, &win, &all);
+	sp_live_preempted(f.live, &pwin, &pall);
+	cr_assert_eq(win, 0);
+	cr_assert_eq(pwin, 0);
+	cr_assert_eq(all, 3200000);
+	close_fixture(&f);
+}
+
+/* Wall time: a clock's samples as their period of CPU time, plus the intervals. */
+Test(live, wall_time)
+{
+	struct fixture f;
+	open_fixture_metric(&f, 5, SP_METRIC_WALL);
+	samples(&f, f.stack_a, 0, 10);
+	interval(&f, f.stack_b, 200, 100, 0);
+	cr_assert_eq(sp_live_update(f.live, 0, NULL), 0);
+	uint64_t win, all;
+	sp_live_counts(f.live, &win, &all);
+	/* 10 samples at 999 Hz: 1001 µs each */
+	cr_assert_eq(all, 10 * 1001 + 100000, "%" PRIu64, all);
+	cr_assert_eq(win, all);
+	struct sp_live_opts bad = {.metric = 7};
+	struct sp_live *l = NULL;
+	cr_assert_eq(sp_live_new(f.t, f.sym, &bad, &l), -SP_E_BAD_ARG);
 	close_fixture(&f);
 }

@@ -41,6 +41,58 @@ int sp_export_time_order(const struct sp_spool *s, uint32_t **order)
 	return 0;
 }
 
+static int interval_by_time(const void *pa, const void *pb, void *ctx)
+{
+	const struct sp_spool *s = ctx;
+	uint32_t a = *(const uint32_t *)pa, b = *(const uint32_t *)pb;
+	uint64_t ta = sp_spool_offcpu(s, a)->start_ns, tb = sp_spool_offcpu(s, b)->start_ns;
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+int sp_export_time_events(struct sp_agg *a, uint64_t **events, size_t *n)
+{
+	const struct sp_spool *s = a->spool;
+	size_t nintervals = sp_spool_offcpu_count(s), nsamples = 0, ni = 0, k = 0;
+	uint32_t *samples = NULL, *iv = malloc((nintervals ? nintervals : 1) * sizeof(*iv));
+	int err = iv ? 0 : -ENOMEM;
+	if (!err && a->metric == SP_METRIC_WALL) {
+		err = sp_export_time_order(s, &samples);
+		nsamples = err ? 0 : sp_spool_sample_count(s);
+	}
+	uint64_t *v = err ? NULL : malloc((nsamples + nintervals + 1) * sizeof(*v));
+	if (!v) {
+		free(samples);
+		free(iv);
+		return err ? err : -ENOMEM;
+	}
+	/* Intervals with time that the filters keep, by their start (they are written as they end). */
+	for (size_t i = 0; i < nintervals && nintervals < UINT32_MAX; i++) {
+		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
+		if (o->duration_ns && sp_agg_interval_kept(a, o))
+			iv[ni++] = (uint32_t)i;
+	}
+	qsort_r(iv, ni, sizeof(*iv), interval_by_time, (void *)s);
+	/* Merged with the kept samples, a sample first at a tie. */
+	size_t si = 0, ii = 0;
+	while (si < nsamples || ii < ni) {
+		if (si < nsamples && !sp_agg_kept(a, samples[si])) {
+			si++;
+			continue;
+		}
+		bool take_sample = si < nsamples &&
+				   (ii == ni || sp_spool_sample(s, samples[si])->timestamp_ns <=
+							sp_spool_offcpu(s, iv[ii])->start_ns);
+		v[k++] = take_sample ? samples[si++] : SP_EXPORT_INTERVAL | iv[ii++];
+	}
+	free(samples);
+	free(iv);
+	*events = v;
+	*n = k;
+	return 0;
+}
+
 /* ---- interning --------------------------------------------------------- */
 
 void sp_intern_init(struct sp_intern *t)

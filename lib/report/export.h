@@ -27,6 +27,22 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
  */
 int sp_export_time_order(const struct sp_spool *s, uint32_t **order);
 
+/*
+ * A time metric's events in time order (docs/DESIGN.md, decision 12): the
+ * intervals with time that the filters keep, by their start, and with wall
+ * time the kept samples, merged.  Each entry is a sample index, or an
+ * interval's index with SP_EXPORT_INTERVAL set; *events malloc'd (the caller
+ * frees), *n entries.  0 or -ENOMEM.
+ */
+#define SP_EXPORT_INTERVAL (1ull << 32)
+int sp_export_time_events(struct sp_agg *a, uint64_t **events, size_t *n);
+
+/* The cause frame a time metric puts under an interval's stack: "[blocked]" or "[preempted]". */
+static inline const char *sp_export_cause(const struct sp_offcpu *o)
+{
+	return o->flags & SP_OFFCPU_PREEMPTED ? "[preempted]" : "[blocked]";
+}
+
 /* Byte strings interned to dense ids 0, 1, ... in first-seen order. */
 struct sp_intern {
 	struct sp_map index; /* hash -> id */

@@ -209,6 +209,35 @@ static int put_time(struct sp_buf *b, uint64_t ns)
 	return sp_buf_append(b, p, (size_t)(tmp + sizeof(tmp) - p));
 }
 
+/* "COMM PID/TID" of thread t, formatted once. */
+static int put_thread(struct text_cache *c, const struct sp_spool *s, uint32_t t, struct sp_buf *b)
+{
+	int err = 0;
+	if (t >= sp_spool_thread_count(s))
+		return put_fmt(b, ":-1 %5d/%-5d", -1, -1);
+	if (c->thread_at[t] == SIZE_MAX)
+		err = thread_text(c, s, t);
+	return err ? err : sp_buf_append(b, c->text.data + c->thread_at[t], c->thread_len[t]);
+}
+
+/*
+ * An off-CPU interval as the sample perf's own off-CPU profile writes
+ * (perf record --off-cpu): event "offcpu-time", its period the time off CPU
+ * in ns, stamped at the switch-out; its stack under a [blocked] or
+ * [preempted] frame, as the other views show it (docs/DESIGN.md, decision 12).
+ */
+static int put_interval(struct text_cache *c, struct sp_agg *a, const struct sp_offcpu *o,
+			struct sp_buf *b)
+{
+	int err = put_thread(c, a->spool, o->thread, b);
+	err = err ? err : put_time(b, o->start_ns);
+	err = err ? err : put_fmt(b, ": %10" PRIu64 " offcpu-time:\n", o->duration_ns);
+	err = err ? err : put_fmt(b, "\t%16x %s ([unknown])\n", 0, sp_export_cause(o));
+	uint32_t sid = o->stack_id < a->nstacks ? o->stack_id : 0;
+	err = err ? err : put_stack(c, a, sid, b);
+	return err ? err : put_str(b, "\n");
+}
+
 static void *alloc_offsets(size_t n)
 {
 	size_t *v = malloc((n ? n : 1) * sizeof(*v));
@@ -246,20 +275,25 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 	sp_buf_init(&c.text);
 	sp_buf_init(&b);
 	uint32_t *order = NULL;
+	uint64_t *events = NULL; /* a time metric's samples and intervals */
+	size_t n = 0;
 	int err = c.frame_at && c.frame_len && c.stack_at && c.stack_len && c.thread_at &&
-			  c.thread_len ? sp_export_time_order(s, &order) : -ENOMEM;
-	size_t n = err ? 0 : sp_spool_sample_count(s);
+			  c.thread_len ? 0 : -ENOMEM;
+	if (!err && a->metric != SP_METRIC_CPU)
+		err = sp_export_time_events(a, &events, &n);
+	else if (!err && !(err = sp_export_time_order(s, &order)))
+		n = sp_spool_sample_count(s);
 	for (size_t i = 0; !err && i < n; i++) {
-		if (!sp_agg_kept(a, order[i]))
+		if (events && (events[i] & SP_EXPORT_INTERVAL)) {
+			err = put_interval(&c, a, sp_spool_offcpu(s, (uint32_t)events[i]), &b);
+			if (!err && b.len >= 65536)
+				err = write_block(&b, out);
+			continue;
+		}
+		if (!events && !sp_agg_kept(a, order[i]))
 			continue; /* filtered out */
-		const struct sp_sample *smp = sp_spool_sample(s, order[i]);
-		uint32_t t = smp->thread;
-		if (t < nthreads && c.thread_at[t] == SIZE_MAX)
-			err = thread_text(&c, s, t);
-		if (!err && t < nthreads)
-			err = sp_buf_append(&b, c.text.data + c.thread_at[t], c.thread_len[t]);
-		else if (!err)
-			err = put_fmt(&b, ":-1 %5d/%-5d", -1, -1);
+		const struct sp_sample *smp = sp_spool_sample(s, events ? (uint32_t)events[i] : order[i]);
+		err = put_thread(&c, s, smp->thread, &b);
 		err = err ? err : put_time(&b, smp->timestamp_ns);
 		/*
 		 * A counted event's own period (docs/DESIGN.md, decision 12); the one line of a
@@ -280,6 +314,7 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 	if (!err && b.len)
 		err = write_block(&b, out);
 	free(order);
+	free(events);
 	free(c.frame_at);
 	free(c.frame_len);
 	free(c.stack_at);

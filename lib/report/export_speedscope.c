@@ -144,9 +144,8 @@ static const char *base_name(const char *p)
 	return s && s[1] ? s + 1 : p;
 }
 
-/* One thread's samples, oldest first, each weighing one sampling period. */
-static int write_profile(struct speedscope *ss, const struct sp_thread *t, const uint32_t *samples,
-			 size_t n, const struct sp_sample_unit *u, FILE *out)
+/* A profile's opening: its type and name, "comm (pid P, tid T)". */
+static int put_profile_name(struct speedscope *ss, const struct sp_thread *t, FILE *out)
 {
 	/* Name: "comm (pid P, tid T)", the way speedscope's own importers name threads. */
 	char ids[64];
@@ -162,6 +161,14 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 		err = put_string(ss, (const char *)name.data, out);
 	}
 	sp_buf_release(&name);
+	return err;
+}
+
+/* One thread's samples, oldest first, each weighing one sampling period. */
+static int write_profile(struct speedscope *ss, const struct sp_thread *t, const uint32_t *samples,
+			 size_t n, const struct sp_sample_unit *u, FILE *out)
+{
+	int err = put_profile_name(ss, t, out);
 	if (err)
 		return err;
 	/*
@@ -202,6 +209,136 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	return ferror(out) ? -EIO : 0;
 }
 
+/*
+ * A time metric (docs/DESIGN.md, decision 12): one thread's events in time
+ * order (sp_export_time_events), each weighing its time in ns: a sample its
+ * period of CPU time (wall time), an interval its time off CPU under a
+ * [blocked] or [preempted] frame.  Laid end to end from the first one's
+ * time, so with wall time speedscope's time order view is the thread's
+ * timeline.
+ */
+static int write_time_profile(struct speedscope *ss, const struct sp_thread *t,
+			      const uint64_t *events, size_t n, const struct sp_sample_unit *u,
+			      const uint32_t cause[2], FILE *out)
+{
+	int err = put_profile_name(ss, t, out);
+	if (err)
+		return err;
+	uint64_t sum = 0, first;
+	for (size_t i = 0; i < n; i++)
+		sum = sp_u64_add_sat(sum, events[i] & SP_EXPORT_INTERVAL
+						  ? sp_spool_offcpu(ss->s, (uint32_t)events[i])->duration_ns
+						  : u->period);
+	first = events[0] & SP_EXPORT_INTERVAL
+			? sp_spool_offcpu(ss->s, (uint32_t)events[0])->start_ns
+			: sp_spool_sample(ss->s, (uint32_t)events[0])->timestamp_ns;
+	uint64_t start = first > ss->a->first_ns ? first - ss->a->first_ns : 0;
+	fprintf(out,
+		",\"unit\":\"nanoseconds\",\"startValue\":%" PRIu64 ",\"endValue\":%" PRIu64
+		",\n\"samples\":[\n",
+		start, sp_u64_add_sat(start, sum));
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_offcpu *o = events[i] & SP_EXPORT_INTERVAL
+						    ? sp_spool_offcpu(ss->s, (uint32_t)events[i])
+						    : NULL;
+		uint32_t sid = o ? o->stack_id : sp_spool_sample(ss->s, (uint32_t)events[i])->stack_id;
+		if ((err = render_stack(ss, sid < ss->a->nstacks ? sid : 0)))
+			return err;
+		if (o) { /* "[...]" becomes "[...,CAUSE]" */
+			char num[16];
+			int k = snprintf(num, sizeof(num), "%s%" PRIu32 "]", ss->text.len > 2 ? "," : "",
+					 cause[(o->flags & SP_OFFCPU_PREEMPTED) != 0]);
+			ss->text.len--;
+			if ((err = sp_buf_append(&ss->text, num, (size_t)k)))
+				return err;
+		}
+		fwrite(ss->text.data, 1, ss->text.len, out);
+		fputs(i + 1 < n ? ",\n" : "\n", out);
+	}
+	fputs("],\n\"weights\":[", out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n",
+			events[i] & SP_EXPORT_INTERVAL
+				? sp_spool_offcpu(ss->s, (uint32_t)events[i])->duration_ns
+				: u->period);
+	fputs("]}", out);
+	return ferror(out) ? -EIO : 0;
+}
+
+/* The thread of event e (sp_export_time_events). */
+static uint32_t event_thread(const struct sp_spool *s, uint64_t e)
+{
+	return e & SP_EXPORT_INTERVAL ? sp_spool_offcpu(s, (uint32_t)e)->thread
+				      : sp_spool_sample(s, (uint32_t)e)->thread;
+}
+
+/*
+ * Samples by thread, oldest first within each: a stable bucket pass over
+ * the time order.  first[t] (nthreads + 1 of them, zeroed) gets where
+ * thread t's samples start in by_thread.
+ */
+static int samples_by_thread(struct sp_agg *a, size_t *first, uint32_t **order, uint32_t *by_thread)
+{
+	const struct sp_spool *s = a->spool;
+	size_t nsamples = sp_spool_sample_count(s), nthreads = sp_spool_thread_count(s);
+	int err = sp_export_time_order(s, order);
+	if (err)
+		return err;
+	for (size_t i = 0; i < nsamples; i++)
+		if (sp_agg_kept(a, i)) /* filtered out samples are in no profile */
+			first[sp_spool_sample(s, i)->thread + 1]++;
+	for (size_t t = 0; t < nthreads; t++)
+		first[t + 1] += first[t];
+	for (size_t i = 0; i < nsamples; i++) {
+		if (!sp_agg_kept(a, (*order)[i]))
+			continue;
+		uint32_t t = sp_spool_sample(s, (*order)[i])->thread;
+		by_thread[first[t]++] = (*order)[i];
+	}
+	for (size_t t = nthreads; t > 0; t--)
+		first[t] = first[t - 1];
+	first[0] = 0;
+	return 0;
+}
+
+/*
+ * A time metric: the cause frames (cause[0] [blocked], cause[1]
+ * [preempted]) added, and the events (sp_export_time_events) by thread as
+ * samples_by_thread groups samples, into *by_thread (malloc'd; *events too).
+ */
+static int time_events_by_thread(struct speedscope *ss, size_t *first, uint32_t cause[2],
+				 uint64_t **events, uint64_t **by_thread)
+{
+	const struct sp_spool *s = ss->s;
+	size_t nthreads = sp_spool_thread_count(s), n;
+	int err = 0;
+	for (int k = 0; !err && k < 2; k++) {
+		struct sp_resolved_frame rf = {.name = k ? "[preempted]" : "[blocked]", .module = ""};
+		err = frame_index(ss, &rf, &cause[k]);
+	}
+	if (err || (err = sp_export_time_events(ss->a, events, &n)))
+		return err;
+	uint64_t *v = *by_thread = malloc((n ? n : 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = event_thread(s, (*events)[i]);
+		if (t < nthreads)
+			first[t + 1]++;
+	}
+	for (size_t t = 0; t < nthreads; t++)
+		first[t + 1] += first[t];
+	for (size_t i = 0; i < n; i++) {
+		uint32_t t = event_thread(s, (*events)[i]);
+		if (t < nthreads)
+			v[first[t]++] = (*events)[i];
+	}
+	for (size_t t = nthreads; t > 0; t--)
+		first[t] = first[t - 1];
+	first[0] = 0;
+	return 0;
+}
+
 int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	struct speedscope ss;
@@ -220,6 +357,8 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	struct sp_sample_unit unit;
 	sp_sample_unit_of(s, &unit);
 	uint32_t *order = NULL, *by_thread = NULL;
+	uint64_t *events = NULL, *ev_by_thread = NULL; /* a time metric's */
+	uint32_t cause[2] = {0, 0};
 	size_t *first = NULL;
 	int err = -ENOMEM;
 	size_t nframes = sp_spool_frame_count(s);
@@ -245,23 +384,12 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 				goto out;
 	}
 
-	/* Samples by thread, oldest first within each: a stable bucket pass over the time order. */
-	if ((err = sp_export_time_order(s, &order)))
+	if (a->metric != SP_METRIC_CPU)
+		err = time_events_by_thread(&ss, first, cause, &events, &ev_by_thread);
+	else
+		err = samples_by_thread(a, first, &order, by_thread);
+	if (err)
 		goto out;
-	for (size_t i = 0; i < nsamples; i++)
-		if (sp_agg_kept(a, i)) /* filtered out samples are in no profile */
-			first[sp_spool_sample(s, i)->thread + 1]++;
-	for (size_t t = 0; t < nthreads; t++)
-		first[t + 1] += first[t];
-	for (size_t i = 0; i < nsamples; i++) {
-		if (!sp_agg_kept(a, order[i]))
-			continue;
-		uint32_t t = sp_spool_sample(s, order[i])->thread;
-		by_thread[first[t]++] = order[i];
-	}
-	for (size_t t = nthreads; t > 0; t--)
-		first[t] = first[t - 1];
-	first[0] = 0;
 
 	/* The busiest thread is the one speedscope opens first. */
 	size_t active = 0, best = 0, nprofiles = 0;
@@ -297,7 +425,11 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 			continue;
 		fputs(written++ ? ",\n" : "\n", out);
 		const struct sp_thread *th = sp_spool_thread(s, (uint32_t)t);
-		if ((err = write_profile(&ss, th, by_thread + first[t], n, &unit, out)))
+		if (events)
+			err = write_time_profile(&ss, th, ev_by_thread + first[t], n, &unit, cause, out);
+		else
+			err = write_profile(&ss, th, by_thread + first[t], n, &unit, out);
+		if (err)
 			goto out;
 	}
 	fputs(written ? "\n]}\n" : "]}\n", out);
@@ -305,6 +437,8 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 out:
 	free(order);
 	free(by_thread);
+	free(events);
+	free(ev_by_thread);
 	free(first);
 	free(ss.frame_off);
 	free(ss.frame_len);

@@ -141,6 +141,28 @@ static void known_profile(void)
 	finish();
 }
 
+/*
+ * Two samples of t0 (alpha<-beta<-root @0, beta<-root @20ms) and, written
+ * as they end, two intervals of t0: 3 ms preempted with no stack from
+ * 10 ms, and 8 ms blocked in alpha<-beta<-root from 1 ms.
+ */
+static void off_cpu_profile(void)
+{
+	self_id = sp_test_self_module(writer, &self, fn(exp_alpha));
+	uint32_t a = frame(fn(exp_alpha) + 4), b = frame(fn(exp_beta) + 8);
+	uint32_t r = frame(fn(exp_root) + 8);
+	uint32_t s1 = stack((uint32_t[]){a, b, r}, 3), s2 = stack((uint32_t[]){b, r}, 2);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s1, T0), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(writer, t0, s2, T0 + 20 * MS), 0);
+	struct sp_offcpu pre = {.start_ns = T0 + 10 * MS, .duration_ns = 3 * MS, .thread = t0,
+				.flags = SP_OFFCPU_PREEMPTED | SP_OFFCPU_NO_STACK};
+	struct sp_offcpu blk = {.start_ns = T0 + 1 * MS, .duration_ns = 8 * MS, .thread = t0,
+				.stack_id = s1};
+	cr_assert_eq(sp_spool_writer_append_offcpu(writer, &pre), 0);
+	cr_assert_eq(sp_spool_writer_append_offcpu(writer, &blk), 0);
+	finish();
+}
+
 /* One export with opts into a malloc'd buffer (*len bytes, NUL-terminated for text). */
 static char *export_with(struct sp_report_opts opts, size_t *len)
 {
@@ -480,6 +502,76 @@ Test(export, perf_script_is_exact)
 	cr_assert_gt(n, 0);
 	cr_expect_str_eq(text, want);
 	free(want);
+	free(text);
+}
+
+/* Wall time: the samples and, in time order, each interval as perf's offcpu-time sample in ns. */
+Test(export, perf_script_wall_time)
+{
+	off_cpu_profile();
+	char *text = export_with((struct sp_report_opts){.format = SP_REPORT_PERF_SCRIPT,
+							  .metric = SP_METRIC_WALL},
+				 NULL);
+	const char *path = self.path;
+	char a[PATH_MAX + 64], b[PATH_MAX + 64], r[PATH_MAX + 64], *want;
+	snprintf(a, sizeof(a), "\t%16" PRIx64 " exp_alpha+0x4 (%s)\n", fn(exp_alpha) + 4, path);
+	snprintf(b, sizeof(b), "\t%16" PRIx64 " exp_beta+0x8 (%s)\n", fn(exp_beta) + 8, path);
+	snprintf(r, sizeof(r), "\t%16" PRIx64 " exp_root+0x8 (%s)\n", fn(exp_root) + 8, path);
+	int n = asprintf(&want,
+			 "prog    10/10        2.000500:    1001001 cpu-clock:\n%s%s%s\n"
+			 "prog    10/10        2.001500:    8000000 offcpu-time:\n"
+			 "\t               0 [blocked] ([unknown])\n%s%s%s\n"
+			 "prog    10/10        2.010500:    3000000 offcpu-time:\n"
+			 "\t               0 [preempted] ([unknown])\n\n"
+			 "prog    10/10        2.020500:    1001001 cpu-clock:\n%s%s\n",
+			 a, b, r, a, b, r, b, r);
+	cr_assert_gt(n, 0);
+	cr_expect_str_eq(text, want);
+	free(want);
+	free(text);
+	/* off-CPU time: the intervals alone */
+	text = export_with((struct sp_report_opts){.format = SP_REPORT_PERF_SCRIPT,
+						    .metric = SP_METRIC_OFF_CPU},
+			   NULL);
+	cr_expect(!strstr(text, "cpu-clock"), "%s", text);
+	cr_expect(strstr(text, "8000000 offcpu-time:"), "%s", text);
+	free(text);
+}
+
+/* Off-CPU time in speedscope: the intervals in ns, each under its cause frame, in time order. */
+Test(export, speedscope_off_cpu_time)
+{
+	off_cpu_profile();
+	char *text = export_with((struct sp_report_opts){.format = SP_REPORT_SPEEDSCOPE,
+							  .metric = SP_METRIC_OFF_CPU},
+				 NULL);
+	char buf[3 * PATH_MAX + 2048];
+	snprintf(buf, sizeof(buf),
+		 "\"shared\":{\"frames\":[\n"
+		 "{\"name\":\"exp_root\",\"file\":\"%s\"},\n"
+		 "{\"name\":\"exp_beta\",\"file\":\"%s\"},\n"
+		 "{\"name\":\"exp_alpha\",\"file\":\"%s\"},\n"
+		 "{\"name\":\"[blocked]\"},\n"
+		 "{\"name\":\"[preempted]\"}\n"
+		 "]},\n"
+		 "\"profiles\":[\n"
+		 "{\"type\":\"sampled\",\"name\":\"prog (pid 10, tid 10)\",\"unit\":\"nanoseconds\","
+		 "\"startValue\":0,\"endValue\":11000000,\n"
+		 "\"samples\":[\n[0,1,2,3],\n[4]\n],\n"
+		 "\"weights\":[8000000,3000000]}\n"
+		 "]}\n",
+		 speedscope_file(fn(exp_root) + 8),
+		 speedscope_file(fn(exp_beta) + 8), speedscope_file(fn(exp_alpha) + 4));
+	cr_expect(strstr(text, buf), "%s", text);
+	free(text);
+	/* wall time: the samples too, each its period; the thread's time adds up */
+	text = export_with((struct sp_report_opts){.format = SP_REPORT_SPEEDSCOPE,
+						    .metric = SP_METRIC_WALL},
+			   NULL);
+	cr_expect(strstr(text, "\"samples\":[\n[0,1,2],\n[0,1,2,3],\n[4],\n[0,1]\n],\n"
+			       "\"weights\":[1001001,8000000,3000000,1001001]}"),
+		  "%s", text);
+	cr_expect(strstr(text, "\"startValue\":0,\"endValue\":13002002,"), "%s", text);
 	free(text);
 }
 

@@ -812,13 +812,10 @@ int cmd_report(int argc, char **argv)
 	if (rc)
 		goto out;
 	a.report.growing = !sp_spool_summary(spool) && sp_spool_is_growing(a.spool_path);
-	rc = SP_EXIT_FAILURE;
-	if (a.report.metric != SP_METRIC_CPU &&
-	    !(sp_spool_meta(spool)->flags & SP_META_OFF_CPU)) {
-		rc = sp_cli_error("'%s' holds no off-CPU intervals: record with --off-cpu for "
-				  "--metric=off-cpu or wall", a.spool_path);
+	rc = time_metric_fits(spool, &a);
+	if (rc)
 		goto out;
-	}
+	rc = SP_EXIT_FAILURE;
 	/* Opened last, so a spool that fails to load leaves no empty report behind. */
 	out = sp_cli_open_output(a.output);
 	if (!out)

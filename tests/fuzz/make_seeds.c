@@ -167,6 +167,61 @@ static void write_rich(const char *path, unsigned nframes, unsigned depth)
 }
 
 /*
+ * A spool of record --off-cpu (docs/DESIGN.md, decision 12): samples whose
+ * periods change (stored only then), and OFFCPU records of every kind:
+ * blocked and preempted, without a stack, cut by either end, lost (no
+ * time), one of an unknown thread's index beside a valid one.  With
+ * event_source, a counted event's spool (weights, no time) when not a clock.
+ */
+static void write_off_cpu(const char *path, uint32_t event_source)
+{
+	struct sp_spool_meta m = meta;
+	m.event_source = event_source;
+	m.flags |= SP_META_OFF_CPU;
+	struct sp_spool_writer *w;
+	check(sp_spool_writer_open(path, &m, &w), path);
+	uint32_t id, fid[4], th[2], stack[3];
+	check(sp_spool_writer_add_module(w, &modules[0], &id), "module");
+	for (unsigned i = 0; i < 4; i++) {
+		struct sp_frame f = {.module_id = 0, .mode = SP_FRAME_USER, .rel_ip = 0x1000 + 0x40 * i};
+		f.abs_ip = modules[0].start + f.rel_ip;
+		check(sp_spool_writer_intern_frame(w, &f, &fid[i]), "frame");
+	}
+	check(sp_spool_writer_intern_stack(w, fid, 4, &stack[0]), "stack");
+	check(sp_spool_writer_intern_stack(w, fid + 1, 3, &stack[1]), "stack");
+	check(sp_spool_writer_intern_stack(w, fid + 2, 2, &stack[2]), "stack");
+	check(sp_spool_writer_intern_thread(w, 100, 100, &th[0]), "thread");
+	check(sp_spool_writer_set_thread_name(w, th[0], "wall_split"), "name");
+	check(sp_spool_writer_intern_thread(w, 100, 101, &th[1]), "thread");
+	static const uint64_t periods[] = {1001001, 1001001, 0, 3, 3600, 1, 1001001, 0};
+	uint64_t t = 1000500000ull;
+	for (unsigned i = 0; i < SP_ARRAY_SIZE(periods); i++, t += 1001000)
+		check(sp_spool_writer_append_weighted_sample(w, th[i % 2], stack[i % 3], t,
+							     periods[i]),
+		      "sample");
+	const struct sp_offcpu iv[] = {
+		{.start_ns = 1000000000ull, .duration_ns = 400000, .thread = th[1],
+		 .flags = SP_OFFCPU_START_CUT | SP_OFFCPU_NO_STACK},
+		{.start_ns = 1000600000ull, .duration_ns = 40000000, .thread = th[0],
+		 .stack_id = stack[1]},
+		{.start_ns = 1000700000ull, .duration_ns = 150000, .thread = th[0],
+		 .stack_id = stack[0], .flags = SP_OFFCPU_PREEMPTED},
+		{.start_ns = 1000650000ull, .duration_ns = 0, .thread = th[1], .stack_id = stack[2],
+		 .flags = SP_OFFCPU_LOST},
+		{.start_ns = 1040000000ull, .duration_ns = 20000000, .thread = th[1],
+		 .flags = SP_OFFCPU_END_CUT | SP_OFFCPU_NO_STACK | SP_OFFCPU_PREEMPTED},
+		{.start_ns = 999000000ull, .duration_ns = UINT64_MAX / 2, .thread = th[0],
+		 .stack_id = stack[2]},
+	};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(iv); i++)
+		check(sp_spool_writer_append_offcpu(w, &iv[i]), "offcpu");
+	struct sp_summary sum = {.sample_events = 8, .samples = 8};
+	sum.stop_reasons[SP_STOP_ROOT] = 8;
+	check(sp_spool_writer_finish(w, &sum), "finish");
+	sp_spool_writer_free(w);
+}
+
+/*
  * Crash reproducer (tests/unit/fuzz_regressions.c, report_marker_inside_stack):
  * a truncation marker inside a stack and at its leaf, not at its root.
  */
@@ -278,6 +333,19 @@ static void write_spools(const char *sub)
 	b = read_file(tmp, &n);
 	remove(tmp);
 	write_file(sub, "no-frames.spool", b, n);
+	free(b);
+
+	/* record --off-cpu's intervals beside a clock's samples, and beside a counted event's. */
+	write_off_cpu(tmp, SP_EVENT_CPU_CLOCK);
+	b = read_file(tmp, &n);
+	remove(tmp);
+	write_file(sub, "off-cpu.spool", b, n);
+	write_file(sub, "off-cpu-cut.spool", b, n - 5);
+	free(b);
+	write_off_cpu(tmp, SP_EVENT_PAGE_FAULTS);
+	b = read_file(tmp, &n);
+	remove(tmp);
+	write_file(sub, "off-cpu-faults.spool", b, n);
 	free(b);
 
 	/* A deep stack: the 64 frames the generator allows. */

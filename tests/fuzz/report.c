@@ -187,6 +187,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Every format the library knows: a new one is fuzzed as soon as it exists. */
 	for (ropts.format = 0; ropts.format < 16; ropts.format++)
 		sp_report_write(s, sym, &ropts, devnull);
+	/* A spool of record --off-cpu: every format again with each time metric. */
+	bool off_cpu = s->meta.flags & SP_META_OFF_CPU;
+	for (ropts.metric = SP_METRIC_OFF_CPU; off_cpu && ropts.metric <= SP_METRIC_WALL; ropts.metric++)
+		for (ropts.format = 0; ropts.format < 16; ropts.format++)
+			sp_report_write(s, sym, &ropts, devnull);
+	ropts.metric = off_cpu && (knobs & 0x800000u) ? SP_METRIC_WALL : SP_METRIC_CPU;
 	/* The text views, sections and filters, two ways each, and a diff with itself. */
 	static const int32_t pids[] = {1, 4242};
 	for (int v = 0; v < 2; v++) {

@@ -210,8 +210,23 @@ void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, 
 		put_item(&l, "time from %g s", (double)f->start_ns / 1e9);
 	else if (f->has_end)
 		put_item(&l, "time until %g s", (double)f->end_ns / 1e9);
-	fprintf(out, "\nKept:       %" PRIu64 " of %" PRIu64 " samples (%.1f%%)\n", a->samples,
-		a->all_samples, pct(a->samples, a->all_samples));
+	if (a->metric == SP_METRIC_CPU && !a->unit.weighted) {
+		fprintf(out, "\nKept:       %" PRIu64 " of %" PRIu64 " samples (%.1f%%)\n", a->samples,
+			a->all_samples, pct(a->samples, a->all_samples));
+		return;
+	}
+	/* Events or time kept are no count of samples: both, in their own units. */
+	char amount[64];
+	sp_agg_format_amount(a, a->samples, amount, sizeof(amount));
+	fprintf(out, "\nKept:       %s", amount);
+	if (a->metric != SP_METRIC_OFF_CPU)
+		fprintf(out, " (%" PRIu64 " of %" PRIu64 " samples%s", a->nsampled, a->all_samples,
+			a->metric == SP_METRIC_WALL ? ", " : ")");
+	else
+		fputs(" (", out);
+	if (a->metric != SP_METRIC_CPU)
+		fprintf(out, "%" PRIu64 " off-CPU intervals)", a->nintervals);
+	fputc('\n', out);
 }
 
 /*

@@ -73,8 +73,9 @@ static const struct argp_option record_options[] = {
 	{"off-cpu", OPT_OFF_CPU, NULL, 0, "also record every interval a thread spends off CPU: "
 					  "switch-out to switch-in, the stack it left with (needs "
 					  "kernel sampling: root, CAP_PERFMON or "
-					  "kernel.perf_event_paranoid <= 1; without it the intervals "
-					  "come without stacks) and whether it was preempted or "
+					  "kernel.perf_event_paranoid <= 1; without it a blocked "
+					  "thread's stack is read while it sleeps, a preempted one's "
+					  "is missing) and whether it was preempted or "
 					  "blocked/slept; see report --metric", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},

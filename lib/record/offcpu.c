@@ -10,12 +10,17 @@
  * the next SWITCH-in ends the interval, which goes to the spool.  An
  * interval cut by the recording's start or end keeps only the time seen;
  * one whose switch-in or switch-out was lost keeps no time at all.  Nothing
- * is ever stretched to make totals balance.
+ * is ever stretched to make totals balance.  Where kernel sampling is
+ * denied, the stack of a thread still blocked after a drain is read from it
+ * (sp_offcpu_next_blocked, recorder.c) and stands if its switch-in is later.
  */
 #include "record/record.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct sp_offcpu_slot {
 	int32_t pid, tid;
@@ -28,6 +33,10 @@ struct sp_offcpu_slot {
 	bool seen;          /* some switch record of the thread came */
 	bool born;          /* the thread started during the recording (a FORK record) */
 	uint64_t lost_gen;  /* r->offcpu.lost_gen when the switch-out came */
+	/* Without kernel sampling: a stack read while the thread was still off CPU (read_blocked). */
+	bool proc_tried;    /* read (or tried) in this interval */
+	uint32_t proc_stack;
+	uint64_t proc_done_ns; /* when the reads ended: the stack is this interval's if it ended later */
 };
 
 static struct sp_offcpu_slot *slot_of(struct sp_offcpu_state *o, int32_t pid, int32_t tid)
@@ -101,6 +110,8 @@ void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *
 		s->out_ns = id.time;
 		s->preempted = h->misc & PERF_RECORD_MISC_SWITCH_OUT_PREEMPT;
 		s->lost_gen = r->offcpu.lost_gen;
+		s->proc_tried = false;
+		s->proc_stack = 0;
 		if (!s->has_stack)
 			s->stack = 0;
 		return;
@@ -111,8 +122,13 @@ void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *
 		 * thread; a switch-in stamped before its switch-out is no interval either.
 		 */
 		bool lost = s->lost_gen != r->offcpu.lost_gen || id.time < s->out_ns;
-		emit(r, s, s->out_ns, lost ? 0 : id.time - s->out_ns, lost ? SP_OFFCPU_LOST : 0,
-		     s->stack);
+		uint32_t stack = s->stack, flags = lost ? SP_OFFCPU_LOST : 0;
+		/* Read while it was still off CPU: its switch-in came after the reads. */
+		if (!stack && s->proc_stack && id.time > s->proc_done_ns) {
+			stack = s->proc_stack;
+			flags |= SP_OFFCPU_PROC_STACK;
+		}
+		emit(r, s, s->out_ns, lost ? 0 : id.time - s->out_ns, flags, stack);
 	} else if (first && !s->born && id.time > r->offcpu.start_ns) {
 		/* Off CPU when the recording began: only the time since is known. */
 		s->preempted = false;
@@ -140,6 +156,59 @@ void sp_offcpu_on_task(struct sp_recorder *r, int32_t pid, int32_t tid, bool for
 	}
 }
 
+/*
+ * The user SP and PC the kernel saved for tid when it entered the system
+ * call it is blocked in (or the fault or interrupt it sleeps in),
+ * /proc/PID/task/TID/syscall: "NR ARG1..ARG6 SP PC", "-1 SP PC", or
+ * "running" (on a CPU, or runnable: preempted).  Needs ptrace access to the
+ * thread (its owner, or a descendant under Yama's ptrace_scope 1).
+ */
+bool sp_offcpu_blocked_regs(int32_t pid, int32_t tid, uint64_t *sp, uint64_t *pc)
+{
+	char path[64], buf[320];
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", (int)pid, (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return false;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	char *field[10], *save = NULL;
+	int k = 0;
+	for (char *t = strtok_r(buf, " \n", &save); t && k < 10; t = strtok_r(NULL, " \n", &save))
+		field[k++] = t;
+	if (k != 9 && k != 3)
+		return false;
+	char *end1, *end2;
+	*sp = strtoull(field[k - 2], &end1, 16);
+	*pc = strtoull(field[k - 1], &end2, 16);
+	return !*end1 && !*end2 && *sp && *pc;
+}
+
+bool sp_offcpu_next_blocked(struct sp_recorder *r, size_t *i, int32_t *pid, int32_t *tid)
+{
+	for (; *i < r->offcpu.n; (*i)++) {
+		struct sp_offcpu_slot *s = &r->offcpu.slots[*i];
+		if (!s->out || s->has_stack || s->proc_tried)
+			continue;
+		s->proc_tried = true;
+		*pid = s->pid;
+		*tid = s->tid;
+		return true;
+	}
+	return false;
+}
+
+void sp_offcpu_read_stack(struct sp_recorder *r, size_t i, uint32_t stack, uint64_t done_ns)
+{
+	if (i >= r->offcpu.n)
+		return;
+	r->offcpu.slots[i].proc_stack = stack;
+	r->offcpu.slots[i].proc_done_ns = done_ns;
+}
+
 void sp_offcpu_on_lost(struct sp_recorder *r)
 {
 	r->offcpu.lost_gen++;
@@ -152,8 +221,9 @@ void sp_offcpu_finish(struct sp_recorder *r, uint64_t end_ns)
 		if (!s->out)
 			continue;
 		/* Still off CPU at the end: the time up to the end is known, no more. */
-		emit(r, s, s->out_ns, end_ns > s->out_ns ? end_ns - s->out_ns : 0, SP_OFFCPU_END_CUT,
-		     s->stack);
+		bool proc = !s->stack && s->proc_stack;
+		emit(r, s, s->out_ns, end_ns > s->out_ns ? end_ns - s->out_ns : 0,
+		     SP_OFFCPU_END_CUT | (proc ? SP_OFFCPU_PROC_STACK : 0), proc ? s->proc_stack : s->stack);
 		s->out = false;
 	}
 }
@@ -161,6 +231,7 @@ void sp_offcpu_finish(struct sp_recorder *r, uint64_t end_ns)
 void sp_offcpu_release(struct sp_offcpu_state *o)
 {
 	free(o->slots);
+	free(o->stack_buf);
 	sp_map_release(&o->by_tid);
 	memset(o, 0, sizeof(*o));
 }

@@ -461,6 +461,9 @@ struct sp_offcpu_state {
 	struct sp_map by_tid; /* tid -> slot */
 	uint64_t lost_gen;    /* LOST records so far */
 	uint64_t start_ns;    /* the recording's start (the spool header's) */
+	/* No kernel sampling: blocked threads' stacks read after each drain (sp_offcpu_read_blocked). */
+	uint8_t *stack_buf;
+	size_t stack_len;
 };
 
 struct sp_recorder {
@@ -498,6 +501,24 @@ struct sp_recorder {
 /* A context-switches sample of (pid, tid): the stack it leaves the CPU with. */
 void sp_offcpu_on_stack(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack,
 			uint64_t time);
+/*
+ * Without kernel sampling (docs/DESIGN.md, decision 12), after each drain:
+ * each thread switched out and not back yet, with no stack, once per
+ * interval (from slot *i on; *i is then its slot); its user SP and PC from
+ * /proc/PID/task/TID/syscall while it sleeps in a system call (false when
+ * it runs or is runnable); the stack read from them, used if the thread's
+ * switch-in comes after done_ns.
+ */
+bool sp_offcpu_next_blocked(struct sp_recorder *r, size_t *i, int32_t *pid, int32_t *tid);
+bool sp_offcpu_blocked_regs(int32_t pid, int32_t tid, uint64_t *sp, uint64_t *pc);
+void sp_offcpu_read_stack(struct sp_recorder *r, size_t i, uint32_t stack, uint64_t done_ns);
+#ifndef SP_OFFCPU_READ_MS
+#define SP_OFFCPU_READ_MS 10 /* the longest wait between two drains then */
+#endif
+/* sample.c: the stack of registers and a stack copy read from the live thread, interned; 0: none. */
+struct sp_regs;
+uint32_t sp_recorder_stack_from_regs(struct sp_recorder *r, int32_t pid, int32_t tid,
+				     const struct sp_regs *regs, const uint8_t *stack, size_t len);
 /* A PERF_RECORD_SWITCH or SWITCH_CPU_WIDE record. */
 void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *h, size_t len);
 /* A FORK (fork true) or EXIT record of (pid, tid). */

@@ -179,8 +179,42 @@ bool sp_recorder_has_pending_events(const struct sp_recorder *r)
 	return sp_events_pending(&r->events);
 }
 
+/*
+ * --off-cpu where kernel sampling is denied: the stacks of the threads
+ * blocked now, read from them (docs/DESIGN.md, decision 12).
+ */
+static void read_blocked(struct sp_recorder *r)
+{
+	if (!r->events.off_cpu || !r->events.attr.exclude_kernel)
+		return;
+	if (!r->offcpu.stack_buf) {
+		r->offcpu.stack_len = r->events.attr.sample_stack_user;
+		r->offcpu.stack_buf = malloc(r->offcpu.stack_len ? r->offcpu.stack_len : 1);
+		if (!r->offcpu.stack_buf)
+			return;
+	}
+	int32_t pid, tid;
+	for (size_t i = 0; sp_offcpu_next_blocked(r, &i, &pid, &tid); i++) {
+		uint64_t sp, pc;
+		if (!sp_offcpu_blocked_regs(pid, tid, &sp, &pc))
+			continue;
+		size_t len = sp_target_read(pid, sp, r->offcpu.stack_buf, r->offcpu.stack_len);
+		uint64_t done = sp_monotonic_ns();
+		struct sp_regs regs = {.valid = 1u << SP_DW_RIP | 1u << SP_DW_RSP};
+		regs.regs[SP_DW_RIP] = pc;
+		regs.regs[SP_DW_RSP] = sp;
+		sp_offcpu_read_stack(r, i, sp_recorder_stack_from_regs(r, pid, tid, &regs,
+								       r->offcpu.stack_buf, len),
+				     done);
+	}
+}
+
 int sp_recorder_wait(struct sp_recorder *r, int timeout_ms)
 {
+	/* Blocked threads' stacks are read after each drain: the shorter the wait, the more are caught. */
+	if (r->events.off_cpu && r->events.attr.exclude_kernel &&
+	    (timeout_ms < 0 || timeout_ms > SP_OFFCPU_READ_MS))
+		timeout_ms = SP_OFFCPU_READ_MS;
 	return sp_events_wait(&r->events, timeout_ms);
 }
 int sp_recorder_consume_available(struct sp_recorder *r)
@@ -191,6 +225,7 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 	r->summary.error_stats[SP_ERR_RECORD_MALFORMED] += corrupt;
 	if (err)
 		return err;
+	read_blocked(r);
 	/*
 	 * The writer flushes by size; a slow recording would keep seconds of
 	 * samples in memory, lost if the recorder is killed.  Flush at least

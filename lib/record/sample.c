@@ -326,6 +326,33 @@ static bool intern_stack(struct sp_recorder *r, struct sp_process *p,
 	return true;
 }
 
+uint32_t sp_recorder_stack_from_regs(struct sp_recorder *r, int32_t pid, int32_t tid,
+				     const struct sp_regs *regs, const uint8_t *stack, size_t len)
+{
+	struct sp_process *p = sp_process_table_find(&r->procs, (pid_t)pid);
+	if (!p)
+		return 0;
+	struct sp_perf_sample s = {.ip = regs->regs[SP_DW_RIP], .pid = (uint32_t)pid,
+				   .tid = (uint32_t)tid};
+	struct sample_stack st = {.have_regs = true, .regs = *regs};
+	struct sp_stack_mem mem = {.base = regs->regs[SP_DW_RSP], .data = stack, .len = len};
+	sp_unwind(&st.regs, &mem, sp_recorder_find_module, p, r->scratch.pcs, SP_RECORD_MAX_FRAMES,
+		  &st.n, &st.stop, &r->unwind_stats);
+	/* No kernel chain to agree with frame-pointer steps past the copy: they go. */
+	if (st.stop != SP_STOP_ROOT && r->unwind_stats.unproven < st.n)
+		st.n = r->unwind_stats.unproven;
+	st.rooted = st.stop == SP_STOP_ROOT;
+	make_key(r, p, &s, &st);
+	uint32_t stack_id = 0;
+	/* The summary's stack counts are the samples': kept as they were. */
+	uint64_t markers = r->summary.truncated_frame_markers, empty = r->summary.empty_stack_samples;
+	if (!sp_stack_cache_find(&r->stacks, r->scratch.key, st.nkey, st.key_hash, &stack_id))
+		intern_stack(r, p, &s, &st, &stack_id);
+	r->summary.truncated_frame_markers = markers;
+	r->summary.empty_stack_samples = empty;
+	return stack_id;
+}
+
 void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 {
 	struct sp_perf_sample s;

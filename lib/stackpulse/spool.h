@@ -103,6 +103,13 @@ enum sp_offcpu_flags {
 	SP_OFFCPU_END_CUT = 1u << 2,   /* still off CPU when the recording ended: end is the recording's */
 	SP_OFFCPU_LOST = 1u << 3,      /* its switch-out or switch-in was lost: duration unknown (0) */
 	SP_OFFCPU_NO_STACK = 1u << 4,  /* no stack at switch-out (kernel sampling denied, or lost) */
+	/*
+	 * Kernel sampling denied: the stack was unwound from the user SP and PC
+	 * /proc/PID/task/TID/syscall gave and a copy of the stack, both read
+	 * while the thread was still off CPU (the registers the DWARF unwind
+	 * starts from are those two alone)
+	 */
+	SP_OFFCPU_PROC_STACK = 1u << 5,
 };
 #define SP_OFFCPU_INCOMPLETE (SP_OFFCPU_START_CUT | SP_OFFCPU_END_CUT | SP_OFFCPU_LOST)
 

@@ -104,4 +104,54 @@ sorted=$(sort -c -n times 2>&1 && echo yes)
 [ "$(grep -c ' cpu-clock:$' wall.script)" -gt 100 ] && [ "$(grep -c ' offcpu-time:$' wall.script)" = "$nint" ] && [ "$sorted" = yes ] &&
 	ok "perf-script --metric=wall holds the samples and the intervals, in time order" ||
 	fail "perf-script --metric=wall: $(grep -c ' cpu-clock:$' wall.script) samples, $(grep -c ' offcpu-time:$' wall.script) intervals, time order: $sorted"
+
+# --- unprivileged, at perf_event_paranoid 2: blocked threads' stacks read while they sleep --
+if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null 2>&1 || ! id nobody >/dev/null 2>&1; then
+	skip "not root, no setpriv or no user nobody: the unprivileged recording needs them"
+	finish
+fi
+old=$(cat /proc/sys/kernel/perf_event_paranoid)
+if [ "$old" != 2 ] && ! echo 2 2>/dev/null >/proc/sys/kernel/perf_event_paranoid; then
+	skip "cannot set kernel.perf_event_paranoid to 2 (it is $old) for the unprivileged recording"
+	finish
+fi
+mkdir -p nob && chmod 777 nob
+as_nobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$@"; }
+if as_nobody "$SP" --version >/dev/null 2>&1 && as_nobody test -x "$WL"; then
+	(cd nob && as_nobody "$SP" record --off-cpu -o u.spool -- "$WL" -t 2 >/dev/null 2>u.err)
+	rc=$?
+else
+	rc=skip
+fi
+[ "$old" = 2 ] || echo "$old" >/proc/sys/kernel/perf_event_paranoid
+if [ "$rc" = skip ]; then
+	skip "user nobody cannot run $SP or the workload (a directory on the path is private)"
+	finish
+fi
+[ "$rc" = 0 ] || fail "record --off-cpu as nobody exited $rc: $(head -c 300 nob/u.err)"
+# blocked (not preempted) time, and the part of it whose stack was read from the thread (flag 32)
+set -- $("$SP" dump nob/u.spool 2>/dev/null | awk '/^off-cpu / {
+	for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	if (v["flags"] % 2 == 0) { b += v["duration_ns"]; if (int(v["flags"] / 32) % 2) s += v["duration_ns"] }
+	else p += v["duration_ns"]
+} END { printf "%.0f %.0f %.0f\n", b / 1e6, s / 1e6, p / 1e6 }')
+blocked_ms=${1:-0} read_ms=${2:-0} pre_ms=${3:-0}
+share=$(pct "$read_ms" "$blocked_ms")
+info "as nobody at paranoid 2: ${read_ms} of ${blocked_ms} ms blocked or sleeping with a stack read from the thread ($share%); ${pre_ms} ms preempted, without"
+[ "$(num_ge "$share" 80)" = 1 ] && ok "unprivileged: $share% of the blocked time has its stack (read while blocked)" ||
+	fail "unprivileged: only $share% of the blocked time has a stack: $(head -c 300 nob/u.err)"
+"$SP" report --metric=off-cpu nob/u.spool 2>/dev/null | grep -q 'read while blocked (kernel sampling denied)' &&
+	ok "the report's header says the stacks were read from the blocked threads" ||
+	fail "no header line for stacks read while blocked"
+umain=$("$SP" dump nob/u.spool 2>/dev/null | awk '/^thread / { split($3, p, "="); split($4, t, "="); if (p[2] == t[2]) { print p[2]; exit } }')
+"$SP" report --metric=off-cpu --format=folded --tid="$umain" nob/u.spool >u.folded 2>/dev/null
+set -- $(folded_share u.folded '^_start;.*;main;sleep_nano;.*\[blocked\]$')
+sl=$1
+set -- $(folded_share u.folded '^_start;.*;main;wait_pipe;.*\[blocked\]$')
+wp=$1
+ssh=$(pct "$sl" $((sl + wp)))
+info "unprivileged main thread: sleep_nano $sl us, wait_pipe $wp us under complete stacks ($ssh% sleep_nano; 66.7 expected)"
+[ "$(awk -v s="$ssh" 'BEGIN { print (s >= 58 && s <= 75) ? 1 : 0 }')" = 1 ] && [ "$sl" -gt 0 ] &&
+	ok "unprivileged: complete stacks split the blocked time 2:1 between sleep_nano and wait_pipe ($ssh%)" ||
+	fail "unprivileged: sleep_nano $sl us, wait_pipe $wp us ($ssh%)"
 finish

@@ -225,7 +225,6 @@ Test(live, off_cpu_time)
 	cr_assert_eq(a->self_win, 1500000);
 	cr_assert_eq(b->self_win, 200000);
 	cr_assert_eq(caller->total_all, 3200000);
-	free(rows);
 	/* the caller's callees over the window, by time */
 	struct sp_live_row *callers, *callees;
 	size_t ncallers, ncallees;
@@ -235,6 +234,7 @@ Test(live, off_cpu_time)
 	cr_assert_eq(callees[1].total_win, 200000);
 	free(callers);
 	free(callees);
+	free(rows);
 	char *text = NULL;
 	size_t len = 0;
 	FILE *m = open_memstream(&text, &len);

@@ -74,9 +74,9 @@ static const struct argp_option record_options[] = {
 					  "switch-out to switch-in, the stack it left with (needs "
 					  "kernel sampling: root, CAP_PERFMON or "
 					  "kernel.perf_event_paranoid <= 1; without it a blocked "
-					  "thread's stack is read while it sleeps, a preempted one's "
-					  "is missing) and whether it was preempted or "
-					  "blocked/slept; see report --metric", 2},
+					  "thread's stack is read while it sleeps, a preempted one "
+					  "takes its last CPU sample's) and whether it was preempted "
+					  "or blocked/slept; see report --metric", 2},
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},

@@ -37,6 +37,11 @@ struct sp_offcpu_slot {
 	bool proc_tried;    /* read (or tried) in this interval */
 	uint32_t proc_stack;
 	uint64_t proc_done_ns; /* when the reads ended: the stack is this interval's if it ended later */
+	uint32_t proc_flag;    /* SP_OFFCPU_PROC_STACK, or SP_OFFCPU_SAMPLE_STACK */
+	/* The stack of its last CPU sample since its last switch-in (no records lost since). */
+	bool ran;
+	uint32_t ran_stack;
+	uint64_t ran_lost_gen;
 };
 
 static struct sp_offcpu_slot *slot_of(struct sp_offcpu_state *o, int32_t pid, int32_t tid)
@@ -114,6 +119,18 @@ void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *
 		s->proc_stack = 0;
 		if (!s->has_stack)
 			s->stack = 0;
+		/*
+		 * Preempted, without a switch sample: the kernel saved no system-call
+		 * registers for a runnable thread, but it was running the code its
+		 * last CPU sample of this stretch on the CPU caught.
+		 */
+		if (s->preempted && !s->has_stack && s->ran && s->ran_lost_gen == r->offcpu.lost_gen) {
+			s->proc_tried = true;
+			s->proc_stack = s->ran_stack;
+			s->proc_done_ns = 0;
+			s->proc_flag = SP_OFFCPU_SAMPLE_STACK;
+		}
+		s->ran = false;
 		return;
 	}
 	if (s->out) {
@@ -126,7 +143,7 @@ void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *
 		/* Read while it was still off CPU: its switch-in came after the reads. */
 		if (!stack && s->proc_stack && id.time > s->proc_done_ns) {
 			stack = s->proc_stack;
-			flags |= SP_OFFCPU_PROC_STACK;
+			flags |= s->proc_flag;
 		}
 		emit(r, s, s->out_ns, lost ? 0 : id.time - s->out_ns, flags, stack);
 	} else if (first && !s->born && id.time > r->offcpu.start_ns) {
@@ -136,6 +153,17 @@ void sp_offcpu_on_switch(struct sp_recorder *r, const struct perf_event_header *
 	}
 	s->out = false;
 	s->has_stack = false;
+	s->ran = false;
+}
+
+void sp_offcpu_on_cpu_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack)
+{
+	struct sp_offcpu_slot *s = slot_of(&r->offcpu, pid, tid);
+	if (!s || !stack)
+		return;
+	s->ran = true;
+	s->ran_stack = stack;
+	s->ran_lost_gen = r->offcpu.lost_gen;
 }
 
 void sp_offcpu_on_task(struct sp_recorder *r, int32_t pid, int32_t tid, bool fork)
@@ -207,6 +235,7 @@ void sp_offcpu_read_stack(struct sp_recorder *r, size_t i, uint32_t stack, uint6
 		return;
 	r->offcpu.slots[i].proc_stack = stack;
 	r->offcpu.slots[i].proc_done_ns = done_ns;
+	r->offcpu.slots[i].proc_flag = SP_OFFCPU_PROC_STACK;
 }
 
 void sp_offcpu_on_lost(struct sp_recorder *r)
@@ -223,7 +252,7 @@ void sp_offcpu_finish(struct sp_recorder *r, uint64_t end_ns)
 		/* Still off CPU at the end: the time up to the end is known, no more. */
 		bool proc = !s->stack && s->proc_stack;
 		emit(r, s, s->out_ns, end_ns > s->out_ns ? end_ns - s->out_ns : 0,
-		     SP_OFFCPU_END_CUT | (proc ? SP_OFFCPU_PROC_STACK : 0), proc ? s->proc_stack : s->stack);
+		     SP_OFFCPU_END_CUT | (proc ? s->proc_flag : 0), proc ? s->proc_stack : s->stack);
 		s->out = false;
 	}
 }

@@ -509,6 +509,8 @@ void sp_offcpu_on_stack(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_
  * it runs or is runnable); the stack read from them, used if the thread's
  * switch-in comes after done_ns.
  */
+/* Without kernel sampling: a CPU sample of (pid, tid), the stack a preemption may catch it in. */
+void sp_offcpu_on_cpu_sample(struct sp_recorder *r, int32_t pid, int32_t tid, uint32_t stack);
 bool sp_offcpu_next_blocked(struct sp_recorder *r, size_t *i, int32_t *pid, int32_t *tid);
 bool sp_offcpu_blocked_regs(int32_t pid, int32_t tid, uint64_t *sp, uint64_t *pc);
 void sp_offcpu_read_stack(struct sp_recorder *r, size_t i, uint32_t stack, uint64_t done_ns);

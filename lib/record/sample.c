@@ -387,4 +387,6 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len)
 		sp_offcpu_on_stack(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time);
 	else
 		append_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id, s.time, s.period);
+	if (!switch_out && r->events.off_cpu && r->events.attr.exclude_kernel)
+		sp_offcpu_on_cpu_sample(r, (int32_t)s.pid, (int32_t)s.tid, stack_id);
 }

@@ -138,7 +138,7 @@ void sp_text_offcpu_header(const struct sp_agg *a, FILE *out)
 			t[smp->thread].on += a->unit.period;
 	}
 	uint64_t all_blocked = 0, all_preempted = 0, all_incomplete = 0, n = 0;
-	uint64_t proc = 0, proc_ns = 0, no_stack_ns = 0;
+	uint64_t proc = 0, proc_ns = 0, last = 0, last_ns = 0, no_stack_ns = 0;
 	for (size_t i = 0; i < sp_spool_offcpu_count(s); i++) {
 		const struct sp_offcpu *o = sp_spool_offcpu(s, i);
 		if (o->thread >= nthreads ||
@@ -149,6 +149,9 @@ void sp_text_offcpu_header(const struct sp_agg *a, FILE *out)
 		if (o->flags & SP_OFFCPU_PROC_STACK) {
 			proc++;
 			proc_ns += o->duration_ns;
+		} else if (o->flags & SP_OFFCPU_SAMPLE_STACK) {
+			last++;
+			last_ns += o->duration_ns;
 		} else if (!o->stack_id) {
 			no_stack_ns += o->duration_ns;
 		}
@@ -169,10 +172,12 @@ void sp_text_offcpu_header(const struct sp_agg *a, FILE *out)
 		     " %" PRIu64 " incomplete (cut by the recording's ends or lost records)\n",
 		n, (double)all_blocked / 1e6, (double)all_preempted / 1e6, all_incomplete);
 	/* Kernel sampling denied: stacks read from the blocked threads, or none (decision 12). */
-	if (proc)
-		fprintf(out, "            stacks of %" PRIu64 " intervals (%.1f ms) read while blocked"
-			     " (kernel sampling denied); %.1f ms without a stack\n",
-			proc, (double)proc_ns / 1e6, (double)no_stack_ns / 1e6);
+	if (proc || last)
+		fprintf(out, "            kernel sampling denied: stacks read while blocked for %" PRIu64
+			     " intervals (%.1f ms), the last CPU sample's for %" PRIu64 " preempted"
+			     " (%.1f ms); %.1f ms without a stack\n",
+			proc, (double)proc_ns / 1e6, last, (double)last_ns / 1e6,
+			(double)no_stack_ns / 1e6);
 	qsort(t, nthreads, sizeof(*t), by_wall);
 	for (size_t i = 0; i < nthreads && i < HEADER_THREADS; i++) {
 		const struct sp_thread *th = sp_spool_thread(s, t[i].thread);

@@ -110,6 +110,12 @@ enum sp_offcpu_flags {
 	 * starts from are those two alone)
 	 */
 	SP_OFFCPU_PROC_STACK = 1u << 5,
+	/*
+	 * Kernel sampling denied, preempted: the stack of the thread's last CPU
+	 * sample since it last came on the CPU (no records lost since), the
+	 * code it was running up to a sampling period before the preemption
+	 */
+	SP_OFFCPU_SAMPLE_STACK = 1u << 6,
 };
 #define SP_OFFCPU_INCOMPLETE (SP_OFFCPU_START_CUT | SP_OFFCPU_END_CUT | SP_OFFCPU_LOST)
 

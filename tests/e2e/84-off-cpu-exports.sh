@@ -133,14 +133,14 @@ fi
 set -- $("$SP" dump nob/u.spool 2>/dev/null | awk '/^off-cpu / {
 	for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
 	if (v["flags"] % 2 == 0) { b += v["duration_ns"]; if (int(v["flags"] / 32) % 2) s += v["duration_ns"] }
-	else p += v["duration_ns"]
-} END { printf "%.0f %.0f %.0f\n", b / 1e6, s / 1e6, p / 1e6 }')
-blocked_ms=${1:-0} read_ms=${2:-0} pre_ms=${3:-0}
+	else { p += v["duration_ns"]; if (int(v["flags"] / 64) % 2) ps += v["duration_ns"] }
+} END { printf "%.0f %.0f %.0f %.0f\n", b / 1e6, s / 1e6, p / 1e6, ps / 1e6 }')
+blocked_ms=${1:-0} read_ms=${2:-0} pre_ms=${3:-0} pre_sampled_ms=${4:-0}
 share=$(pct "$read_ms" "$blocked_ms")
-info "as nobody at paranoid 2: ${read_ms} of ${blocked_ms} ms blocked or sleeping with a stack read from the thread ($share%); ${pre_ms} ms preempted, without"
+info "as nobody at paranoid 2: ${read_ms} of ${blocked_ms} ms blocked or sleeping with a stack read from the thread ($share%); ${pre_sampled_ms} of ${pre_ms} ms preempted with the last CPU sample's stack"
 [ "$(num_ge "$share" 80)" = 1 ] && ok "unprivileged: $share% of the blocked time has its stack (read while blocked)" ||
 	fail "unprivileged: only $share% of the blocked time has a stack: $(head -c 300 nob/u.err)"
-"$SP" report --metric=off-cpu nob/u.spool 2>/dev/null | grep -q 'read while blocked (kernel sampling denied)' &&
+"$SP" report --metric=off-cpu nob/u.spool 2>/dev/null | grep -q 'kernel sampling denied: stacks read while blocked' &&
 	ok "the report's header says the stacks were read from the blocked threads" ||
 	fail "no header line for stacks read while blocked"
 umain=$("$SP" dump nob/u.spool 2>/dev/null | awk '/^thread / { split($3, p, "="); split($4, t, "="); if (p[2] == t[2]) { print p[2]; exit } }')
@@ -154,4 +154,15 @@ info "unprivileged main thread: sleep_nano $sl us, wait_pipe $wp us under comple
 [ "$(awk -v s="$ssh" 'BEGIN { print (s >= 58 && s <= 75) ? 1 : 0 }')" = 1 ] && [ "$sl" -gt 0 ] &&
 	ok "unprivileged: complete stacks split the blocked time 2:1 between sleep_nano and wait_pipe ($ssh%)" ||
 	fail "unprivileged: sleep_nano $sl us, wait_pipe $wp us ($ssh%)"
+# Preempted intervals take the stack of the thread's last CPU sample on that stretch (flag 64):
+# with them the unprivileged wall profile splits as root's does.
+"$SP" report --metric=wall --format=folded --tid="$umain" nob/u.spool >uw.folded 2>/dev/null
+for f in burn_cpu:25 sleep_nano:50 wait_pipe:25; do
+	name=${f%:*} want=${f#*:}
+	set -- $(folded_share uw.folded "^_start;.*;main;$name(;|\$)")
+	got=$(pct "$1" "$2")
+	[ "$(awk -v a="$got" -v b="$want" 'BEGIN { d = a - b; if (d < 0) d = -d; print (d <= 4) ? 1 : 0 }')" = 1 ] &&
+		ok "unprivileged wall: $name $got% of the main thread under complete stacks ($want +- 4)" ||
+		fail "unprivileged wall: $name $got%, not $want +- 4"
+done
 finish

@@ -170,7 +170,7 @@ static void write_rich(const char *path, unsigned nframes, unsigned depth)
  * A spool of record --off-cpu (docs/DESIGN.md, decision 12): samples whose
  * periods change (stored only then), and OFFCPU records of every kind:
  * blocked and preempted, without a stack, cut by either end, lost (no
- * time), one of an unknown thread's index beside a valid one.  With
+ * time), stacks read from the thread or its last sample (no kernel sampling).  With
  * event_source, a counted event's spool (weights, no time) when not a clock.
  */
 static void write_off_cpu(const char *path, uint32_t event_source)
@@ -212,6 +212,11 @@ static void write_off_cpu(const char *path, uint32_t event_source)
 		 .flags = SP_OFFCPU_END_CUT | SP_OFFCPU_NO_STACK | SP_OFFCPU_PREEMPTED},
 		{.start_ns = 999000000ull, .duration_ns = UINT64_MAX / 2, .thread = th[0],
 		 .stack_id = stack[2]},
+		/* without kernel sampling: a stack read while blocked, a preemption's last sample */
+		{.start_ns = 1041000000ull, .duration_ns = 9000000, .thread = th[0],
+		 .stack_id = stack[1], .flags = SP_OFFCPU_PROC_STACK},
+		{.start_ns = 1042000000ull, .duration_ns = 300000, .thread = th[1],
+		 .stack_id = stack[0], .flags = SP_OFFCPU_PREEMPTED | SP_OFFCPU_SAMPLE_STACK},
 	};
 	for (size_t i = 0; i < SP_ARRAY_SIZE(iv); i++)
 		check(sp_spool_writer_append_offcpu(w, &iv[i]), "offcpu");

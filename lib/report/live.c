@@ -376,7 +376,8 @@ static int count_interval(struct sp_live *l, const struct sp_offcpu *o)
 		return 0;
 	uint64_t end = sp_u64_add_sat(o->start_ns, o->duration_ns), first = o->start_ns / ns;
 	struct sp_sample part = {.thread = o->thread, .stack_id = o->stack_id};
-	/* newest second first, so the window has moved when the older parts come */
+	/* the window moves to the interval's end first: its older parts are placed against it */
+	advance(l, (end - 1) / ns);
 	for (uint64_t sec = (end - 1) / ns, k = 0; us; sec--, k++) {
 		uint64_t from = sec * ns, in = us;
 		/* the oldest part, or all that lies before the window's seconds, at once */

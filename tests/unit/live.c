@@ -271,3 +271,21 @@ Test(live, wall_time)
 	cr_assert_eq(sp_live_new(f.t, f.sym, &bad, &l), -SP_E_BAD_ARG);
 	close_fixture(&f);
 }
+
+/* An interval whose last second holds less than a microsecond still moves the window to it. */
+Test(live, interval_ending_just_past_a_second)
+{
+	struct fixture f;
+	open_fixture_metric(&f, 2, SP_METRIC_OFF_CPU);
+	struct sp_offcpu o = {.start_ns = T0 + SEC / 2, .duration_ns = 5 * SEC / 2 + 500,
+			      .thread = f.thread, .stack_id = f.stack_a};
+	cr_assert_eq(sp_spool_writer_append_offcpu(f.w, &o), 0);
+	cr_assert_eq(sp_spool_writer_flush(f.w), 0);
+	cr_assert_eq(sp_live_update(f.live, 0, NULL), 0);
+	uint64_t win, all;
+	sp_live_counts(f.live, &win, &all);
+	cr_assert_eq(all, 2500000);
+	/* seconds 2-3 of a 2 s window: second 2 whole, second 3 under a microsecond */
+	cr_assert_eq(win, 1000000, "window %" PRIu64, win);
+	close_fixture(&f);
+}

@@ -54,7 +54,9 @@ struct sp_record_opts {
 	 * kernel's switch records (perf_event_attr.context_switch) give each
 	 * switch-out, its cause and the switch-in; where kernel sampling is
 	 * allowed, a context-switches event sampling every switch gives the
-	 * stack at switch-out.
+	 * stack at switch-out; where it is not, a blocked thread's stack is
+	 * read from the thread after a drain (SP_OFFCPU_PROC_STACK) and a
+	 * preempted one takes its last CPU sample's (SP_OFFCPU_SAMPLE_STACK).
 	 */
 	bool off_cpu;
 };
@@ -86,10 +88,20 @@ int sp_recorder_attach(pid_t pid, const char *spool_path, enum sp_attach_mode mo
 int sp_recorder_attach_system(const char *spool_path, const struct sp_record_opts *opts,
 			      struct sp_recorder **out);
 
-/* Wait up to timeout_ms for ring data (epoll).  Returns 1 ready, 0 timeout, -errno. */
+/*
+ * Wait up to timeout_ms for ring data (epoll); at most 10 ms when recording
+ * off-CPU intervals without kernel sampling, whose blocked threads' stacks
+ * are read after each drain (sp_recorder_consume_available).  Returns 1
+ * ready, 0 timeout, -errno.
+ */
 int sp_recorder_wait(struct sp_recorder *r, int timeout_ms);
 
-/* Drain every ring, merge by timestamp, apply, unwind, write.  0 or -errno. */
+/*
+ * Drain every ring, merge by timestamp, apply, unwind, write; with off-CPU
+ * intervals and no kernel sampling, then read the stack of each thread
+ * blocked since (its user SP and PC from /proc/PID/task/TID/syscall, its
+ * stack with process_vm_readv(2); docs/DESIGN.md, decision 12).  0 or -errno.
+ */
 int sp_recorder_consume_available(struct sp_recorder *r);
 
 /* Stop sampling on every event (the rings can still be drained). */

@@ -90,8 +90,8 @@ st=$?
 [ $st -ne 0 ] && grep -q -- '--off-cpu' err.txt && ok "--metric=off-cpu on a spool without intervals says to record with --off-cpu" ||
 	fail "--metric=off-cpu without intervals: exit $st, $(head -c 200 err.txt)"
 
-# Unprivileged, at perf_event_paranoid 2: intervals (without stacks: the kernel samples a
-# switch in kernel mode, which is denied), their times and causes.
+# Unprivileged, at perf_event_paranoid 2: intervals, their times and causes (the kernel's
+# switch sample is denied; the stacks read from the threads instead are e2e 84's).
 if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null 2>&1 && id nobody >/dev/null 2>&1 &&
 	[ "$(cat /proc/sys/kernel/perf_event_paranoid)" -le 2 ]; then
 	mkdir -p nob && chmod 777 nob

@@ -171,7 +171,7 @@ void sp_text_offcpu_header(const struct sp_agg *a, FILE *out)
 	fprintf(out, "Off-CPU:    %" PRIu64 " intervals, %.1f ms blocked or sleeping, %.1f ms preempted;"
 		     " %" PRIu64 " incomplete (cut by the recording's ends or lost records)\n",
 		n, (double)all_blocked / 1e6, (double)all_preempted / 1e6, all_incomplete);
-	/* Kernel sampling denied: stacks read from the blocked threads, or none (decision 12). */
+	/* Kernel sampling denied: stacks read from the threads, or none (docs/DESIGN.md, decision 12). */
 	if (proc || last)
 		fprintf(out, "            kernel sampling denied: stacks read while blocked for %" PRIu64
 			     " intervals (%.1f ms), the last CPU sample's for %" PRIu64 " preempted"

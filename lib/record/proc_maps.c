@@ -46,6 +46,7 @@ struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid)
 			p->exited = false;
 			p->is_python = false;
 			p->maps_known = false;
+			p->name_hint_check = p->name_hint_noted = false;
 		}
 		return p;
 	}

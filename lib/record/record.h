@@ -280,6 +280,12 @@ struct sp_process {
 	uint8_t perf_map_tries;
 	uint64_t perf_map_next_ns;
 	/*
+	 * Sampled while running Python or JIT code, outside a container: whether
+	 * its functions had a perf map is looked at once, when it exits or the
+	 * recording ends (sp_recorder_note_name_hint; noted says it was).
+	 */
+	bool name_hint_check, name_hint_noted;
+	/*
 	 * Its modules are known: from its exec or a known parent's fork, or its
 	 * /proc/PID/maps once read.  A system-wide recording reads the maps of
 	 * a process it did not see start at the first sample it drains.
@@ -559,6 +565,12 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len);
  * (tid >= 0): as taken inside an exec (exec) or as cut stacks.
  */
 void sp_recorder_release_held(struct sp_recorder *r, int32_t pid, int32_t tid, bool exec);
+
+/*
+ * name_hints.c: count p in the summary's no_perf_map (once) when it ran
+ * Python or JIT code whose names no perf map in /tmp (nor a jitdump) gives.
+ */
+void sp_recorder_note_name_hint(struct sp_recorder *r, struct sp_process *p);
 
 /* images.c: forget processes gone for good (at most every 2 s); name replaced images at the end. */
 void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now_ns);

@@ -105,6 +105,7 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		if (p) {
 			p->exited = true;
 			p->exited_ns = sp_monotonic_ns();
+			sp_recorder_note_name_hint(r, p);
 		}
 	}
 }
@@ -267,6 +268,8 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	if (r->events.off_cpu)
 		sp_offcpu_finish(r, sp_monotonic_ns());
 	r->finished = true;
+	for (size_t i = 0; i < r->procs.n; i++)
+		sp_recorder_note_name_hint(r, r->procs.all[i]);
 	/*
 	 * Naming replaced images may read long (a debug link's CRC reads the
 	 * whole candidate): SIGINT and SIGTERM are held meanwhile, the CRC gives

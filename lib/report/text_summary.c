@@ -95,6 +95,17 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 				"there): its JIT frames stay addresses; start Python with -X perf, Node with "
 				"--perf-basic-prof\n",
 			s->container_perf_maps_missing, s->container_perf_maps_missing == 1 ? "" : "es");
+	for (unsigned k = 0; k < SP_NAME_HINT_COUNT_; k++) {
+		char tail[80];
+		if (!s->no_perf_map[k])
+			continue;
+		if (s->no_perf_map[k] == 1)
+			snprintf(tail, sizeof(tail), " (pid %" PRId32 ")", s->no_perf_map_pid[k]);
+		else
+			snprintf(tail, sizeof(tail), " (%" PRIu64 " processes, the first pid %" PRId32 ")",
+				 s->no_perf_map[k], s->no_perf_map_pid[k]);
+		sp_name_hint_write(k, "  hint: ", "        ", tail, out);
+	}
 	if (t->system_wide)
 		fprintf(out, "  system-wide%s%s: %" PRIu64 " sample%s of kernel threads and idle "
 				"CPUs; %" PRIu64 " process%s already running read from /proc at "

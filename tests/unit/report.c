@@ -1257,3 +1257,28 @@ Test(report, trees_of_samples_without_stacks)
 		free(text);
 	}
 }
+
+/* record's summary: a hint per runtime without a perf map, in the report header's words. */
+Test(report, record_summary_names_the_missing_perf_maps)
+{
+	struct sp_summary s = {.samples = 10, .sample_events = 10};
+	s.no_perf_map[SP_NAME_HINT_PYTHON] = 1;
+	s.no_perf_map_pid[SP_NAME_HINT_PYTHON] = 42;
+	s.no_perf_map[SP_NAME_HINT_JVM] = 3;
+	s.no_perf_map_pid[SP_NAME_HINT_JVM] = 7;
+	struct sp_record_opts o = {0};
+	struct sp_summary_text t = {.subcommand = "record", .spool_path = "x.spool", .opts = &o,
+				    .cpu_s = -1};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	sp_summary_write_text(&s, &t, out);
+	fclose(out);
+	cr_expect_not_null(strstr(text, "  hint: Python functions have no names (no perf map): run Python 3.12+\n"
+					"        with -X perf, or 3.13+ with -X perf_jit (pid 42)\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "  hint: Java's JIT code has no names"), "%s", text);
+	cr_expect_not_null(strstr(text, "or a perf-map agent (3 processes, the first pid 7)\n"), "%s", text);
+	cr_expect_null(strstr(text, "Node"), "%s", text);
+	free(text);
+}

@@ -137,11 +137,18 @@ int sp_recorder_add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_
 				m.flags |= SP_MODULE_HAS_BIAS;
 		}
 	}
+	/* Without a build-id: its group of files of the same bytes, named by a first record. */
+	struct sp_modfile *group = pm.file && !pm.file->info.build_id_len
+					   ? (pm.file->cfi_owner ? pm.file->cfi_owner : pm.file) : NULL;
+	if (group)
+		m.same_bytes_as = group->first_module;
 	int err = sp_spool_writer_add_module(r->spool, &m, &pm.module_id);
 	if (err) {
 		sp_recorder_note_write(r, err);
 		return err;
 	}
+	if (group && !group->first_module)
+		group->first_module = pm.module_id + 1;
 	pm.um.load_bias = m.load_bias;
 	pm.um.cfi = NULL; /* compiled on first unwind through it */
 	pm.um.read_code = read_code_cb;

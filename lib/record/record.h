@@ -214,7 +214,17 @@ struct sp_modfile {
 	struct sp_cfi_table *cfi;
 	bool cfi_tried;
 	struct sp_inflate_stats inflate; /* compressed sections the table left compressed */
-	struct sp_modfile *cfi_owner; /* same build-id seen first: share its table */
+	/*
+	 * Same build-id seen first, or, without build-ids, an open file of the
+	 * same bytes (sp_modfile_get): share its table.
+	 */
+	struct sp_modfile *cfi_owner;
+	/*
+	 * Without a build-id: 1 + the id of the first module record of its
+	 * group of files of the same bytes (kept by the group's first file, the
+	 * cfi_owner of the others), 0 before one is written.
+	 */
+	uint32_t first_module;
 	char *path;             /* the mapping's path as first seen, owned */
 	bool in_use;            /* sp_modfile_cache_evict: a live process maps it */
 };
@@ -250,10 +260,16 @@ void sp_modfile_cache_release(struct sp_modfile_cache *c);
  * The file behind an executable mapping of pid, opened on first use: the
  * reported path when its inode matches, else /proc/PID/map_files/START-END
  * (deleted or replaced files); "[vdso]" is read from our own vdso.  NULL only
- * when out of memory; a file that cannot be read has info_ok false.
+ * when out of memory; a file that cannot be read has info_ok false.  A file
+ * without a build-id is compared with the open files of its size that have
+ * none (SP_SAME_BYTES_MAX at most): the first that holds the same bytes
+ * becomes its cfi_owner.
  */
 struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_t start,
 				  uint64_t end, uint64_t dev, uint64_t ino, const char *path);
+/* Files compared byte for byte at most this big; the candidates compared per new file. */
+#define SP_SAME_BYTES_MAX (256ull << 20)
+#define SP_SAME_BYTES_CANDIDATES 4
 /* The file's rule table, compiled on first use and shared by files of one build-id. */
 struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
 /*

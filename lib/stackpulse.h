@@ -172,6 +172,16 @@ struct sp_summary {
 	uint64_t kernel_task_samples;
 	uint64_t processes_discovered;
 	/*
+	 * The recorder's own, not stored (system-wide): processes already
+	 * running whose first sample was drained after they exited, their
+	 * modules and name taken from the list of /proc made at the start; and
+	 * those with no such entry either (they started after the list, from a
+	 * parent not in it), whose samples hold addresses only, and those samples.
+	 */
+	uint64_t processes_from_start_list;
+	uint64_t processes_unread;
+	uint64_t unread_samples;
+	/*
 	 * The recorder's own, not stored: processes gone for good whose modules
 	 * it dropped, and module files no process mapped any more that it closed
 	 * (their CFI tables freed), so memory follows the live processes.

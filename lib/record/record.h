@@ -307,6 +307,13 @@ struct sp_process {
 	 * a process it did not see start at the first sample it drains.
 	 */
 	bool maps_known;
+	/*
+	 * System-wide: gone before its first sample was drained, with neither
+	 * /proc nor the start's snapshot to give its modules; its samples are
+	 * counted (sp_summary's unread_samples).
+	 */
+	bool maps_lost;
+	int32_t ppid;   /* the parent a fork record named, 0 when none was seen */
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */
@@ -357,8 +364,11 @@ struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pi
 /* Remember (pid, tid)'s name; written says the spool already has it.  Out of memory: unnamed. */
 void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t tid,
 			      const char *name, bool written);
-/* (pid, tid)'s name from /proc (pid 0, the idle task: "[idle]"), not yet in the spool. */
-void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid);
+/*
+ * (pid, tid)'s name from /proc (pid 0, the idle task: "[idle]"), not yet in
+ * the spool; false, nothing remembered, when /proc has none (gone).
+ */
+bool sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid);
 
 /*
  * Stacks seen before (stack_cache.c): the same key (process, its module
@@ -504,6 +514,7 @@ struct sp_recorder {
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	uint64_t last_evict_ns; /* of the last sp_recorder_evict_gone pass */
 	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
+	struct sp_start_snapshot *snapshot; /* system-wide: /proc at the start (start_snapshot.c) */
 	char *spool_path;       /* for sp_recorder_tail */
 	struct sp_tail *tail;   /* the tail following the spool, given images as it polls */
 	bool finished;
@@ -573,6 +584,27 @@ const struct sp_unwind_module *sp_recorder_find_module(void *ctx, uint64_t pc);
 /* System-wide: a process first seen at sample s, its owner and modules from /proc. */
 struct sp_process *sp_recorder_discover_process(struct sp_recorder *r,
 						const struct sp_perf_sample *s);
+
+/*
+ * start_snapshot.c: every process's executable mappings, name and user as
+ * /proc gave them when a system-wide recording started (its events on), for
+ * a process whose first sample is drained after it exited.  Bounded (32 MiB,
+ * 4,096 mappings a process); kernel threads have no entry.  0 or -errno.
+ */
+struct sp_start_snapshot;
+int sp_start_snapshot_take(struct sp_start_snapshot **out);
+void sp_start_snapshot_free(struct sp_start_snapshot *s);
+/* pid now names a new process (a fork): its entry no longer describes it. */
+void sp_start_snapshot_forget(struct sp_start_snapshot *s, pid_t pid);
+/* The name pid had (NULL: no entry, s may be NULL); valid while s lives. */
+const char *sp_start_snapshot_comm(const struct sp_start_snapshot *s, pid_t pid);
+size_t sp_start_snapshot_count(const struct sp_start_snapshot *s);
+/*
+ * pid's entry: its executable mappings (*n of them; valid while s lives) and
+ * its owner (*uid when *uid_known); NULL when it has none (s may be NULL).
+ */
+const struct sp_proc_maps_line *sp_start_snapshot_find(const struct sp_start_snapshot *s, pid_t pid,
+						       size_t *n, uint32_t *uid, bool *uid_known);
 
 /* sample.c: one PERF_RECORD_SAMPLE, unwound and written (or held). */
 void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len);

@@ -91,6 +91,10 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		/* A forked child starts with a copy of its parent's modules. */
 		struct sp_process *parent = sp_process_table_find(&r->procs, (pid_t)t.ppid);
 		struct sp_process *child = sp_process_table_add(&r->procs, (pid_t)t.pid);
+		/* A new process under the pid: what the start's list says of it is another's. */
+		sp_start_snapshot_forget(r->snapshot, (pid_t)t.pid);
+		if (child)
+			child->ppid = (int32_t)t.ppid;
 		if (child && parent && parent != child) {
 			sp_process_copy_modules(child, parent);
 			child->maps_known = parent->maps_known;
@@ -305,6 +309,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_events_release(&r->events);
 	sp_spool_writer_free(r->spool);
 	sp_process_table_release(&r->procs);
+	sp_start_snapshot_free(r->snapshot);
 	sp_modfile_cache_release(&r->files);
 	for (size_t i = 0; i < r->roots.n; i++)
 		if (r->roots.pidfds[i] >= 0)

@@ -114,6 +114,19 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
 			s->processes_discovered, s->processes_discovered == 1 ? "" : "es",
 			s->processes_discovered == 1 ? "its" : "their");
+	if (s->processes_from_start_list)
+		fprintf(out, "  %" PRIu64 " process%s had exited before %s first sample was drained: "
+				"%s modules and name came from the list of /proc made at the start (a "
+				"child forked since: its parent's)\n",
+			s->processes_from_start_list, s->processes_from_start_list == 1 ? "" : "es",
+			s->processes_from_start_list == 1 ? "its" : "their",
+			s->processes_from_start_list == 1 ? "its" : "their");
+	if (s->processes_unread)
+		fprintf(out, "  %" PRIu64 " sample%s of %" PRIu64 " process%s that exited before %s "
+				"maps could be read: %s frames are addresses\n",
+			s->unread_samples, s->unread_samples == 1 ? "" : "s", s->processes_unread,
+			s->processes_unread == 1 ? "" : "es", s->processes_unread == 1 ? "its" : "their",
+			s->unread_samples == 1 ? "its" : "their");
 	if (t->cpu_list && !t->system_wide)
 		fprintf(out, "  sampled only on CPUs %s (-C): time the targets ran on other CPUs "
 				"is not counted\n", t->cpu_list);

@@ -1314,5 +1314,21 @@ Test(report, record_summary_names_the_missing_perf_maps)
 	cr_expect_not_null(strstr(text, "  hint: Java's JIT code has no names"), "%s", text);
 	cr_expect_not_null(strstr(text, "or a perf-map agent (3 processes, the first pid 7)\n"), "%s", text);
 	cr_expect_null(strstr(text, "Node"), "%s", text);
+	cr_expect_null(strstr(text, "exited"), "%s", text);
+	free(text);
+	/* system-wide: processes gone before their first sample was drained */
+	s.processes_from_start_list = 2;
+	s.processes_unread = 1;
+	s.unread_samples = 7;
+	out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	sp_summary_write_text(&s, &t, out);
+	fclose(out);
+	cr_expect_not_null(strstr(text, "  2 processes had exited before their first sample was drained: "
+					"their modules and name came from the list of /proc made at the start"),
+			   "%s", text);
+	cr_expect_not_null(strstr(text, "  7 samples of 1 process that exited before its maps could be "
+					"read: their frames are addresses\n"),
+			   "%s", text);
 	free(text);
 }

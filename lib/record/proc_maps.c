@@ -199,8 +199,8 @@ static int read_maps_file(struct sp_recorder *r, struct sp_process *p, const cha
  * /proc/PID/maps snapshot: every executable mapping becomes a module.  Once
  * the leader thread has exited (pthread_exit in main) its maps file is
  * empty, so a live thread's /proc/PID/task/TID/maps is read instead.
+ * Returns how many executable mappings were found, or -errno.
  */
-/* sp_recorder_read_maps: how many executable mappings were found, or -errno. */
 static int read_maps(struct sp_recorder *r, struct sp_process *p)
 {
 	char path[96];
@@ -322,19 +322,19 @@ struct sp_process *sp_recorder_discover_process(struct sp_recorder *r, const str
 	 * list has or whose modules are known by now.
 	 */
 	pid_t up = p->pid;
-	for (int depth = 0; depth < 16 && up > 0 && !p->nmods; depth++) {
+	bool found = false;
+	for (int depth = 0; depth < 16 && up > 0 && !found; depth++) {
 		const struct sp_process *a = up == p->pid ? p : sp_process_table_find(&r->procs, up);
-		if (a && a != p && a->maps_known && a->nmods) {
-			sp_process_copy_modules(p, a);
-			break;
-		}
-		if (maps_from_snapshot(r, p, up, s->time) > 0)
-			break;
+		/* (a copy would drop the mappings its own mmap records gave) */
+		if (a && a != p && a->maps_known && a->nmods && !p->nmods)
+			found = !sp_process_copy_modules(p, a);
+		else
+			found = maps_from_snapshot(r, p, up, s->time) > 0;
 		up = a ? a->ppid : 0;
 	}
-	if (p->nmods) {
+	if (found) {
 		r->summary.processes_from_start_list++;
-	} else {
+	} else if (!p->nmods) {
 		p->maps_lost = true;
 		r->summary.processes_unread++;
 	}

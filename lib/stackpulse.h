@@ -104,6 +104,18 @@ enum sp_error_kind {
 const char *sp_error_kind_name(unsigned kind);
 const char *sp_error_kind_text(unsigned kind);
 
+/*
+ * Runtimes whose generated code or interpreted functions have no names
+ * without a perf map: record's summary and report's header say what to
+ * run (sp_summary's no_perf_map counts, by this index).
+ */
+enum sp_name_hint {
+	SP_NAME_HINT_PYTHON, /* a Python runtime: -X perf (3.12+), -X perf_jit (3.13+) */
+	SP_NAME_HINT_JVM,    /* JIT code of a JVM (libjvm.so): -XX:+DumpPerfMapAtExit, an agent */
+	SP_NAME_HINT_NODE,   /* JIT code of node: --perf-basic-prof */
+	SP_NAME_HINT_COUNT_
+};
+
 /* Counters of one recording, as record's summary prints them.  Stored in the spool trailer. */
 struct sp_summary {
 	uint64_t sample_events;       /* PERF_RECORD_SAMPLE records seen */
@@ -160,12 +172,31 @@ struct sp_summary {
 	uint64_t kernel_task_samples;
 	uint64_t processes_discovered;
 	/*
+	 * The recorder's own, not stored (system-wide): processes already
+	 * running whose first sample was drained after they exited, their
+	 * modules and name taken from the list of /proc made at the start; and
+	 * those with no such entry either (they started after the list, from a
+	 * parent not in it), whose samples hold addresses only, and those samples.
+	 */
+	uint64_t processes_from_start_list;
+	uint64_t processes_unread;
+	uint64_t unread_samples;
+	/*
 	 * The recorder's own, not stored: processes gone for good whose modules
 	 * it dropped, and module files no process mapped any more that it closed
 	 * (their CFI tables freed), so memory follows the live processes.
 	 */
 	uint64_t processes_forgotten;
 	uint64_t files_closed;
+	/*
+	 * The recorder's own, not stored: sampled processes, by enum
+	 * sp_name_hint, that ran Python code or JIT code with no perf map in
+	 * /tmp (nor a jitdump) when they exited or the recording ended, and the
+	 * first such process's pid.  Processes in containers are counted in
+	 * container_perf_maps_missing instead.
+	 */
+	uint64_t no_perf_map[SP_NAME_HINT_COUNT_];
+	int32_t no_perf_map_pid[SP_NAME_HINT_COUNT_];
 };
 
 /* Total of error_stats plus the non-ROOT stop reasons of stacks not spliced. */

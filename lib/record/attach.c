@@ -329,7 +329,14 @@ int sp_recorder_attach_system(const char *spool_path, const struct sp_record_opt
 	 * On from here: a process that starts now comes with fork, comm and
 	 * mmap2 records; one already running is read from /proc at its first
 	 * sample (discover_process), so the spool holds only what was sampled.
+	 * That sample may be drained after the process exited (a wakeup is up
+	 * to 100 ms away): what /proc says of every process is kept in memory
+	 * for those, read just before the events go on, so that none running
+	 * then can end before the list has it (best effort: without the list
+	 * they stay addresses).
 	 */
+	if (!err)
+		(void)sp_start_snapshot_take(&r->snapshot);
 	if (!err)
 		err = sp_events_enable(&r->events, 0);
 	if (err) {

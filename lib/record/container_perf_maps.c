@@ -38,6 +38,7 @@ void sp_recorder_keep_perf_map(struct sp_recorder *r, struct sp_process *p, uint
 	int where = sp_pid_perf_map_path(p->pid, path, sizeof(path), &nspid);
 	if (where != 1 || r->kept.n >= KEPT_PERF_MAPS_MAX) {
 		perf_map_settled(p); /* the host's /tmp/perf-PID.map: the report reads it */
+		p->name_hint_check = where != 1;
 		return;
 	}
 	uint32_t uid;

@@ -117,6 +117,46 @@ static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_
 	return f->elf ? 0 : -SP_E_ELF_MALFORMED;
 }
 
+/* Whether the open files a and b (of one size) hold the same bytes. */
+static bool same_bytes(const struct sp_modfile *a, const struct sp_modfile *b)
+{
+	enum { CHUNK = 256 << 10 };
+	uint8_t *x = malloc(2 * CHUNK), *y = x + CHUNK;
+	bool same = x != NULL;
+	for (uint64_t off = 0; same && off < a->size; off += CHUNK) {
+		size_t want = a->size - off < CHUNK ? (size_t)(a->size - off) : CHUNK;
+		same = pread(a->fd, x, want, (off_t)off) == (ssize_t)want &&
+		       pread(b->fd, y, want, (off_t)off) == (ssize_t)want && !memcmp(x, y, want);
+	}
+	free(x);
+	return same;
+}
+
+/*
+ * Copies of one program without a build-id (test binaries run from many
+ * paths, stripped of it) are one file to the report: the first open file of
+ * the same size and bytes is f's group (its cfi_owner).  Only files of equal
+ * size are read, SP_SAME_BYTES_CANDIDATES of them at most.
+ */
+static void find_same_bytes(struct sp_modfile_cache *r, struct sp_modfile *f)
+{
+	if (!f->info_ok || f->info.build_id_len || f->fd < 0 || !f->size ||
+	    f->size > SP_SAME_BYTES_MAX)
+		return;
+	unsigned tried = 0;
+	for (size_t i = 0; i < r->nfiles && tried < SP_SAME_BYTES_CANDIDATES; i++) {
+		struct sp_modfile *o = r->files[i];
+		if (o->size != f->size || o->cfi_owner || !o->info_ok || o->info.build_id_len ||
+		    o->fd < 0)
+			continue;
+		tried++;
+		if (same_bytes(o, f)) {
+			f->cfi_owner = o;
+			return;
+		}
+	}
+}
+
 struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_t start,
 				  uint64_t end, uint64_t dev, uint64_t ino, const char *path)
 {
@@ -152,6 +192,7 @@ struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *r, pid_t pid, uint64_
 		else
 			sp_map_put(&r->build_id_index, bkey, (uint32_t)r->nfiles);
 	}
+	find_same_bytes(r, f);
 	r->files[r->nfiles] = f;
 	sp_map_put(&r->file_index, key, (uint32_t)r->nfiles);
 	r->nfiles++;

@@ -46,6 +46,9 @@ struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid)
 			p->exited = false;
 			p->is_python = false;
 			p->maps_known = false;
+			p->name_hint_check = p->name_hint_noted = false;
+			p->maps_lost = false;
+			p->ppid = 0;
 		}
 		return p;
 	}
@@ -136,11 +139,18 @@ int sp_recorder_add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_
 				m.flags |= SP_MODULE_HAS_BIAS;
 		}
 	}
+	/* Without a build-id: its group of files of the same bytes, named by a first record. */
+	struct sp_modfile *group = pm.file && !pm.file->info.build_id_len
+					   ? (pm.file->cfi_owner ? pm.file->cfi_owner : pm.file) : NULL;
+	if (group)
+		m.same_bytes_as = group->first_module;
 	int err = sp_spool_writer_add_module(r->spool, &m, &pm.module_id);
 	if (err) {
 		sp_recorder_note_write(r, err);
 		return err;
 	}
+	if (group && !group->first_module)
+		group->first_module = pm.module_id + 1;
 	pm.um.load_bias = m.load_bias;
 	pm.um.cfi = NULL; /* compiled on first unwind through it */
 	pm.um.read_code = read_code_cb;
@@ -173,21 +183,11 @@ static int read_maps_file(struct sp_recorder *r, struct sp_process *p, const cha
 	char *line = NULL;
 	size_t cap = 0;
 	int found = 0;
+	struct sp_proc_maps_line m;
 	while (getline(&line, &cap, f) > 0) {
-		unsigned long long start, end, off, ino;
-		unsigned maj, min;
-		char perms[8];
-		int name_at = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj,
-			   &min, &ino, &name_at) < 7 ||
-		    !strchr(perms, 'x'))
+		if (!sp_proc_maps_line_parse(line, &m))
 			continue;
-		char *name = name_at ? line + name_at : (char *)"";
-		name[strcspn(name, "\n")] = '\0';
-		/* [vsyscall] sits at a kernel address no user sample unwinds into. */
-		if (!strcmp(name, "[vsyscall]"))
-			continue;
-		sp_recorder_add_mapping(r, p, start, end, off, makedev(maj, min), ino, name, 0);
+		sp_recorder_add_mapping(r, p, m.start, m.end, m.pgoff, m.dev, m.ino, m.path, 0);
 		found++;
 	}
 	free(line);
@@ -199,15 +199,16 @@ static int read_maps_file(struct sp_recorder *r, struct sp_process *p, const cha
  * /proc/PID/maps snapshot: every executable mapping becomes a module.  Once
  * the leader thread has exited (pthread_exit in main) its maps file is
  * empty, so a live thread's /proc/PID/task/TID/maps is read instead.
+ * Returns how many executable mappings were found, or -errno.
  */
-int sp_recorder_read_maps(struct sp_recorder *r, struct sp_process *p)
+static int read_maps(struct sp_recorder *r, struct sp_process *p)
 {
 	char path[96];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
 	p->maps_known = true;
 	int found = read_maps_file(r, p, path);
 	if (found != 0)
-		return found < 0 ? found : 0;
+		return found;
 	snprintf(path, sizeof(path), "/proc/%d/task", (int)p->pid);
 	DIR *d = opendir(path);
 	struct dirent *de;
@@ -219,7 +220,13 @@ int sp_recorder_read_maps(struct sp_recorder *r, struct sp_process *p)
 	}
 	if (d)
 		closedir(d);
-	return 0;
+	return found > 0 ? found : 0;
+}
+
+int sp_recorder_read_maps(struct sp_recorder *r, struct sp_process *p)
+{
+	int found = read_maps(r, p);
+	return found < 0 ? found : 0;
 }
 
 /* Anonymous code without CFI: a row proven from its bytes (docs/DESIGN.md, decision 4). */
@@ -267,6 +274,29 @@ const struct sp_unwind_module *sp_recorder_find_module(void *ctx, uint64_t pc)
 	return &m->um;
 }
 
+/* p's owner and modules from the start's list of /proc, entry from; how many modules. */
+static size_t maps_from_snapshot(struct sp_recorder *r, struct sp_process *p, pid_t from,
+				 uint64_t time)
+{
+	size_t n;
+	uint32_t uid;
+	bool uid_known;
+	const struct sp_proc_maps_line *maps =
+		sp_start_snapshot_find(r->snapshot, from, &n, &uid, &uid_known);
+	if (!maps)
+		return 0;
+	if (uid_known && !(p->uid_known && p->uid == uid)) {
+		p->uid = uid;
+		p->uid_known = true;
+		struct sp_owner o = {.timestamp_ns = time, .pid = p->pid, .uid = uid};
+		sp_recorder_note_write(r, sp_spool_writer_append_owner(r->spool, &o));
+	}
+	for (size_t i = 0; i < n; i++)
+		sp_recorder_add_mapping(r, p, maps[i].start, maps[i].end, maps[i].pgoff, maps[i].dev,
+					maps[i].ino, maps[i].path, time);
+	return n;
+}
+
 /*
  * System-wide: a process running before the recording (or one whose start
  * came before its parent was known) at its first sample: who runs it and
@@ -280,8 +310,33 @@ struct sp_process *sp_recorder_discover_process(struct sp_recorder *r, const str
 	p->maps_known = true;
 	if (!s->pid || !s->regs_abi)
 		return p;
-	r->summary.processes_discovered++;
 	sp_recorder_note_owner(r, p, NULL, s->time);
-	sp_recorder_read_maps(r, p);
+	if (read_maps(r, p) > 0) {
+		r->summary.processes_discovered++;
+		return p;
+	}
+	/*
+	 * Gone (or a zombie, whose maps are empty) before this sample was
+	 * drained: the list of /proc made at the start has it; or, forked since
+	 * (without an exec), it runs the image of its closest ancestor that the
+	 * list has or whose modules are known by now.
+	 */
+	pid_t up = p->pid;
+	bool found = false;
+	for (int depth = 0; depth < 16 && up > 0 && !found; depth++) {
+		const struct sp_process *a = up == p->pid ? p : sp_process_table_find(&r->procs, up);
+		/* (a copy would drop the mappings its own mmap records gave) */
+		if (a && a != p && a->maps_known && a->nmods && !p->nmods)
+			found = !sp_process_copy_modules(p, a);
+		else
+			found = maps_from_snapshot(r, p, up, s->time) > 0;
+		up = a ? a->ppid : 0;
+	}
+	if (found) {
+		r->summary.processes_from_start_list++;
+	} else if (!p->nmods) {
+		p->maps_lost = true;
+		r->summary.processes_unread++;
+	}
 	return p;
 }

@@ -214,7 +214,17 @@ struct sp_modfile {
 	struct sp_cfi_table *cfi;
 	bool cfi_tried;
 	struct sp_inflate_stats inflate; /* compressed sections the table left compressed */
-	struct sp_modfile *cfi_owner; /* same build-id seen first: share its table */
+	/*
+	 * Same build-id seen first, or, without build-ids, an open file of the
+	 * same bytes (sp_modfile_get): share its table.
+	 */
+	struct sp_modfile *cfi_owner;
+	/*
+	 * Without a build-id: 1 + the id of the first module record of its
+	 * group of files of the same bytes (kept by the group's first file, the
+	 * cfi_owner of the others), 0 before one is written.
+	 */
+	uint32_t first_module;
 	char *path;             /* the mapping's path as first seen, owned */
 	bool in_use;            /* sp_modfile_cache_evict: a live process maps it */
 };
@@ -250,10 +260,16 @@ void sp_modfile_cache_release(struct sp_modfile_cache *c);
  * The file behind an executable mapping of pid, opened on first use: the
  * reported path when its inode matches, else /proc/PID/map_files/START-END
  * (deleted or replaced files); "[vdso]" is read from our own vdso.  NULL only
- * when out of memory; a file that cannot be read has info_ok false.
+ * when out of memory; a file that cannot be read has info_ok false.  A file
+ * without a build-id is compared with the open files of its size that have
+ * none (SP_SAME_BYTES_MAX at most): the first that holds the same bytes
+ * becomes its cfi_owner.
  */
 struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_t start,
 				  uint64_t end, uint64_t dev, uint64_t ino, const char *path);
+/* Files compared byte for byte at most this big; the candidates compared per new file. */
+#define SP_SAME_BYTES_MAX (256ull << 20)
+#define SP_SAME_BYTES_CANDIDATES 4
 /* The file's rule table, compiled on first use and shared by files of one build-id. */
 struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
 /*
@@ -280,11 +296,24 @@ struct sp_process {
 	uint8_t perf_map_tries;
 	uint64_t perf_map_next_ns;
 	/*
+	 * Sampled while running Python or JIT code, outside a container: whether
+	 * its functions had a perf map is looked at once, when it exits or the
+	 * recording ends (sp_recorder_note_name_hint; noted says it was).
+	 */
+	bool name_hint_check, name_hint_noted;
+	/*
 	 * Its modules are known: from its exec or a known parent's fork, or its
 	 * /proc/PID/maps once read.  A system-wide recording reads the maps of
 	 * a process it did not see start at the first sample it drains.
 	 */
 	bool maps_known;
+	/*
+	 * System-wide: gone before its first sample was drained, with neither
+	 * /proc nor the start's snapshot to give its modules; its samples are
+	 * counted (sp_summary's unread_samples).
+	 */
+	bool maps_lost;
+	int32_t ppid;   /* the parent a fork record named, 0 when none was seen */
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */
@@ -335,8 +364,11 @@ struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pi
 /* Remember (pid, tid)'s name; written says the spool already has it.  Out of memory: unnamed. */
 void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t tid,
 			      const char *name, bool written);
-/* (pid, tid)'s name from /proc (pid 0, the idle task: "[idle]"), not yet in the spool. */
-void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid);
+/*
+ * (pid, tid)'s name from /proc (pid 0, the idle task: "[idle]"), not yet in
+ * the spool; false, nothing remembered, when /proc has none (gone).
+ */
+bool sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid);
 
 /*
  * Stacks seen before (stack_cache.c): the same key (process, its module
@@ -485,6 +517,7 @@ struct sp_recorder {
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	uint64_t last_evict_ns; /* of the last sp_recorder_evict_gone pass */
 	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
+	struct sp_start_snapshot *snapshot; /* system-wide: /proc at the start (start_snapshot.c) */
 	char *spool_path;       /* for sp_recorder_tail */
 	struct sp_tail *tail;   /* the tail following the spool, given images as it polls */
 	bool finished;
@@ -575,6 +608,27 @@ const struct sp_unwind_module *sp_recorder_find_module(void *ctx, uint64_t pc);
 struct sp_process *sp_recorder_discover_process(struct sp_recorder *r,
 						const struct sp_perf_sample *s);
 
+/*
+ * start_snapshot.c: every process's executable mappings, name and user as
+ * /proc gave them when a system-wide recording started (its events on), for
+ * a process whose first sample is drained after it exited.  Bounded (32 MiB,
+ * 4,096 mappings a process); kernel threads have no entry.  0 or -errno.
+ */
+struct sp_start_snapshot;
+int sp_start_snapshot_take(struct sp_start_snapshot **out);
+void sp_start_snapshot_free(struct sp_start_snapshot *s);
+/* pid now names a new process (a fork): its entry no longer describes it. */
+void sp_start_snapshot_forget(struct sp_start_snapshot *s, pid_t pid);
+/* The name pid had (NULL: no entry, s may be NULL); valid while s lives. */
+const char *sp_start_snapshot_comm(const struct sp_start_snapshot *s, pid_t pid);
+size_t sp_start_snapshot_count(const struct sp_start_snapshot *s);
+/*
+ * pid's entry: its executable mappings (*n of them; valid while s lives) and
+ * its owner (*uid when *uid_known); NULL when it has none (s may be NULL).
+ */
+const struct sp_proc_maps_line *sp_start_snapshot_find(const struct sp_start_snapshot *s, pid_t pid,
+						       size_t *n, uint32_t *uid, bool *uid_known);
+
 /* sample.c: one PERF_RECORD_SAMPLE, unwound and written (or held). */
 void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len);
 /*
@@ -582,6 +636,12 @@ void sp_recorder_on_sample(struct sp_recorder *r, const void *rec, size_t len);
  * (tid >= 0): as taken inside an exec (exec) or as cut stacks.
  */
 void sp_recorder_release_held(struct sp_recorder *r, int32_t pid, int32_t tid, bool exec);
+
+/*
+ * name_hints.c: count p in the summary's no_perf_map (once) when it ran
+ * Python or JIT code whose names no perf map in /tmp (nor a jitdump) gives.
+ */
+void sp_recorder_note_name_hint(struct sp_recorder *r, struct sp_process *p);
 
 /* images.c: forget processes gone for good (at most every 2 s); name replaced images at the end. */
 void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now_ns);

@@ -91,6 +91,10 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		/* A forked child starts with a copy of its parent's modules. */
 		struct sp_process *parent = sp_process_table_find(&r->procs, (pid_t)t.ppid);
 		struct sp_process *child = sp_process_table_add(&r->procs, (pid_t)t.pid);
+		/* A new process under the pid: what the start's list says of it is another's. */
+		sp_start_snapshot_forget(r->snapshot, (pid_t)t.pid);
+		if (child)
+			child->ppid = (int32_t)t.ppid;
 		if (child && parent && parent != child) {
 			sp_process_copy_modules(child, parent);
 			child->maps_known = parent->maps_known;
@@ -105,6 +109,7 @@ static void on_task(struct sp_recorder *r, const void *rec, size_t len, bool for
 		if (p) {
 			p->exited = true;
 			p->exited_ns = sp_monotonic_ns();
+			sp_recorder_note_name_hint(r, p);
 		}
 	}
 }
@@ -302,6 +307,8 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	if (r->events.off_cpu)
 		sp_offcpu_finish(r, sp_monotonic_ns());
 	r->finished = true;
+	for (size_t i = 0; i < r->procs.n; i++)
+		sp_recorder_note_name_hint(r, r->procs.all[i]);
 	/*
 	 * Naming replaced images may read long (a debug link's CRC reads the
 	 * whole candidate): SIGINT and SIGTERM are held meanwhile, the CRC gives
@@ -337,6 +344,7 @@ void sp_recorder_free(struct sp_recorder *r)
 	sp_events_release(&r->events);
 	sp_spool_writer_free(r->spool);
 	sp_process_table_release(&r->procs);
+	sp_start_snapshot_free(r->snapshot);
 	sp_modfile_cache_release(&r->files);
 	for (size_t i = 0; i < r->roots.n; i++)
 		if (r->roots.pidfds[i] >= 0)

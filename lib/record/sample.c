@@ -134,8 +134,17 @@ static struct sp_process *admit_sample(struct sp_recorder *r, const void *rec, s
 		sum->error_stats[SP_ERR_UNKNOWN_PROCESS]++;
 		return NULL;
 	}
-	if (r->system_wide && !sp_thread_names_find(&r->names, s->pid, s->tid))
-		sp_thread_names_discover(&r->names, s->pid, s->tid);
+	if (r->system_wide && !sp_thread_names_find(&r->names, s->pid, s->tid) &&
+	    !sp_thread_names_discover(&r->names, s->pid, s->tid)) {
+		/* gone: the name its process had at the start (or its parent, forked since) */
+		const char *comm = sp_start_snapshot_comm(r->snapshot, (pid_t)s->pid);
+		if (!comm && p->ppid)
+			comm = sp_start_snapshot_comm(r->snapshot, p->ppid);
+		/* remembered even when unknown: /proc is not asked again at each sample */
+		sp_thread_names_remember(&r->names, s->pid, s->tid, comm ? comm : "", false);
+	}
+	if (p->maps_lost)
+		sum->unread_samples++;
 	if (p->perf_map_wanted)
 		sp_recorder_keep_perf_map(r, p, s->time);
 	return p;

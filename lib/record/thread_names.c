@@ -49,7 +49,7 @@ void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t 
  * System-wide: (pid, tid)'s name from /proc, written with its first sample.
  * The idle task, pid 0, is "[idle]".
  */
-void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid)
+bool sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t tid)
 {
 	char path[96], name[64] = "[idle]";
 	if (pid) {
@@ -61,8 +61,11 @@ void sp_thread_names_discover(struct sp_thread_names *t, uint32_t pid, uint32_t 
 			close(fd);
 		name[n > 0 ? n : 0] = '\0';
 		name[strcspn(name, "\n")] = '\0';
+		if (!name[0])
+			return false;
 	}
 	sp_thread_names_remember(t, pid, tid, name, false);
+	return true;
 }
 
 /*

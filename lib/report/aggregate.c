@@ -109,8 +109,9 @@ static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *frame, 
 /*
  * The module name the functions of frame_id go by: the first met for its
  * module's build-id, so byte-identical copies of a program (test binaries
- * run from many paths) merge whatever their names.  Modules without a
- * build-id keep their own.  name itself, or -ENOMEM.
+ * run from many paths) merge whatever their names; without a build-id, the
+ * first met for its group of files of the same bytes (the recorder compared
+ * them).  Other modules keep their own.  name itself, or -ENOMEM.
  */
 static int build_module(struct sp_agg *a, uint32_t frame_id, const char *name, const char **out)
 {
@@ -118,16 +119,19 @@ static int build_module(struct sp_agg *a, uint32_t frame_id, const char *name, c
 	const struct sp_module *m = fr && fr->module_id != SP_NO_MODULE
 					    ? sp_spool_module(a->spool, fr->module_id) : NULL;
 	*out = name;
-	if (!m || !m->build_id_len || m->build_id_len > SP_BUILD_ID_MAX || !name || !*name)
+	if (!m || (!m->build_id_len && !m->same_bytes_as) || m->build_id_len > SP_BUILD_ID_MAX ||
+	    !name || !*name)
 		return 0;
 	uint64_t h = FNV_BASIS;
 	for (size_t i = 0; i < m->build_id_len; i++)
 		h = (h ^ m->build_id[i]) * 1099511628211ull;
-	h = sp_hash64(h);
+	uint32_t group = m->build_id_len ? 0 : m->same_bytes_as;
+	h = sp_hash64(h ^ group);
 	uint32_t v;
 	while (sp_map_get(&a->build_index, h, &v)) {
 		const struct sp_agg_build *b = &a->builds[v];
-		if (b->len == m->build_id_len && !memcmp(b->id, m->build_id, b->len)) {
+		if (b->len == m->build_id_len && b->same_bytes_as == group &&
+		    !memcmp(b->id, m->build_id, b->len)) {
 			if (strcmp(b->module, name))
 				a->modules_merged++;
 			*out = b->module;
@@ -141,7 +145,7 @@ static int build_module(struct sp_agg *a, uint32_t frame_id, const char *name, c
 		err = sp_map_put(&a->build_index, h, (uint32_t)a->nbuilds);
 	if (err)
 		return err;
-	a->builds[a->nbuilds++] = (struct sp_agg_build){m->build_id, m->build_id_len, name};
+	a->builds[a->nbuilds++] = (struct sp_agg_build){m->build_id, m->build_id_len, group, name};
 	return 0;
 }
 

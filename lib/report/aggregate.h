@@ -237,8 +237,9 @@ struct sp_agg {
 				       none (views that split the samples again, by process) */
 	/*
 	 * Identical code is one function: modules of one build-id (copies of
-	 * a program run from many paths) go by the first module name met for
-	 * it.  By build-id hash -> index in builds.
+	 * a program run from many paths), or without one, of one group of
+	 * files the recorder found to hold the same bytes, go by the first
+	 * module name met for it.  By build-id (or group) hash -> index in builds.
 	 */
 	struct sp_agg_build *builds;
 	size_t nbuilds, builds_cap;
@@ -249,7 +250,8 @@ struct sp_agg {
 /* A build-id met, and the module name its functions go by (aggregate.c). */
 struct sp_agg_build {
 	const uint8_t *id;          /* borrowed from the spool's module */
-	uint8_t len;
+	uint8_t len;                /* 0: a group of files of the same bytes, no build-id */
+	uint32_t same_bytes_as;     /* then the group's (struct sp_module's same_bytes_as) */
 	const char *module;         /* borrowed from the symbolizer */
 };
 

@@ -95,6 +95,17 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 				"there): its JIT frames stay addresses; start Python with -X perf, Node with "
 				"--perf-basic-prof\n",
 			s->container_perf_maps_missing, s->container_perf_maps_missing == 1 ? "" : "es");
+	for (unsigned k = 0; k < SP_NAME_HINT_COUNT_; k++) {
+		char tail[80];
+		if (!s->no_perf_map[k])
+			continue;
+		if (s->no_perf_map[k] == 1)
+			snprintf(tail, sizeof(tail), " (pid %" PRId32 ")", s->no_perf_map_pid[k]);
+		else
+			snprintf(tail, sizeof(tail), " (%" PRIu64 " processes, the first pid %" PRId32 ")",
+				 s->no_perf_map[k], s->no_perf_map_pid[k]);
+		sp_name_hint_write(k, "  hint: ", "        ", tail, out);
+	}
 	if (t->system_wide)
 		fprintf(out, "  system-wide%s%s: %" PRIu64 " sample%s of kernel threads and idle "
 				"CPUs; %" PRIu64 " process%s already running read from /proc at "
@@ -103,6 +114,19 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 			s->kernel_task_samples, s->kernel_task_samples == 1 ? "" : "s",
 			s->processes_discovered, s->processes_discovered == 1 ? "" : "es",
 			s->processes_discovered == 1 ? "its" : "their");
+	if (s->processes_from_start_list)
+		fprintf(out, "  %" PRIu64 " process%s had exited before %s first sample was drained: "
+				"%s modules and name came from the list of /proc made at the start (a "
+				"child forked since: its parent's)\n",
+			s->processes_from_start_list, s->processes_from_start_list == 1 ? "" : "es",
+			s->processes_from_start_list == 1 ? "its" : "their",
+			s->processes_from_start_list == 1 ? "its" : "their");
+	if (s->processes_unread)
+		fprintf(out, "  %" PRIu64 " sample%s of %" PRIu64 " process%s that exited before %s "
+				"maps could be read: %s frames are addresses\n",
+			s->unread_samples, s->unread_samples == 1 ? "" : "s", s->processes_unread,
+			s->processes_unread == 1 ? "" : "es", s->processes_unread == 1 ? "its" : "their",
+			s->unread_samples == 1 ? "its" : "their");
 	if (t->cpu_list && !t->system_wide)
 		fprintf(out, "  sampled only on CPUs %s (-C): time the targets ran on other CPUs "
 				"is not counted\n", t->cpu_list);

@@ -90,13 +90,20 @@ void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, 
 
 /* (lib/report/name_hints.c) What would name frames that have none. */
 enum {
-	SP_HINT_PYTHON = 1u << 0, /* eval-loop frames, no Python frames: no perf map */
-	SP_HINT_JVM = 1u << 1,    /* [anon] code in a process with libjvm.so */
-	SP_HINT_NODE = 1u << 2,   /* [anon] code in a process of node */
+	SP_HINT_PYTHON = 1u << SP_NAME_HINT_PYTHON, /* eval-loop frames, no Python frames: no perf map */
+	SP_HINT_JVM = 1u << SP_NAME_HINT_JVM,       /* [anon] code in a process with libjvm.so */
+	SP_HINT_NODE = 1u << SP_NAME_HINT_NODE,     /* [anon] code in a process of node */
 };
 uint32_t sp_agg_name_hints(const struct sp_agg *a);
 /* One "Hint:" line per hint, for the text header; nothing when none. */
 void sp_text_name_hints(const struct sp_agg *a, FILE *out);
+/*
+ * Hint kind's text (enum sp_name_hint): its first line after first, the
+ * others after cont, tail (may be NULL) at the end of the last, then '\n'.
+ * The one wording report's header and record's summary share.
+ */
+void sp_name_hint_write(unsigned kind, const char *first, const char *cont, const char *tail,
+			FILE *out);
 
 /* (lib/report/heaviest.c) */
 /*

@@ -122,6 +122,8 @@ static void dump_module(FILE *out, const struct sp_module *m)
 		fprintf(out, "%02x", m->build_id[i]);
 	fputs(" path=", out);
 	put_quoted(out, m->path);
+	if (m->same_bytes_as)
+		fprintf(out, " same_bytes_as=%" PRIu32, m->same_bytes_as - 1);
 }
 
 static void dump_frame(FILE *out, uint32_t id, const struct sp_frame *f)
@@ -403,6 +405,8 @@ static void json_module(struct jline *j, const struct sp_module *m)
 		jfmt(j, ",\"build_id\":null");
 	}
 	jstr(j, "path", m->path);
+	if (m->same_bytes_as)
+		ju64(j, "same_bytes_as", m->same_bytes_as - 1);
 }
 
 static void json_frame(struct jline *j, uint32_t id, const struct sp_frame *f)

@@ -60,6 +60,18 @@ static int parse_module(struct sp_spool *s, struct sp_cur *c)
 	err = sp_cur_str(c, &path);
 	if (err)
 		return err;
+	/* Appended: a group of files with the same bytes, named by an earlier record. */
+	uint64_t same = 0;
+	if (c->p < c->end && (sp_cur_u64(c, &same) || same > s->nmodules)) {
+		free(path);
+		return CORRUPT;
+	}
+	if (same) {
+		struct sp_module *first = &s->modules[same - 1];
+		if (!first->same_bytes_as)
+			first->same_bytes_as = (uint32_t)same;
+		m.same_bytes_as = first->same_bytes_as;
+	}
 	err = sp_spool_log_record(s, SP_REC_MODULE, s->nmodules);
 	if (err) {
 		free(path);

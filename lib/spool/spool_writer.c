@@ -221,7 +221,9 @@ int sp_spool_writer_add_module(struct sp_spool_writer *w, const struct sp_module
 		return err;
 	const char *path = str_or_empty(m->path);
 	size_t plen = strlen(path);
-	err = sp_buf_reserve(&w->rec, 14 * SP_VARINT_MAX + m->build_id_len + plen);
+	if (m->same_bytes_as > w->nmodules)
+		return -SP_E_BAD_ARG; /* a module record to come */
+	err = sp_buf_reserve(&w->rec, 15 * SP_VARINT_MAX + m->build_id_len + plen);
 	if (err)
 		return err;
 	uint8_t *p = w->rec.data;
@@ -242,6 +244,8 @@ int sp_spool_writer_add_module(struct sp_spool_writer *w, const struct sp_module
 	p = sp_enc_uvarint(p, plen);
 	memcpy(p, path, plen);
 	p += plen;
+	if (m->same_bytes_as) /* appended: older readers ignore it */
+		p = sp_enc_uvarint(p, m->same_bytes_as);
 	err = emit(w, SP_REC_MODULE, w->rec.data, (size_t)(p - w->rec.data));
 	if (err)
 		return err;

@@ -68,6 +68,13 @@ struct sp_module {
 	uint8_t build_id_len; /* 0 when the file has no NT_GNU_BUILD_ID */
 	uint8_t build_id[SP_BUILD_ID_MAX];
 	const char *path;     /* owned by the writer's caller / the reader */
+	/*
+	 * Files without a build-id that hold the same bytes: 1 + the id of the
+	 * first module record of the group (0: none known).  The writer takes it
+	 * as given; the reader points every member at the group's first record,
+	 * that record at itself.  Appended to the MODULE payload, only when set.
+	 */
+	uint32_t same_bytes_as;
 };
 
 /* A thread interned by (pid, tid). */

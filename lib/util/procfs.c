@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 /* The start of /proc/PID/status into text (size bytes, NUL-terminated).  0 or -errno. */
@@ -119,4 +120,27 @@ int sp_pid_perf_map_path(pid_t pid, char *buf, size_t size, int32_t *nspid)
 		return -SP_E_BAD_ARG;
 	*nspid = inner;
 	return 1;
+}
+
+bool sp_proc_maps_line_parse(char *line, struct sp_proc_maps_line *out)
+{
+	unsigned long long start, end, off, ino;
+	unsigned maj, min;
+	char perms[8];
+	int name_at = 0;
+	/* most lines are not executable: "START-END rwxp ...", x third, decided before sscanf */
+	const char *sp = strchr(line, ' ');
+	if (!sp || strnlen(sp + 1, 3) < 3 || sp[3] != 'x')
+		return false;
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms, &off, &maj, &min,
+		   &ino, &name_at) < 7 ||
+	    !strchr(perms, 'x'))
+		return false;
+	char *name = name_at ? line + name_at : (char *)"";
+	name[strcspn(name, "\n")] = '\0';
+	/* [vsyscall] sits at a kernel address no user sample unwinds into. */
+	if (!strcmp(name, "[vsyscall]"))
+		return false;
+	*out = (struct sp_proc_maps_line){start, end, off, makedev(maj, min), ino, name};
+	return true;
 }

@@ -344,6 +344,14 @@ uint64_t sp_pid_start_us(pid_t pid);
  */
 int sp_pid_perf_map_path(pid_t pid, char *buf, size_t size, int32_t *nspid);
 
+/* One executable mapping, a line of /proc/PID/maps (proc(5)). */
+struct sp_proc_maps_line {
+	uint64_t start, end, pgoff, dev, ino;
+	const char *path; /* inside the line, "" for anonymous memory */
+};
+/* line (its '\n' cut) as an executable mapping other than [vsyscall], or false. */
+bool sp_proc_maps_line_parse(char *line, struct sp_proc_maps_line *out);
+
 /* ---- system facts (sysinfo.c) ------------------------------------------ */
 
 /*

@@ -36,6 +36,45 @@ if command -v python3 >/dev/null 2>&1; then
 	case $top in "compute_hash "9[0-9]|"compute_hash 100") ok "json's top function: $top" ;; *) fail "json's top function: $top" ;; esac
 fi
 
+# The same without a build-id (objcopy removes its note): the recorder compares the
+# copies' bytes and the report merges them the same way.
+if command -v objcopy >/dev/null 2>&1 &&
+	objcopy --remove-section .note.gnu.build-id "$TF" nobid 2>objcopy.err &&
+	! readelf -n nobid 2>/dev/null | grep -q 'Build ID'; then
+	cmd=
+	for i in $(seq 1 20); do
+		mkdir -p "bare$i"
+		cp nobid "bare$i/bare_$i.test"
+		cmd="$cmd ./bare$i/bare_$i.test -n 12 -x 60;"
+	done
+	sp_record bare.spool -F 999 -- sh -c "$cmd" >/dev/null ||
+		{ fail "record of 20 copies without a build-id exited $?: $(head -c 300 record.err)"; finish; }
+	info "without a build-id: $(grep 'recorder CPU' record.err)"
+	"$SP" report --rows 5 bare.spool >bare.txt 2>&1
+	rows=$(awk '/Self%  *Total%/ { t = 1; next } t && NF == 0 { exit } t && $4 == "compute_hash"' bare.txt)
+	n=$(echo "$rows" | grep -c compute_hash)
+	self=$(echo "$rows" | awk 'NR == 1 { sub(/%/, "", $1); print $1 }')
+	info "without a build-id, compute_hash rows: $n; $(echo "$rows" | head -n 2 | tr -s ' ')"
+	[ "$n" = 1 ] && [ "$(num_ge "${self:-0}" 90)" = 1 ] &&
+		ok "compute_hash of 20 copies without a build-id is one row with $self% (>= 90%)" ||
+		fail "without a build-id: compute_hash is $n rows, the first ${self:-no}%: $(sed -n '/Self%/,/^$/p' bare.txt | head -6)"
+	"$SP" dump bare.spool 2>/dev/null | grep '^module .*bare_[0-9]*\.test' >bare.mods
+	groups=$(sed -n 's/.* same_bytes_as=\([0-9]*\).*/\1/p' bare.mods | sort -u | wc -l)
+	[ "$groups" = 1 ] && [ "$(grep -c same_bytes_as= bare.mods)" = "$(wc -l <bare.mods)" ] &&
+		ok "dump: the copies' $(wc -l <bare.mods) module records name one group (same_bytes_as)" ||
+		fail "dump: $(grep -c same_bytes_as= bare.mods) of $(wc -l <bare.mods) module records in $groups groups"
+	# A copy differing in one byte is not the same file.
+	cp nobid other.test
+	printf 'X' | dd of=other.test bs=1 seek=$(($(wc -c <other.test) - 1)) conv=notrunc 2>/dev/null
+	sp_record two.spool -F 999 -- sh -c "./bare1/bare_1.test -n 12 -x 60; ./other.test -n 12 -x 60" >/dev/null
+	"$SP" report --rows 5 two.spool >two.txt 2>&1
+	n=$(awk '/Self%  *Total%/ { t = 1; next } t && NF == 0 { exit } t && $4 == "compute_hash"' two.txt | grep -c compute_hash)
+	[ "$n" = 2 ] && ok "a copy differing in its last byte stays apart (2 rows)" ||
+		fail "a copy differing in one byte: $n compute_hash rows: $(sed -n '/Self%/,/^$/p' two.txt | head -6)"
+else
+	skip "objcopy cannot remove the build-id here: copies without one not checked"
+fi
+
 # A renamed copy: the diff pairs its functions with the original's, and says so.
 cp "$TF" suite_after
 sp_record before.spool -F 999 -- "$TF" -n 1500 >/dev/null || { fail "record of three_funcs: $?"; finish; }

@@ -423,14 +423,11 @@ Test(report, long_names_stay_within_80_columns)
 	free(text);
 }
 
-/* Byte-identical copies of a program under other names are one function (one build-id). */
-Test(report, identical_modules_merge)
+/* m's file copied to path, recorded as m's mapping in process pid (by build-id or by its stat). */
+static struct sp_module copy_module(const struct sp_module *m, const char *path, int32_t pid,
+				    bool with_build_id)
 {
-	struct sp_module m;
-	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
-	/* a copy of this binary under another name, mapped at the same place in another process */
-	const char *copy = "/tmp/sp-report-copy.test";
-	FILE *in = fopen(m.path, "rb"), *out = fopen(copy, "wb");
+	FILE *in = fopen(m->path, "rb"), *out = fopen(path, "wb");
 	cr_assert(in && out);
 	char buf[65536];
 	size_t n;
@@ -439,11 +436,37 @@ Test(report, identical_modules_merge)
 	fclose(in);
 	fclose(out);
 	struct stat st;
-	cr_assert_eq(stat(copy, &st), 0);
-	struct sp_module m2 = m;
-	m2.path = copy;
-	m2.inode = st.st_ino;
-	m2.pid = 11;
+	cr_assert_eq(stat(path, &st), 0);
+	struct sp_module c = *m;
+	c.path = path;
+	c.inode = st.st_ino;
+	c.pid = pid;
+	if (!with_build_id) {
+		/* the symbolizer proves such a file by inode, size and mtime */
+		c.build_id_len = 0;
+		c.file_size = (uint64_t)st.st_size;
+		c.mtime_ns = (int64_t)st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+	}
+	return c;
+}
+
+/*
+ * Byte-identical copies of a program under other names are one function: one
+ * build-id, or without one the group of files of the same bytes the
+ * recorder named (same_bytes_as).
+ */
+static void identical_copy_is_one_function(bool with_build_id)
+{
+	struct sp_module self;
+	uint32_t mid = sp_test_self_module(writer, &self, fn(sp_test_known_alpha));
+	/* copies of this binary under other names, mapped at the same place in other processes */
+	const char *copy = "/tmp/sp-report-copy.test", *copy2 = "/tmp/sp-report-copy2.test";
+	struct sp_module m = self, m2 = copy_module(&self, copy, 11, with_build_id);
+	if (!with_build_id) {
+		m = copy_module(&self, copy2, 12, false);
+		cr_assert_eq(sp_spool_writer_add_module(writer, &m, &mid), 0);
+		m2.same_bytes_as = mid + 1;
+	}
 	uint32_t mid2;
 	cr_assert_eq(sp_spool_writer_add_module(writer, &m2, &mid2), 0);
 	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
@@ -456,12 +479,23 @@ Test(report, identical_modules_merge)
 	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
 	char *text = report(SP_REPORT_TEXT, 0, 0);
 	unlink(copy);
+	unlink(copy2);
 	/* one row of 5 samples, not two of 3 and 2 */
 	const char *row = strstr(text, "sp_test_known_alpha");
 	cr_assert_not_null(row, "%s", text);
 	cr_expect_null(strstr(row + 1, "sp_test_known_alpha  "), "%s", text);
 	cr_expect_not_null(strstr(text, "100.0%  100.0%         5  sp_test_known_alpha"), "%s", text);
 	free(text);
+}
+
+Test(report, identical_modules_merge)
+{
+	identical_copy_is_one_function(true);
+}
+
+Test(report, identical_files_without_build_id_merge)
+{
+	identical_copy_is_one_function(false);
 }
 
 Test(report, empty_spool)
@@ -1256,4 +1290,45 @@ Test(report, trees_of_samples_without_stacks)
 			  text);
 		free(text);
 	}
+}
+
+/* record's summary: a hint per runtime without a perf map, in the report header's words. */
+Test(report, record_summary_names_the_missing_perf_maps)
+{
+	struct sp_summary s = {.samples = 10, .sample_events = 10};
+	s.no_perf_map[SP_NAME_HINT_PYTHON] = 1;
+	s.no_perf_map_pid[SP_NAME_HINT_PYTHON] = 42;
+	s.no_perf_map[SP_NAME_HINT_JVM] = 3;
+	s.no_perf_map_pid[SP_NAME_HINT_JVM] = 7;
+	struct sp_record_opts o = {0};
+	struct sp_summary_text t = {.subcommand = "record", .spool_path = "x.spool", .opts = &o,
+				    .cpu_s = -1};
+	char *text = NULL;
+	size_t len = 0;
+	FILE *out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	sp_summary_write_text(&s, &t, out);
+	fclose(out);
+	cr_expect_not_null(strstr(text, "  hint: Python functions have no names (no perf map): run Python 3.12+\n"
+					"        with -X perf, or 3.13+ with -X perf_jit (pid 42)\n"), "%s", text);
+	cr_expect_not_null(strstr(text, "  hint: Java's JIT code has no names"), "%s", text);
+	cr_expect_not_null(strstr(text, "or a perf-map agent (3 processes, the first pid 7)\n"), "%s", text);
+	cr_expect_null(strstr(text, "Node"), "%s", text);
+	cr_expect_null(strstr(text, "exited"), "%s", text);
+	free(text);
+	/* system-wide: processes gone before their first sample was drained */
+	s.processes_from_start_list = 2;
+	s.processes_unread = 1;
+	s.unread_samples = 7;
+	out = open_memstream(&text, &len);
+	cr_assert_not_null(out);
+	sp_summary_write_text(&s, &t, out);
+	fclose(out);
+	cr_expect_not_null(strstr(text, "  2 processes had exited before their first sample was drained: "
+					"their modules and name came from the list of /proc made at the start"),
+			   "%s", text);
+	cr_expect_not_null(strstr(text, "  7 samples of 1 process that exited before its maps could be "
+					"read: their frames are addresses\n"),
+			   "%s", text);
+	free(text);
 }

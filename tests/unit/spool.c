@@ -469,3 +469,34 @@ Test(spool_roundtrip, offcpu_intervals)
 	free(d);
 	sp_spool_free(s);
 }
+
+/* Files of the same bytes without a build-id: every member reads as the group's first record. */
+Test(spool_roundtrip, module_groups_of_same_bytes)
+{
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(tmp_path("same.spool"), &small_meta, &w), 0);
+	struct sp_module m = small_modules[0];
+	m.build_id_len = 0;
+	uint32_t id;
+	m.same_bytes_as = 1;
+	cr_assert_eq(sp_spool_writer_add_module(w, &m, &id), -SP_E_BAD_ARG, "a record to come");
+	uint32_t want[] = {0, 0, 2, 2, 0};
+	uint32_t given[] = {0, 0, 2, 2, 0};
+	for (size_t i = 0; i < 5; i++) {
+		m.same_bytes_as = given[i];
+		m.start += 0x10000;
+		m.end += 0x10000;
+		cr_assert_eq(sp_spool_writer_add_module(w, &m, &id), 0);
+		cr_assert_eq(id, i);
+	}
+	cr_assert_eq(sp_spool_writer_finish(w, NULL), 0);
+	sp_spool_writer_free(w);
+	struct sp_spool *s = open_ok(tmp_path("same.spool"));
+	cr_assert_eq(sp_spool_module_count(s), 5);
+	/* module 1 is the group's first record: it names itself once another names it */
+	want[1] = 2;
+	for (uint32_t i = 0; i < 5; i++)
+		cr_expect_eq(sp_spool_module(s, i)->same_bytes_as, want[i], "module %u", i);
+	cr_expect_str_eq(sp_spool_module(s, 4)->path, small_modules[0].path);
+	sp_spool_free(s);
+}

@@ -225,6 +225,8 @@ Test(spool_reader, rejects_dangling_references)
 		{SP_REC_STACK, "\x01\x00", 2, "stack frame 0 before any frame"},
 		{SP_REC_FRAME, "\x01\x00\x10\x00", 4, "frame in module 0 before any module"},
 		{SP_REC_FRAME, "\x00\x03\x10\x00", 4, "frame mode 3"},
+		{SP_REC_MODULE, "\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01x\x01", 15,
+		 "module of the same bytes as module 0, before any module"},
 		{SP_REC_SAMPLE, "\x01\x00\x00", 3, "sample of thread 1"},
 		{SP_REC_SAMPLE, "\x00\x01\x00", 3, "sample of stack 1"},
 		{SP_REC_THREAD_NAME, "\x05\x01x", 3, "name of thread 5"},

@@ -154,6 +154,37 @@ static bool sym_name_at(const Elf_Data *d, size_t i, uint32_t *st_name)
 	return true;
 }
 
+/*
+ * Does elf name libgcc_s.so.1 in its DT_NEEDED entries?  Then its
+ * _Unwind_* calls go to that library's copies (gcc links libgcc_eh's only
+ * with -static-libgcc, or -static, and then needs no libgcc_s): its own
+ * symbols hold none of ra_rewriters, and node's 17 MB of symbols and names
+ * need not be read (nor paged in) at the first sample.
+ */
+static bool needs_libgcc_s(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !sh.sh_entsize ||
+		    !(d = elf_getdata(scn, NULL)))
+			continue;
+		size_t n = d->d_size / sh.sh_entsize;
+		for (size_t i = 0; i < n; i++) {
+			GElf_Dyn dyn;
+			const char *name;
+			if (!gelf_getdyn(d, (int)i, &dyn) || dyn.d_tag == DT_NULL)
+				break;
+			if (dyn.d_tag == DT_NEEDED &&
+			    (name = elf_strptr(elf, sh.sh_link, dyn.d_un.d_val)) &&
+			    !strcmp(name, "libgcc_s.so.1"))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* Find ra_rewriters in elf's .symtab and .dynsym (libgcc_s, or a binary linking libgcc_eh). */
 static void find_ra_rewriters(struct sp_cfi_table *t, Elf *elf)
 {
@@ -247,7 +278,8 @@ int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_t
 		sp_cfi_table_free(t);
 		return -SP_E_NO_CFI;
 	}
-	find_ra_rewriters(t, elf);
+	if (!needs_libgcc_s(elf))
+		find_ra_rewriters(t, elf);
 	*out = t;
 	return 0;
 }

@@ -67,7 +67,8 @@ struct jit_row {
 	uint64_t pc, start, end;
 	uint32_t gen;
 	bool after_call;
-	bool none; /* no row: the code proves nothing at pc (a branch before it, say) */
+	bool had_line; /* the perf map read has a line covering pc (or ra - 1) */
+	bool none;     /* no row: the code proves nothing at pc (a branch before it, say) */
 	struct sp_cfi_row row;
 };
 
@@ -295,21 +296,30 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 	/* The runtime's own unwinding information, where it wrote some, is exact. */
 	if (j->jitdump && sp_jitdump_cfi_row(j->jitdump, pc, after_call, out))
 		return out;
-	const struct sp_perf_map_range *r = sp_perf_map_find(&j->map, at);
+	/*
+	 * A pc proven before needs no perf map lookup either: whether the map
+	 * had a line for it is kept (had_line), since a map read anew forgets
+	 * the code.  The map is looked at again exactly when it would be.
+	 */
+	struct jit_row *c = &j->rows[(sp_hash64(pc) ^ after_call) % ROW_CACHE];
+	bool known = c->gen == j->code_gen && c->pc == pc && c->after_call == after_call &&
+		     c->start == start && c->end == end;
+	const struct sp_perf_map_range *r = known ? NULL : sp_perf_map_find(&j->map, at);
+	bool had_line = known ? c->had_line : r != NULL;
 	/* New code gets its line before it runs: look again on a miss, now and then. */
-	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!r && j->since_check >= 16)) {
+	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!had_line && j->since_check >= 16)) {
 		j->map_tried = true;
 		refresh_map(j);
-		r = sp_perf_map_find(&j->map, at);
+		known = known && c->gen == j->code_gen;
+		r = known ? NULL : sp_perf_map_find(&j->map, at);
 	}
-	struct jit_row *c = &j->rows[(sp_hash64(pc) ^ after_call) % ROW_CACHE];
-	if (c->gen == j->code_gen && c->pc == pc && c->after_call == after_call &&
-	    c->start == start && c->end == end) {
+	if (known) {
 		if (c->none)
 			return NULL;
 		*out = c->row;
 		return out;
 	}
+	had_line = r != NULL;
 	/* A line whose function reaches outside the mapping describes some other code. */
 	if (r && r->sym_start >= start && r->sym_size <= end - r->sym_start &&
 	    at - r->sym_start < r->sym_size) {
@@ -335,7 +345,7 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 		return NULL;
 	const struct jit_fn *f = &j->fns[fi], *t = &j->fns[ti];
 	*c = (struct jit_row){.pc = pc, .start = start, .end = end, .gen = j->code_gen,
-			      .after_call = after_call, .none = true};
+			      .after_call = after_call, .had_line = had_line, .none = true};
 	if (!f->len || t->len != f->len ||
 	    (fi != ti && memcmp(j->pool + t->pool_off, j->pool + f->pool_off, f->len)))
 		return NULL;

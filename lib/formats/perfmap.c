@@ -64,17 +64,36 @@ int sp_perf_map_add_name(struct sp_perf_map *m, const char *s, size_t n, uint32_
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
+/*
+ * idx[0..n) ordered by keys[idx[i] * stride]: an LSD radix sort, a byte a
+ * pass, skipping the bytes all keys share.  Node's 2,463-line map cost a
+ * report 1.65 million instructions in qsort (of the 8.3 million it took).
+ * Stable, though neither caller needs it: equal boundaries merge, and lines
+ * starting at one address all enter the heap at once.  tmp holds n indices.
+ */
+static void sort_by_key(uint32_t *idx, uint32_t *tmp, size_t n, const uint64_t *keys,
+			size_t stride)
 {
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
-static int by_start(const void *a, const void *b, void *ctx)
-{
-	const struct sp_perf_map_entry *e = ctx;
-	uint64_t x = e[*(const uint32_t *)a].start, y = e[*(const uint32_t *)b].start;
-	return x < y ? -1 : x > y;
+	uint32_t *src = idx, *dst = tmp;
+	for (unsigned shift = 0; shift < 64; shift += 8) {
+		size_t count[256] = {0};
+		for (size_t i = 0; i < n; i++)
+			count[(keys[src[i] * stride] >> shift) & 0xff]++;
+		if (count[(keys[src[0] * stride] >> shift) & 0xff] == n)
+			continue;
+		for (size_t b = 0, sum = 0; b < 256; b++) {
+			size_t c = count[b];
+			count[b] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[count[(keys[src[i] * stride] >> shift) & 0xff]++] = src[i];
+		uint32_t *t = src;
+		src = dst;
+		dst = t;
+	}
+	if (src != idx)
+		memcpy(idx, src, n * sizeof(*idx));
 }
 
 /* A max-heap of line indices: the newest line on top. */
@@ -116,25 +135,31 @@ int sp_perf_map_build(struct sp_perf_map *m, const struct sp_perf_map_entry *e, 
 {
 	if (n == 0)
 		return 0;
-	uint64_t *pos = malloc(2 * n * sizeof(*pos));
+	if (n > UINT32_MAX / 2)
+		return -ENOMEM; /* boundaries are indexed in 32 bits */
+	/* bounds: each line's start and end; pos: them sorted, each once */
+	uint64_t *bounds = malloc(2 * n * sizeof(*bounds)), *pos = malloc(2 * n * sizeof(*pos));
+	uint32_t *idx = malloc(2 * n * sizeof(*idx)), *tmp = malloc(2 * n * sizeof(*tmp));
 	uint32_t *order = malloc(n * sizeof(*order));
 	uint32_t *heap = malloc(n * sizeof(*heap));
 	/* Each boundary starts at most one range. */
 	m->ranges = malloc(2 * n * sizeof(*m->ranges));
 	int err = -ENOMEM;
-	if (!pos || !order || !heap || !m->ranges)
+	if (!bounds || !pos || !idx || !tmp || !order || !heap || !m->ranges)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
-		pos[2 * i] = e[i].start;
-		pos[2 * i + 1] = e[i].end;
+		bounds[2 * i] = e[i].start;
+		bounds[2 * i + 1] = e[i].end;
+		idx[2 * i] = (uint32_t)(2 * i);
+		idx[2 * i + 1] = (uint32_t)(2 * i + 1);
 		order[i] = (uint32_t)i;
 	}
-	qsort(pos, 2 * n, sizeof(*pos), cmp_u64);
+	sort_by_key(idx, tmp, 2 * n, bounds, 1);
 	size_t npos = 0;
 	for (size_t i = 0; i < 2 * n; i++)
-		if (npos == 0 || pos[i] != pos[npos - 1])
-			pos[npos++] = pos[i];
-	qsort_r(order, n, sizeof(*order), by_start, (void *)e);
+		if (npos == 0 || bounds[idx[i]] != pos[npos - 1])
+			pos[npos++] = bounds[idx[i]];
+	sort_by_key(order, tmp, n, bounds, 2); /* by start */
 	size_t next = 0, nheap = 0;
 	for (size_t i = 0; i + 1 < npos; i++) {
 		uint64_t p = pos[i];
@@ -158,7 +183,10 @@ int sp_perf_map_build(struct sp_perf_map *m, const struct sp_perf_map_entry *e, 
 	}
 	err = 0;
 out:
+	free(bounds);
 	free(pos);
+	free(idx);
+	free(tmp);
 	free(order);
 	free(heap);
 	return err;

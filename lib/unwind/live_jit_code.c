@@ -39,6 +39,7 @@
 #define ARENA_PROBE 64      /* bytes read at a region's start to recognise an arena */
 #define MAP_RECHECK 1024    /* look at the perf map's size every this many lookups */
 #define MAP_DIR "/tmp"
+#define ROW_CACHE 256       /* rows proven from code, direct-mapped by pc */
 /*
  * What of a live process's perf map is read at record time: a map that grows
  * without end (a target's own choice) cost the recorder memory in step with
@@ -61,6 +62,16 @@ struct jit_arena {
 	uint32_t stride, len; /* stride 0: the region is not an arena */
 };
 
+/* A row proven from the bytes read, for pc in [start, end): valid while gen is the code's. */
+struct jit_row {
+	uint64_t pc, start, end;
+	uint32_t gen;
+	bool after_call;
+	bool had_line; /* the perf map read has a line covering pc (or ra - 1) */
+	bool none;     /* no row: the code proves nothing at pc (a branch before it, say) */
+	struct sp_cfi_row row;
+};
+
 struct sp_jit_code {
 	pid_t pid;
 	char map_path[128];     /* /tmp/perf-PID.map, or in a container its own, through its root */
@@ -81,6 +92,14 @@ struct sp_jit_code {
 	size_t narenas, arenas_cap;
 	struct sp_jitdump_cfi *jitdump; /* NULL: the process maps none (or it failed the checks) */
 	bool jitdump_tried;
+	/*
+	 * The same pc is proven again in sample after sample (a hot loop's
+	 * frames): decoding from the entry cost node's recording half its
+	 * CPU.  A row depends only on the code bytes kept, the perf map read
+	 * and the mapping, so it stands until forget_code.
+	 */
+	uint32_t code_gen; /* starts at 1: a zeroed entry is empty */
+	struct jit_row rows[ROW_CACHE];
 };
 
 struct sp_jit_code *sp_jit_code_new(pid_t pid)
@@ -94,6 +113,7 @@ struct sp_jit_code *sp_jit_code_new(pid_t pid)
 	if (sp_pid_perf_map_path(pid, j->map_path, sizeof(j->map_path), &nspid) != 1)
 		snprintf(j->map_path, sizeof(j->map_path), MAP_DIR "/perf-%d.map", (int)pid);
 	j->map_size = -1;
+	j->code_gen = 1;
 	sp_perf_map_init(&j->map);
 	sp_map_init(&j->fn_index);
 	sp_map_init(&j->arena_index);
@@ -107,6 +127,7 @@ static void forget_code(struct sp_jit_code *j)
 	sp_map_release(&j->arena_index);
 	sp_map_init(&j->arena_index);
 	j->nfns = j->narenas = j->pool_len = 0;
+	j->code_gen++;
 }
 
 void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end)
@@ -275,13 +296,30 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 	/* The runtime's own unwinding information, where it wrote some, is exact. */
 	if (j->jitdump && sp_jitdump_cfi_row(j->jitdump, pc, after_call, out))
 		return out;
-	const struct sp_perf_map_range *r = sp_perf_map_find(&j->map, at);
+	/*
+	 * A pc proven before needs no perf map lookup either: whether the map
+	 * had a line for it is kept (had_line), since a map read anew forgets
+	 * the code.  The map is looked at again exactly when it would be.
+	 */
+	struct jit_row *c = &j->rows[(sp_hash64(pc) ^ after_call) % ROW_CACHE];
+	bool known = c->gen == j->code_gen && c->pc == pc && c->after_call == after_call &&
+		     c->start == start && c->end == end;
+	const struct sp_perf_map_range *r = known ? NULL : sp_perf_map_find(&j->map, at);
+	bool had_line = known ? c->had_line : r != NULL;
 	/* New code gets its line before it runs: look again on a miss, now and then. */
-	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!r && j->since_check >= 16)) {
+	if (++j->since_check >= MAP_RECHECK || !j->map_tried || (!had_line && j->since_check >= 16)) {
 		j->map_tried = true;
 		refresh_map(j);
-		r = sp_perf_map_find(&j->map, at);
+		known = known && c->gen == j->code_gen;
+		r = known ? NULL : sp_perf_map_find(&j->map, at);
 	}
+	if (known) {
+		if (c->none)
+			return NULL;
+		*out = c->row;
+		return out;
+	}
+	had_line = r != NULL;
 	/* A line whose function reaches outside the mapping describes some other code. */
 	if (r && r->sym_start >= start && r->sym_size <= end - r->sym_start &&
 	    at - r->sym_start < r->sym_size) {
@@ -306,11 +344,15 @@ const struct sp_cfi_row *sp_jit_code_row(struct sp_jit_code *j, uint64_t start, 
 	if (fi < 0 || ti < 0)
 		return NULL;
 	const struct jit_fn *f = &j->fns[fi], *t = &j->fns[ti];
+	*c = (struct jit_row){.pc = pc, .start = start, .end = end, .gen = j->code_gen,
+			      .after_call = after_call, .had_line = had_line, .none = true};
 	if (!f->len || t->len != f->len ||
-	    memcmp(j->pool + t->pool_off, j->pool + f->pool_off, f->len))
+	    (fi != ti && memcmp(j->pool + t->pool_off, j->pool + f->pool_off, f->len)))
 		return NULL;
 	if (sp_codeframe_row(j->pool + f->pool_off, f->len, pc - entry, after_call, out))
 		return NULL;
+	c->none = false;
+	c->row = *out;
 	return out;
 }
 

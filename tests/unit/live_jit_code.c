@@ -82,6 +82,33 @@ Test(live_jit_code, an_altered_copy_proves_nothing)
 	sp_jit_code_free(j);
 }
 
+Test(live_jit_code, a_pc_proves_the_same_until_the_code_is_forgotten)
+{
+	fill_arena(11);
+	region[5 * 11] = 0x90;
+	struct sp_jit_code *j = sp_jit_code_new(getpid());
+	struct sp_cfi_row row;
+	const struct sp_cfi_row *r;
+	/* asked again (the row cache answers), the altered copy still proves nothing */
+	for (int i = 0; i < 3; i++)
+		cr_assert_null(row_at(j, 5 * 11 + 6, true, &row));
+	/* a return address and the same pc sampled exactly are two questions */
+	cr_assert_not_null(row_at(j, 6 * 11 + 6, true, &row));
+	r = row_at(j, 6 * 11 + 6, false, &row);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->cfa_off, 16);
+	/* repaired in place: the bytes read are kept, so is the answer */
+	memcpy(region + 5 * 11, tramp, sizeof(tramp));
+	cr_assert_null(row_at(j, 5 * 11 + 6, true, &row));
+	/* a new mapping over the region: read again, now it proves the frame */
+	sp_jit_code_invalidate(j, (uint64_t)(uintptr_t)region, (uint64_t)(uintptr_t)region + REGION);
+	r = row_at(j, 5 * 11 + 6, true, &row);
+	cr_assert_not_null(r);
+	cr_assert_eq(r->cfa_reg, SP_DW_RSP);
+	cr_assert_eq(r->cfa_off, 16);
+	sp_jit_code_free(j);
+}
+
 Test(live_jit_code, region_that_is_not_an_arena)
 {
 	/* one function followed by different code: no stride is proven */

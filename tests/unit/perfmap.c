@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Unit tests of perf map parsing (later lines win, bad lines, limits) and of the file checks. */
 #include <criterion/criterion.h>
+#include <inttypes.h>
 
 #include "formats/formats.h"
 
@@ -222,7 +223,8 @@ Test(perfmap, overlong_lines_are_skipped)
 }
 
 /* Random maps against painting every line, in order, over a small address space. */
-Test(perfmap, agrees_with_painting_on_random_maps)
+/* Lines at base + k * unit for k in [start, start + size): painted over cells of one unit. */
+static void agrees_with_painting(uint64_t base, uint64_t unit)
 {
 	enum { SPACE = 512, LINES = 300 };
 	uint64_t x = 12345;
@@ -230,7 +232,7 @@ Test(perfmap, agrees_with_painting_on_random_maps)
 		int painted[SPACE];
 		for (int i = 0; i < SPACE; i++)
 			painted[i] = -1;
-		char *text = malloc(LINES * 40);
+		char *text = malloc(LINES * 48);
 		cr_assert_not_null(text);
 		size_t len = 0;
 		for (int i = 0; i < LINES; i++) {
@@ -241,23 +243,39 @@ Test(perfmap, agrees_with_painting_on_random_maps)
 				size = SPACE - start;
 			for (unsigned a = start; a < start + size; a++)
 				painted[a] = i;
-			len += (size_t)sprintf(text + len, "%x %x n%d\n", 0x1000 + start, size, i);
+			len += (size_t)sprintf(text + len, "%" PRIx64 " %" PRIx64 " n%d\n",
+					       base + start * unit, size * unit, i);
 		}
 		sp_perf_map_release(&map);
 		parse_n(text, len, NULL);
 		free(text);
 		for (int a = 0; a < SPACE; a++) {
-			const char *got = name_at(0x1000 + (uint64_t)a);
-			if (painted[a] < 0) {
-				cr_assert_null(got, "%#x: %s", a, got);
-				continue;
+			/* a cell's first and last address */
+			uint64_t first = base + a * unit, last = first + unit - 1;
+			for (uint64_t at = first; at <= last; at = at == last ? last + 1 : last) {
+				const char *got = name_at(at);
+				if (painted[a] < 0) {
+					cr_assert_null(got, "%#" PRIx64 ": %s", at, got);
+					continue;
+				}
+				char want[16];
+				snprintf(want, sizeof(want), "n%d", painted[a]);
+				cr_assert_not_null(got, "%#" PRIx64 ": want %s", at, want);
+				cr_assert_str_eq(got, want, "at %#" PRIx64, at);
 			}
-			char want[16];
-			snprintf(want, sizeof(want), "n%d", painted[a]);
-			cr_assert_not_null(got, "%#x: want %s", a, want);
-			cr_assert_str_eq(got, want, "at %#x", a);
 		}
 	}
+}
+
+Test(perfmap, agrees_with_painting_on_random_maps)
+{
+	agrees_with_painting(0x1000, 1);
+}
+
+/* Boundaries that differ in many bytes, as JIT code spread over the address space gives. */
+Test(perfmap, agrees_with_painting_where_addresses_differ_in_every_byte)
+{
+	agrees_with_painting(0x7f1200000000ull, 0x1010101010ull);
 }
 
 /* ---- sp_perf_map_load: which files are believed ----------------------------- */

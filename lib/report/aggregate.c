@@ -106,49 +106,6 @@ static int intern_func(struct sp_agg *a, const struct sp_resolved_frame *frame, 
 	return 0;
 }
 
-/*
- * The module name the functions of frame_id go by: the first met for its
- * module's build-id, so byte-identical copies of a program (test binaries
- * run from many paths) merge whatever their names; without a build-id, the
- * first met for its group of files of the same bytes (the recorder compared
- * them).  Other modules keep their own.  name itself, or -ENOMEM.
- */
-static int build_module(struct sp_agg *a, uint32_t frame_id, const char *name, const char **out)
-{
-	const struct sp_frame *fr = sp_spool_frame(a->spool, frame_id);
-	const struct sp_module *m = fr && fr->module_id != SP_NO_MODULE
-					    ? sp_spool_module(a->spool, fr->module_id) : NULL;
-	*out = name;
-	if (!m || (!m->build_id_len && !m->same_bytes_as) || m->build_id_len > SP_BUILD_ID_MAX ||
-	    !name || !*name)
-		return 0;
-	uint64_t h = FNV_BASIS;
-	for (size_t i = 0; i < m->build_id_len; i++)
-		h = (h ^ m->build_id[i]) * 1099511628211ull;
-	uint32_t group = m->build_id_len ? 0 : m->same_bytes_as;
-	h = sp_hash64(h ^ group);
-	uint32_t v;
-	while (sp_map_get(&a->build_index, h, &v)) {
-		const struct sp_agg_build *b = &a->builds[v];
-		if (b->len == m->build_id_len && b->same_bytes_as == group &&
-		    !memcmp(b->id, m->build_id, b->len)) {
-			if (strcmp(b->module, name))
-				a->modules_merged++;
-			*out = b->module;
-			return 0;
-		}
-		h = sp_hash64(h + 1);
-	}
-	int err = sp_array_reserve((void **)&a->builds, &a->builds_cap, a->nbuilds + 1,
-				   sizeof(*a->builds));
-	if (!err)
-		err = sp_map_put(&a->build_index, h, (uint32_t)a->nbuilds);
-	if (err)
-		return err;
-	a->builds[a->nbuilds++] = (struct sp_agg_build){m->build_id, m->build_id_len, group, name};
-	return 0;
-}
-
 /* Resolve a frame into its functions (a->frame_*), on first use only. */
 static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 {
@@ -187,7 +144,8 @@ static int resolve_frame(struct sp_agg *a, uint32_t frame_id)
 	for (size_t i = 0; i < n; i++) {
 		uint32_t id;
 		struct sp_resolved_frame named = rf[i];
-		if ((err = build_module(a, frame_id, rf[i].module, &named.module)) ||
+		if ((err = sp_module_name_of(&a->module_names, a->spool, frame_id, rf[i].module,
+					       &named.module)) ||
 		    (err = intern_func(a, &named, &id)))
 			return err;
 		a->chain[first + i] = id;
@@ -643,7 +601,7 @@ int sp_agg_build_scoped(struct sp_agg *a, const struct sp_spool *s, struct sp_sy
 	sp_map_init(&a->func_index);
 	sp_map_init(&a->name_index);
 	sp_map_init(&a->node_index);
-	sp_map_init(&a->build_index);
+	sp_module_names_init(&a->module_names);
 	a->nstacks = sp_spool_stack_count(s);
 	sp_sample_unit_of(s, &a->unit);
 	size_t nframes = a->nframes = sp_spool_frame_count(s);
@@ -726,8 +684,7 @@ void sp_agg_release(struct sp_agg *a)
 	free(a->stack_node);
 	sp_map_release(&a->node_index);
 	sp_map_release(&a->func_index);
-	sp_map_release(&a->build_index);
-	free(a->builds);
+	sp_module_names_release(&a->module_names);
 	sp_map_release(&a->name_index);
 	memset(a, 0, sizeof(*a));
 }

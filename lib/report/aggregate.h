@@ -27,6 +27,41 @@ int sp_filter_stack(const struct sp_report_filter *f, const struct sp_spool *s,
 /* The recording's start for time windows: the header's monotonic start, else the first sample. */
 uint64_t sp_filter_origin_ns(const struct sp_spool *s);
 
+/* ---- the name a frame's module is shown under (module_names.c) -------- */
+
+/* A build-id met, and the module name its functions go by. */
+struct sp_module_build {
+	uint8_t id[SP_BUILD_ID_MAX]; /* a copy: a growing spool moves its modules */
+	uint8_t len;                /* 0: a group of files of the same bytes, no build-id */
+	uint32_t same_bytes_as;     /* then the group's (struct sp_module's same_bytes_as) */
+	const char *module;         /* borrowed from the symbolizer */
+};
+
+/*
+ * Identical code is one function, in the report's aggregation and in the
+ * live view alike: modules of one build-id (copies of a program run from
+ * many paths), or without one, of one group of files the recorder found to
+ * hold the same bytes, go by the first module name met for it.  Embedded
+ * by its user: sp_module_names_init, then sp_module_names_release.
+ */
+struct sp_module_names {
+	struct sp_module_build *builds;
+	size_t nbuilds, builds_cap;
+	struct sp_map index;        /* build-id (or group) hash -> index in builds */
+	uint64_t merged;            /* module names that took another's */
+};
+
+void sp_module_names_init(struct sp_module_names *n);
+void sp_module_names_release(struct sp_module_names *n);
+/*
+ * *out: the module name the functions of frame frame_id of s go by, name
+ * (the symbolizer's module name of that frame, borrowed for as long as n
+ * lives) or the first name met for its build-id or group of same bytes;
+ * name itself for a module of neither.  0 or -ENOMEM.
+ */
+int sp_module_name_of(struct sp_module_names *n, const struct sp_spool *s, uint32_t frame_id,
+		      const char *name, const char **out);
+
 /* ---- aggregation of a spool by stack id (aggregate.c) ------------------ */
 
 /*
@@ -235,24 +270,7 @@ struct sp_agg {
 				       spelled twice merge */
 	uint32_t *stack_node;       /* by stack id: the node its kept samples end at, 0 for
 				       none (views that split the samples again, by process) */
-	/*
-	 * Identical code is one function: modules of one build-id (copies of
-	 * a program run from many paths), or without one, of one group of
-	 * files the recorder found to hold the same bytes, go by the first
-	 * module name met for it.  By build-id (or group) hash -> index in builds.
-	 */
-	struct sp_agg_build *builds;
-	size_t nbuilds, builds_cap;
-	struct sp_map build_index;
-	uint64_t modules_merged;    /* module names that took another's for its build-id */
-};
-
-/* A build-id met, and the module name its functions go by (aggregate.c). */
-struct sp_agg_build {
-	const uint8_t *id;          /* borrowed from the spool's module */
-	uint8_t len;                /* 0: a group of files of the same bytes, no build-id */
-	uint32_t same_bytes_as;     /* then the group's (struct sp_module's same_bytes_as) */
-	const char *module;         /* borrowed from the symbolizer */
+	struct sp_module_names module_names; /* identical code is one function */
 };
 
 /*

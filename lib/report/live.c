@@ -51,6 +51,7 @@ struct sp_live {
 	struct live_func *funcs;
 	size_t nfuncs, funcs_cap;
 	struct sp_map func_index; /* hash(name, module) -> func */
+	struct sp_module_names module_names; /* identical code is one function, as in report */
 	struct live_entry *entries;
 	size_t nentries, entries_cap;
 	struct sp_map entry_index; /* func << 32 | pid -> entry */
@@ -177,8 +178,10 @@ static int stack_funcs(struct sp_live *l, uint32_t stack_id, const uint32_t **fp
 		for (size_t i = 0; !err && i < k; i++) {
 			if ((chain[i].flags & SP_RFRAME_HIDDEN_DEFAULT) && !l->opts.show_runtime)
 				continue;
-			uint32_t f = intern_func(l, chain[i].name, chain[i].module,
-						 chain[i].flags & SP_RFRAME_INLINE);
+			const char *module;
+			err = sp_module_name_of(&l->module_names, s, frame_id, chain[i].module, &module);
+			uint32_t f = err ? NO_ENTRY : intern_func(l, chain[i].name, module,
+								  chain[i].flags & SP_RFRAME_INLINE);
 			err = f == NO_ENTRY ? -ENOMEM : push_fpath(l, f);
 			n++;
 		}
@@ -429,6 +432,7 @@ int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_li
 	for (size_t i = 0; i < l->nbuckets; i++)
 		sp_map_init(&l->buckets[i].index);
 	sp_map_init(&l->func_index);
+	sp_module_names_init(&l->module_names);
 	sp_map_init(&l->entry_index);
 	sp_map_init(&l->stack_index);
 	sp_map_init(&l->fstack_index);
@@ -820,6 +824,7 @@ void sp_live_free(struct sp_live *l)
 	free(l->fpaths);
 	sp_map_release(&l->fstack_index);
 	sp_map_release(&l->func_index);
+	sp_module_names_release(&l->module_names);
 	sp_map_release(&l->entry_index);
 	sp_map_release(&l->stack_index);
 	free(l);

@@ -2,6 +2,7 @@
 /* Unit tests of the live view over a growing spool (lib/report/live.c). */
 #include <inttypes.h>
 
+#include "self_module.h"
 #include "spool_fixture.h"
 
 TestSuite(live, .init = tmp_setup, .fini = tmp_teardown);
@@ -180,6 +181,82 @@ Test(live, table_text)
 	cr_assert_eq(lines, 4, "two header lines and max_rows rows: %s", text);
 	free(text);
 	close_fixture(&f);
+}
+
+__attribute__((noinline)) int sp_test_live_hot(int x)
+{
+	volatile int acc = x;
+	for (int i = 0; i < 3; i++)
+		acc += i * x;
+	return acc;
+}
+
+/*
+ * Identical code is one function, as in the report: this binary and a copy
+ * of it under another path (one build-id), each sampled in its own process,
+ * are one row; rows by process keep the two processes apart.
+ */
+Test(live, identical_modules_are_one_function)
+{
+	struct sp_spool_meta meta = small_meta;
+	meta.start_monotonic_ns = T0;
+	char spool[128], copy_path[128];
+	snprintf(spool, sizeof(spool), "%s", tmp_path("copies.spool"));
+	snprintf(copy_path, sizeof(copy_path), "%s", tmp_path("copy.test"));
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(spool, &meta, &w), 0);
+	uint64_t hot = (uint64_t)(uintptr_t)&sp_test_live_hot;
+	struct sp_module self, copy;
+	uint32_t mid[2], frame[2], stack[2], thread[2];
+	mid[0] = sp_test_self_module(w, &self, hot);
+	size_t len = 0;
+	uint8_t *bytes = slurp(self.path, &len);
+	FILE *out = fopen(copy_path, "wb");
+	cr_assert(out && fwrite(bytes, 1, len, out) == len);
+	fclose(out);
+	free(bytes);
+	copy = self;
+	copy.path = copy_path;
+	copy.pid = 78;
+	cr_assert_eq(sp_spool_writer_add_module(w, &copy, &mid[1]), 0);
+	for (int i = 0; i < 2; i++) {
+		struct sp_frame fr = {.module_id = mid[i], .mode = SP_FRAME_USER, .abs_ip = hot + 4,
+				      .rel_ip = hot + 4 - self.start + self.file_offset};
+		cr_assert_eq(sp_spool_writer_intern_frame(w, &fr, &frame[i]), 0);
+		cr_assert_eq(sp_spool_writer_intern_stack(w, &frame[i], 1, &stack[i]), 0);
+		cr_assert_eq(sp_spool_writer_intern_thread(w, 77 + i, 77 + i, &thread[i]), 0);
+		for (int k = 0; k < 2 + i; k++)
+			cr_assert_eq(sp_spool_writer_append_sample(w, thread[i], stack[i],
+								   T0 + (uint64_t)k * (SEC / 100)),
+				     0);
+	}
+	cr_assert_eq(sp_spool_writer_flush(w), 0);
+	struct sp_tail *t;
+	cr_assert_eq(sp_tail_open(spool, &t), 0);
+	struct sp_tail_batch batch;
+	cr_assert_eq(sp_tail_poll(t, &batch), 0);
+	const struct sp_symbolizer_opts o = {.no_kernel_symbols = true,
+					     .perf_map_policy = SP_PERF_MAPS_NONE};
+	struct sp_symbolizer *sym;
+	cr_assert_eq(sp_tail_symbolizer(t, &o, &sym), 0);
+	struct sp_live *live;
+	cr_assert_eq(sp_live_new(t, sym, &(struct sp_live_opts){.window_s = 5}, &live), 0);
+	cr_assert_eq(sp_live_update(live, 0, NULL), 0);
+	struct sp_live_row *rows;
+	size_t n = sp_live_rows(live, &(struct sp_live_view){.sort = SP_LIVE_SORT_SELF}, &rows);
+	cr_assert_eq(n, 1, "one row for both copies, not %zu (%s in %s)", n, n ? rows[0].name : "",
+		     n ? rows[0].module : "");
+	cr_expect_str_eq(rows[0].name, "sp_test_live_hot");
+	cr_expect_eq(rows[0].self_all, 5);
+	free(rows);
+	n = sp_live_rows(live, &(struct sp_live_view){.sort = SP_LIVE_SORT_SELF, .by_process = true},
+			 &rows);
+	cr_expect_eq(n, 2, "a row per process");
+	free(rows);
+	sp_live_free(live);
+	sp_symbolizer_free(sym);
+	sp_tail_free(t);
+	sp_spool_writer_free(w);
 }
 
 /* An interval of stack off CPU from second `from` for `ms` milliseconds, flushed. */

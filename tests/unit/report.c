@@ -460,7 +460,10 @@ static void identical_copy_is_one_function(bool with_build_id)
 	struct sp_module self;
 	uint32_t mid = sp_test_self_module(writer, &self, fn(sp_test_known_alpha));
 	/* copies of this binary under other names, mapped at the same place in other processes */
-	const char *copy = "/tmp/sp-report-copy.test", *copy2 = "/tmp/sp-report-copy2.test";
+	/* beside this test's spool: tests run in parallel, and a file rewritten while mapped is SIGBUS */
+	char copy[sizeof(spool_path) + 16], copy2[sizeof(spool_path) + 16];
+	snprintf(copy, sizeof(copy), "%s.copy", spool_path);
+	snprintf(copy2, sizeof(copy2), "%s.copy2", spool_path);
 	struct sp_module m = self, m2 = copy_module(&self, copy, 11, with_build_id);
 	if (!with_build_id) {
 		m = copy_module(&self, copy2, 12, false);

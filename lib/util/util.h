@@ -416,16 +416,33 @@ const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s);
 /* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
 /*
- * sp_output_create for a spool: the file is locked (fcntl(2) F_OFD_SETLK,
- * F_WRLCK: only a descriptor open for writing takes it; held until closed)
- * before it is truncated, so a spool another recording still writes is left
- * whole: -SP_E_SPOOL_BUSY.  A mode that gives group and others nothing (0600,
+ * sp_output_create for a spool: a fresh inode, created under a temporary
+ * name beside path, locked (fcntl(2) F_OFD_SETLK, F_WRLCK; held until closed)
+ * and then renamed over path, so no reader's lock on the file there keeps the
+ * spool unlocked, and a spool another recording still writes keeps its name:
+ * -SP_E_SPOOL_BUSY.  The new file keeps the old one's mode and (for root)
+ * owner.  Only where the directory refuses a new file or the rename is the
+ * file at path locked and truncated in place.  A mode that gives group and others nothing (0600,
  * a system-wide spool) makes the output private: a regular file there that
  * another user owns, or that others may read, is unlinked and the output
  * created anew (O_EXCL), or -SP_E_OUTPUT_NOT_OURS when it cannot be.
  * (lib/util/open_regular.c)
  */
 int sp_output_create_locked(const char *path, unsigned int mode);
+/*
+ * A new file beside path, for what is renamed over it: ".BASENAME.XXXXXX" in
+ * path's directory, made as mkostemp(3) does (O_CREAT | O_EXCL, mode 0600,
+ * O_CLOEXEC; a symlink at the name fails).  Returns the descriptor and sets
+ * *tmp (the caller frees it), or -errno with *tmp NULL.
+ */
+int sp_temp_beside(const char *path, char **tmp);
+/*
+ * Give fd the owner and group of the file old describes, which it replaces.
+ * Only root can give a file away (chown(2)); anyone else keeps at most the
+ * group, and the file stays theirs.  0 or -errno.
+ */
+struct stat;
+int sp_fd_keep_owner(int fd, const struct stat *old);
 /* Whether a writer holds fd's file write-locked (F_OFD_GETLK; any descriptor). */
 bool sp_fd_write_locked(int fd);
 

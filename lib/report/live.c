@@ -490,6 +490,8 @@ static const char *process_name(const struct sp_spool *s, int32_t pid)
 size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_live_row **out)
 {
 	*out = NULL;
+	/* one refresh, one pass of the symbolizer's budgets */
+	sp_symbolizer_renew_budgets(l->sym);
 	size_t n = v->by_process ? l->nentries : l->nfuncs;
 	struct sp_live_row *rows = n ? calloc(n, sizeof(*rows)) : NULL;
 	if (!rows)

@@ -206,7 +206,7 @@ struct sp_inflate_stats {
 	uint32_t kept;             /* left to be inflated by whoever needs them */
 	uint64_t kept_bytes;       /* their inflated sizes, summed (<= SP_INFLATE_FILE_MAX) */
 	uint32_t over_limit;       /* hidden: over SP_INFLATE_SECTION_MAX, _FILE_MAX or _RUN_MAX */
-	uint32_t over_run;         /* of those, hidden for the run's budget (SP_INFLATE_RUN_MAX) */
+	uint32_t over_run;         /* of those, hidden for the pass's or the process's budget */
 	uint64_t over_limit_bytes; /* their claimed sizes, summed (saturating) */
 	uint32_t unwanted;         /* hidden because the caller's want() refused them */
 };
@@ -234,12 +234,38 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
 				 struct sp_inflate_stats *st);
 /*
+ * What one pass of reading names (a symbolizer: one spool's names, each side
+ * of report --diff; renewed at each refresh of top) took of the per-pass
+ * budgets, SP_INFLATE_RUN_MAX and SP_DEBUGLINK_CRC_RUN_MAX.  The process's
+ * totals (SP_INFLATE_PROCESS_MAX, SP_DEBUGLINK_CRC_PROCESS_MAX) bound all
+ * passes together; inflated bytes go back to the process's total when the
+ * pass's files are closed (sp_budget_account_release).  Zeroed by its owner.
+ */
+struct sp_budget_account {
+	uint64_t inflated;    /* compressed sections kept this pass, bytes as claimed */
+	uint64_t crc_read;    /* debug-link candidates read for their CRC this pass, bytes */
+	uint64_t crc_refused; /* candidates refused unread for a budget (counted for good) */
+	uint64_t held;        /* inflated bytes still charged to the process's total */
+};
+/*
+ * Charge what this thread inflates and reads for CRCs to a (NULL: the
+ * process's own account, which the recorder and annotate use) until the
+ * next call; returns the account charged before, to be set back.
+ */
+struct sp_budget_account *sp_budget_charge_to(struct sp_budget_account *a);
+/* The account charged now (never NULL). */
+struct sp_budget_account *sp_budget_charged(void);
+/* A new pass for a: its budgets full again; what it holds stays charged to the process. */
+void sp_budget_account_renew(struct sp_budget_account *a);
+/* a's files are closed: what it holds goes back to the process's total. */
+void sp_budget_account_release(struct sp_budget_account *a);
+/*
  * A budget shared by a whole process (threads too): add size to *used when
  * the sum stays within max (only see whether it would, when !take).  False,
  * and nothing added, when it would not.
  */
 bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take);
-/* Bytes this process's compressed sections were let inflate to so far (<= SP_INFLATE_RUN_MAX). */
+/* Bytes this process's open files' compressed sections were let inflate to (<= SP_INFLATE_PROCESS_MAX). */
 uint64_t sp_elf_inflate_run_used(void);
 
 /* ---- module paths (module_path.c) -------------------------------------- */

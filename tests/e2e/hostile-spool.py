@@ -18,6 +18,11 @@ hostile-spool.py KIND OUT [N]
   pids       one chain 2048 deep, then N processes (default 8000) of one
          thread each, one sample each on the chain's end: every view that
          counts per process or thread, or groups by them, meets N
+  pmlines    N processes (default 25000) of one thread each, each with a
+         stored perf map line (a SYM_PERF_MAP record) and one sample on a
+         frame of its own that the line names: each process's map is made from
+         the stored lines, which a reader scanning all of them per process
+         pays N^2 for
 Every record is well formed; only the shape is hostile.  HOSTILE_BYTES in the
 environment changes the 1 MB that wide, widenames and deepnames fill.
 """
@@ -120,6 +125,16 @@ def spool(kind, n):
             out += record(5, svarint(1000 + k) + svarint(1000 + k))
             out += record(7, uvarint(k + 1) + uvarint(2048) + svarint(1_000_000))
         return bytes(out)
+    if kind == "pmlines":
+        out += record(11, uvarint(1) + string("jit_fn"))
+        for k in range(n):
+            # Frame k + 2 (outside every module) is process k's alone, as its stack node k + 1.
+            out += record(3, uvarint(0) + uvarint(0) + uvarint(0x600000 + k * 16) + svarint(0))
+            out += record(4, uvarint(k + 1) + uvarint(k + 2))
+            out += record(5, svarint(1000 + k) + svarint(1000 + k))
+            out += record(14, svarint(1000 + k) + uvarint(0x600000) + uvarint(n * 16) + uvarint(0))
+            out += record(7, uvarint(k + 1) + uvarint(k + 1) + svarint(1_000_000))
+        return bytes(out)
     if kind == "deep":
         for i in range(1, n + 1):
             out += record(4, uvarint(1) + uvarint(i % 2))
@@ -139,6 +154,7 @@ def spool(kind, n):
 def main():
     kind, path = sys.argv[1], sys.argv[2]
     default = 20000 if kind in ("deep", "inline") else 8000 if kind == "pids" else \
+        25000 if kind == "pmlines" else \
         2048 if kind in ("wide", "widenames", "deepnames") else 1000
     n = int(sys.argv[3]) if len(sys.argv) > 3 else default
     with open(path, "wb") as f:

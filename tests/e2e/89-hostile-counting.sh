@@ -1,0 +1,38 @@
+# SPDX-License-Identifier: MIT
+# Work that followed the product of two things a spool holds, not their sum:
+#  - stored perf map lines (SYM_PERF_MAP records) were scanned whole for every
+#    process whose map was made from them: 22,000 processes with a line each
+#    (990 KB, tests/e2e/hostile-spool.py pmlines) cost report 0.6 s of CPU and
+#    symbolize as much; now each process's lines are found through an index.
+. "$(dirname "$0")/lib.sh"
+SLOW=1
+[ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ] && SLOW=4
+need_stackpulse
+need_cmd python3 "writing the hostile spools (tests/e2e/hostile-spool.py)"
+need_rusage_run
+
+# cpu_bounded LABEL MAX_S ARGS...: the command's own CPU (user + sys) within MAX_S
+# (times SLOW under the sanitizers), its memory within 200 MB; prints the figures.
+cpu_bounded() {
+	label=$1 max=$2
+	shift 2
+	with_timeout 60 "$RU" c.ru "$@" >c.out 2>c.err
+	cpu=$(awk -v u="$(ru_field c.ru user_s)" -v s="$(ru_field c.ru sys_s)" 'BEGIN { print u + s }')
+	kib=$(ru_field c.ru maxrss_kib)
+	bound=$(awk -v m="$max" -v k=$SLOW 'BEGIN { print m * k }')
+	if [ "$(num_ge "$bound" "$cpu")" = 1 ] && [ -n "$kib" ] && [ "$kib" -lt $((200 * 1024 * SLOW)) ]; then
+		ok "$label: $cpu s of CPU, $((kib / 1024)) MiB (bound $bound s)"
+	else
+		fail "$label: $cpu s of CPU, ${kib:-?} KiB (bounds $bound s, $((200 * SLOW)) MiB): $(head -c 200 c.err)"
+	fi
+}
+
+python3 "$E2E_DIR/hostile-spool.py" pmlines pm.spool 22000 || { fail "hostile-spool.py pmlines failed"; finish; }
+info "pm.spool: $(wc -c <pm.spool) bytes"
+cpu_bounded "report, 22,000 processes with a stored perf map line each" 0.25 \
+	"$SP" report --format=folded pm.spool
+n=$(awk '/jit_fn/ { s += $NF } END { print s + 0 }' c.out)
+[ "$n" -ge 21000 ] && ok "the stored lines name $n processes' frames jit_fn" ||
+	fail "the stored lines name $n frames: $(head -c 200 c.out)"
+cpu_bounded "symbolize, the same spool" 0.25 "$SP" symbolize -o pm2.spool pm.spool
+finish

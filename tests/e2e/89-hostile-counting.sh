@@ -3,7 +3,13 @@
 #  - stored perf map lines (SYM_PERF_MAP records) were scanned whole for every
 #    process whose map was made from them: 22,000 processes with a line each
 #    (990 KB, tests/e2e/hostile-spool.py pmlines) cost report 0.6 s of CPU and
-#    symbolize as much; now each process's lines are found through an index.
+#    symbolize as much; now each process's lines are found through an index;
+#  - report --follow (and top) walked every sampled stack whole: 71,000
+#    distinct stacks 2,048 deep under one chain (1 MB, hostile-spool.py wide)
+#    cost 8.9 s of CPU; now samples are counted per stack node and folded over
+#    the prefix tree when a table is drawn (each node visited once);
+#  - --follow --group-by=process looked each row's process name up through
+#    every thread: 22,000 processes, 2.3 s of CPU.
 . "$(dirname "$0")/lib.sh"
 SLOW=1
 [ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ] && SLOW=4
@@ -35,4 +41,17 @@ n=$(awk '/jit_fn/ { s += $NF } END { print s + 0 }' c.out)
 [ "$n" -ge 21000 ] && ok "the stored lines name $n processes' frames jit_fn" ||
 	fail "the stored lines name $n frames: $(head -c 200 c.out)"
 cpu_bounded "symbolize, the same spool" 0.25 "$SP" symbolize -o pm2.spool pm.spool
+cpu_bounded "report --follow --group-by=process, the same spool" 0.5 \
+	"$SP" report --follow --group-by=process pm.spool
+grep -q 'jit_fn' c.out && ok "--group-by=process names the processes' jit_fn" ||
+	fail "no jit_fn row: $(head -c 300 c.out)"
+
+python3 "$E2E_DIR/hostile-spool.py" wide wide.spool || { fail "hostile-spool.py wide failed"; finish; }
+info "wide.spool: $(wc -c <wide.spool) bytes"
+cpu_bounded "report --follow, 71,000 sampled stacks 2,048 deep" 0.5 "$SP" report --follow wide.spool
+# Every stack runs through both frames of the chain: each function 100% total, half the self
+# (in every table printed).
+rows=$(grep -c '^ *50\.0% *100\.0% *50\.0% *100\.0%  \[unknown\]+0x40[12]000' c.out)
+[ "$rows" -ge 2 ] && ok "both functions of the chain: 100% total, 50% self" ||
+	fail "the table is not the chain's: $(head -c 400 c.out)"
 finish

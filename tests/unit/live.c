@@ -175,3 +175,55 @@ Test(live, table_text)
 	free(text);
 	close_fixture(&f);
 }
+
+/*
+ * Counted per stack node and folded over the prefix tree: a recursive stack
+ * (ips[0] called by ips[1] called by ips[0]) gives ips[0] its samples once as
+ * total, however often it is on the stack; a second process on the same
+ * stacks has rows of its own by process, and the functions' sums otherwise.
+ */
+Test(live, recursion_counts_once_and_processes_apart)
+{
+	struct fixture f;
+	open_fixture(&f, 5);
+	uint32_t ids[2], rec, other;
+	for (int i = 0; i < 2; i++) {
+		struct sp_frame fr = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER, .abs_ip = ips[i]};
+		cr_assert_eq(sp_spool_writer_intern_frame(f.w, &fr, &ids[i]), 0);
+	}
+	uint32_t chain[] = {ids[0], ids[1], ids[0]};
+	cr_assert_eq(sp_spool_writer_intern_stack(f.w, chain, 3, &rec), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(f.w, 88, 88, &other), 0);
+	samples(&f, rec, 0, 4);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(f.w, other, f.stack_a, T0 + SEC / 2), 0);
+	cr_assert_eq(sp_spool_writer_flush(f.w), 0);
+	cr_assert_eq(sp_live_update(f.live, 0, NULL), 0);
+	struct sp_live_view v = {.sort = SP_LIVE_SORT_TOTAL};
+	struct sp_live_row *rows;
+	size_t n = sp_live_rows(f.live, &v, &rows);
+	const struct sp_live_row *a = row_of(rows, n, ips[0]), *caller = row_of(rows, n, ips[1]);
+	cr_assert(a && caller);
+	cr_assert_eq(a->total_all, 10, "4 recursive samples count once each, 6 more: %" PRIu64,
+		     a->total_all);
+	cr_assert_eq(a->self_all, 10);
+	cr_assert_eq(caller->total_all, 10);
+	cr_assert_eq(caller->self_all, 0);
+	cr_assert_eq(a->total_win, 10);
+	free(rows);
+	v.by_process = true;
+	n = sp_live_rows(f.live, &v, &rows);
+	cr_assert_eq(n, 4, "two functions in each of two processes");
+	bool seen77 = false, seen88 = false;
+	for (size_t i = 0; i < n; i++) {
+		if (!strstr(rows[i].name, "1000"))
+			continue;
+		if (rows[i].pid == 77)
+			seen77 = rows[i].total_all == 4 && rows[i].self_all == 4;
+		if (rows[i].pid == 88)
+			seen88 = rows[i].total_all == 6 && rows[i].self_all == 6;
+	}
+	cr_assert(seen77 && seen88, "ips[0] has 4 samples in process 77, 6 in 88");
+	free(rows);
+	close_fixture(&f);
+}

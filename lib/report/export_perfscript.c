@@ -249,9 +249,16 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 	int err = c.frame_at && c.frame_len && c.stack_at && c.stack_len && c.thread_at &&
 			  c.thread_len ? sp_export_time_order(s, &order) : -ENOMEM;
 	size_t n = err ? 0 : sp_spool_sample_count(s);
+	uint64_t budget = sp_export_output_budget(s), used = 0;
+	size_t left_out = 0, kept = 0;
 	for (size_t i = 0; !err && i < n; i++) {
 		if (!sp_agg_kept(a, order[i]))
 			continue; /* filtered out */
+		kept++;
+		if (used + b.len >= budget) {
+			left_out++;
+			continue;
+		}
 		const struct sp_sample *smp = sp_spool_sample(s, order[i]);
 		uint32_t t = smp->thread;
 		if (t < nthreads && c.thread_at[t] == SIZE_MAX)
@@ -273,9 +280,16 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 		err = err ? err : put_stack(&c, a, sid, &b);
 		err = err ? err : put_str(&b, "\n");
 		/* Write in blocks of about 64 KiB. */
-		if (!err && b.len >= 65536)
+		if (!err && b.len >= 65536) {
+			used += b.len;
 			err = write_block(&b, out);
+		}
 	}
+	/* A comment, which perf script's importers pass over (lines starting with '#'). */
+	if (!err && left_out)
+		err = put_fmt(&b, "# %zu of %zu samples left out: ", left_out, kept) ? -ENOMEM
+		      : put_fmt(&b, "output stops past %" PRIu64 " MiB ", budget >> 20) ? -ENOMEM
+		      : put_str(&b, "for this spool's size (stackpulse-report(1), SECURITY)\n");
 	/* The rest, also when the last samples were filtered out. */
 	if (!err && b.len)
 		err = write_block(&b, out);

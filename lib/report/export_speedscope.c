@@ -128,6 +128,58 @@ static int render_stack(struct speedscope *ss, uint32_t sid)
 	return sp_buf_append(&ss->text, "]", 1);
 }
 
+/*
+ * The length of sid's rendered stack (render_stack), from its frames'
+ * texts; remembered by stack in lens (the length plus one, 0: not yet).
+ */
+static int stack_len(struct speedscope *ss, uint32_t sid, uint64_t *lens, uint64_t *out)
+{
+	if (!lens[sid]) {
+		const uint32_t *fr;
+		size_t n = sp_agg_stack_frames(ss->a, sid, &fr);
+		uint64_t sum = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *text;
+			size_t len;
+			int err = frame_text(ss, fr[i], &text, &len);
+			if (err)
+				return err;
+			sum += len;
+		}
+		lens[sid] = (sum ? sum : 1) + 2;
+	}
+	*out = lens[sid] - 1;
+	return 0;
+}
+
+/*
+ * How many of each thread's samples are written (keep[t]), threads in
+ * order, within the output budget (sp_export_output_budget); *left_out
+ * counts the others.
+ */
+static int keep_within_budget(struct speedscope *ss, const uint32_t *by_thread,
+			      const size_t *first, size_t nthreads, size_t *keep, size_t *left_out)
+{
+	uint64_t budget = sp_export_output_budget(ss->s), used = 0, len = 0;
+	uint64_t *lens = calloc(ss->a->nstacks ? ss->a->nstacks : 1, sizeof(*lens));
+	if (!lens)
+		return -ENOMEM;
+	int err = 0;
+	*left_out = 0;
+	for (size_t t = 0; t < nthreads; t++) {
+		size_t n = first[t + 1] - first[t];
+		keep[t] = 0;
+		for (size_t i = 0; i < n && !err && used < budget; i++, keep[t]++) {
+			uint32_t sid = sp_spool_sample(ss->s, by_thread[first[t] + i])->stack_id;
+			err = stack_len(ss, sid < ss->a->nstacks ? sid : 0, lens, &len);
+			used += len + 2;
+		}
+		*left_out += n - keep[t];
+	}
+	free(lens);
+	return err;
+}
+
 /* Write s as a JSON string value. */
 static int put_string(struct speedscope *ss, const char *s, FILE *out)
 {
@@ -220,7 +272,7 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	struct sp_sample_unit unit;
 	sp_sample_unit_of(s, &unit);
 	uint32_t *order = NULL, *by_thread = NULL;
-	size_t *first = NULL;
+	size_t *first = NULL, *keep = NULL;
 	int err = -ENOMEM;
 	size_t nframes = sp_spool_frame_count(s);
 	ss.frame_off = calloc(nframes ? nframes : 1, sizeof(*ss.frame_off));
@@ -263,10 +315,20 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 		first[t] = first[t - 1];
 	first[0] = 0;
 
+	/* Within the output budget: the first samples of the first threads. */
+	size_t left_out;
+	keep = calloc(nthreads + 1, sizeof(*keep));
+	if (!keep) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if ((err = keep_within_budget(&ss, by_thread, first, nthreads, keep, &left_out)))
+		goto out;
+
 	/* The busiest thread is the one speedscope opens first. */
 	size_t active = 0, best = 0, nprofiles = 0;
 	for (size_t t = 0; t < nthreads; t++) {
-		size_t n = first[t + 1] - first[t];
+		size_t n = keep[t];
 		if (!n)
 			continue;
 		if (n > best) {
@@ -281,7 +343,17 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 					       : "stackpulse";
 	fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":\"stackpulse " SP_VERSION "\",\n"
 	      "\"name\":", out);
-	if ((err = put_string(&ss, title, out)))
+	/* What the budget left out is said in the name, which speedscope shows. */
+	char *named = NULL;
+	if (left_out && asprintf(&named, "%s [%zu of %zu samples left out: output stops past "
+				 "%" PRIu64 " MiB for this spool's size]", title, left_out,
+				 first[nthreads], sp_export_output_budget(s) >> 20) < 0) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = put_string(&ss, named ? named : title, out);
+	free(named);
+	if (err)
 		goto out;
 	fprintf(out, ",\n\"activeProfileIndex\":%zu,\n\"shared\":{\"frames\":[", active);
 	if (ss.frames_json.len) {
@@ -292,7 +364,7 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	fputs("]},\n\"profiles\":[", out);
 	size_t written = 0;
 	for (size_t t = 0; t < nthreads; t++) {
-		size_t n = first[t + 1] - first[t];
+		size_t n = keep[t];
 		if (!n)
 			continue;
 		fputs(written++ ? ",\n" : "\n", out);
@@ -306,6 +378,7 @@ out:
 	free(order);
 	free(by_thread);
 	free(first);
+	free(keep);
 	free(ss.frame_off);
 	free(ss.frame_len);
 	sp_buf_release(&ss.frame_text);

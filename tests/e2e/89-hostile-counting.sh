@@ -9,7 +9,10 @@
 #    cost 8.9 s of CPU; now samples are counted per stack node and folded over
 #    the prefix tree when a table is drawn (each node visited once);
 #  - --follow --group-by=process looked each row's process name up through
-#    every thread: 22,000 processes, 2.3 s of CPU.
+#    every thread: 22,000 processes, 2.3 s of CPU;
+#  - perf-script and speedscope wrote every sample's stack in full: 7 GB and
+#    293 MB for the 1 MB wide spool; now at most 80 MiB of samples for a spool
+#    under 1 MiB, and the output says how many samples it left out.
 . "$(dirname "$0")/lib.sh"
 SLOW=1
 [ -n "${ASAN_OPTIONS:-}${UBSAN_OPTIONS:-}" ] && SLOW=4
@@ -54,4 +57,20 @@ cpu_bounded "report --follow, 71,000 sampled stacks 2,048 deep" 0.5 "$SP" report
 rows=$(grep -c '^ *50\.0% *100\.0% *50\.0% *100\.0%  \[unknown\]+0x40[12]000' c.out)
 [ "$rows" -ge 2 ] && ok "both functions of the chain: 100% total, 50% self" ||
 	fail "the table is not the chain's: $(head -c 400 c.out)"
+
+# The exports that write every sample's stack: at most 80 MiB of samples (and the
+# last sample past it) for a spool under 1 MiB, and a word of what was left out.
+for f in perf-script speedscope; do
+	bytes=$(with_timeout 120 "$SP" report --format=$f wide.spool 2>/dev/null | wc -c)
+	with_timeout 120 "$SP" report --format=$f wide.spool 2>/dev/null | tail -c 1000 >$f.tail
+	[ "$bytes" -lt 100000000 ] && ok "$f: $bytes bytes of output (under 100 MB)" ||
+		fail "$f: $bytes bytes of output"
+done
+grep -q '^# [0-9]* of 71409 samples left out: output stops past 80 MiB' perf-script.tail &&
+	ok "perf-script says in a last comment how many samples it left out" ||
+	fail "perf-script's end: $(tail -c 200 perf-script.tail)"
+with_timeout 120 "$SP" report --format=speedscope wide.spool 2>/dev/null | head -c 600 >speedscope.head
+grep -q '"name":"hostile \[[0-9]* of 71409 samples left out: output stops past 80 MiB' speedscope.head &&
+	ok "speedscope's name says how many samples were left out" ||
+	fail "speedscope's name: $(head -c 300 speedscope.head)"
 finish

@@ -93,6 +93,12 @@ int sp_export_time_events(struct sp_agg *a, uint64_t **events, size_t *n)
 	return 0;
 }
 
+uint64_t sp_export_output_budget(const struct sp_spool *s)
+{
+	uint64_t past = s->intact_len > (1u << 20) ? s->intact_len - (1u << 20) : 0;
+	return sp_u64_add_sat(SP_EXPORT_OUTPUT_MIN, past > UINT64_MAX / 64 ? UINT64_MAX : past * 64);
+}
+
 /* ---- interning --------------------------------------------------------- */
 
 void sp_intern_init(struct sp_intern *t)

@@ -22,6 +22,17 @@ int sp_export_flamegraph(struct sp_agg *a, const struct sp_report_opts *opts, FI
 /* ---- shared by the exports (export.c) ---------------------------------- */
 
 /*
+ * What the exports that write every sample's stack in full (perf-script,
+ * speedscope) may write of samples, a time metric's off-CPU intervals
+ * alike: 80 MiB, and 64 bytes more per byte of the spool past its first MiB
+ * (a real recording's text is 40-180 times its spool; a hostile one's, 7 GB
+ * for 1 MB: 100,000 distinct stacks 2,048 deep).  Past it the rest are left
+ * out, and the output says how many.
+ */
+#define SP_EXPORT_OUTPUT_MIN ((uint64_t)80 << 20)
+uint64_t sp_export_output_budget(const struct sp_spool *s);
+
+/*
  * Sample indexes sorted by timestamp, ties in file order: a malloc'd array
  * of sp_spool_sample_count() entries the caller frees.  0 or -ENOMEM.
  */

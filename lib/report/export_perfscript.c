@@ -283,32 +283,53 @@ int sp_export_perf_script(struct sp_agg *a, FILE *out)
 		err = sp_export_time_events(a, &events, &n);
 	else if (!err && !(err = sp_export_time_order(s, &order)))
 		n = sp_spool_sample_count(s);
+	/* Samples and intervals alike count against the budget: kept[1], left_out[1] intervals. */
+	uint64_t budget = sp_export_output_budget(s), used = 0;
+	size_t left_out[2] = {0, 0}, kept[2] = {0, 0};
 	for (size_t i = 0; !err && i < n; i++) {
-		if (events && (events[i] & SP_EXPORT_INTERVAL)) {
-			err = put_interval(&c, a, sp_spool_offcpu(s, (uint32_t)events[i]), &b);
-			if (!err && b.len >= 65536)
-				err = write_block(&b, out);
-			continue;
-		}
+		bool interval = events && (events[i] & SP_EXPORT_INTERVAL);
 		if (!events && !sp_agg_kept(a, order[i]))
 			continue; /* filtered out */
-		const struct sp_sample *smp = sp_spool_sample(s, events ? (uint32_t)events[i] : order[i]);
-		err = put_thread(&c, s, smp->thread, &b);
-		err = err ? err : put_time(&b, smp->timestamp_ns);
-		/*
-		 * A counted event's own period (docs/DESIGN.md, decision 12); the one line of a
-		 * fixed period.
-		 */
-		if (!err && u.weighted && sp_sample_weight(&u, smp) != u.period)
-			err = put_fmt(&b, ": %10" PRIu64 " %s:\n", sp_sample_weight(&u, smp), u.event);
-		else
-			err = err ? err : sp_buf_append(&b, c.tail, c.tail_len);
-		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
-		err = err ? err : put_stack(&c, a, sid, &b);
-		err = err ? err : put_str(&b, "\n");
+		kept[interval]++;
+		if (used + b.len >= budget) {
+			left_out[interval]++;
+			continue;
+		}
+		if (interval) {
+			err = put_interval(&c, a, sp_spool_offcpu(s, (uint32_t)events[i]), &b);
+		} else {
+			const struct sp_sample *smp =
+				sp_spool_sample(s, events ? (uint32_t)events[i] : order[i]);
+			err = put_thread(&c, s, smp->thread, &b);
+			err = err ? err : put_time(&b, smp->timestamp_ns);
+			/*
+			 * A counted event's own period (docs/DESIGN.md, decision 12); the one
+			 * line of a fixed period.
+			 */
+			if (!err && u.weighted && sp_sample_weight(&u, smp) != u.period)
+				err = put_fmt(&b, ": %10" PRIu64 " %s:\n", sp_sample_weight(&u, smp),
+					      u.event);
+			else
+				err = err ? err : sp_buf_append(&b, c.tail, c.tail_len);
+			uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
+			err = err ? err : put_stack(&c, a, sid, &b);
+			err = err ? err : put_str(&b, "\n");
+		}
 		/* Write in blocks of about 64 KiB. */
-		if (!err && b.len >= 65536)
+		if (!err && b.len >= 65536) {
+			used += b.len;
 			err = write_block(&b, out);
+		}
+	}
+	/* A comment, which perf script's importers pass over (lines starting with '#'). */
+	if (!err && (left_out[0] || left_out[1])) {
+		if (left_out[0])
+			err = put_fmt(&b, "# %zu of %zu samples ", left_out[0], kept[0]);
+		if (!err && left_out[1])
+			err = put_fmt(&b, "%s%zu of %zu off-CPU intervals ",
+				      left_out[0] ? "and " : "# ", left_out[1], kept[1]);
+		err = err ? err : put_fmt(&b, "left out: output stops past %" PRIu64 " MiB ", budget >> 20);
+		err = err ? err : put_str(&b, "for this spool's size (stackpulse-report(1), SECURITY)\n");
 	}
 	/* The rest, also when the last samples were filtered out. */
 	if (!err && b.len)

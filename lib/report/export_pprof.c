@@ -3,6 +3,7 @@
 #include "report/export.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -114,6 +115,12 @@ struct pprof {
 	struct sp_buf clean, sub, packed; /* scratch */
 	struct sp_buf samples, mappings, locations_msg, functions_msg, tail, profile;
 	struct gz *gz;       /* the output: samples are compressed as they are made */
+	/*
+	 * Samples past the output budget are left out: an eighth of
+	 * sp_export_output_budget in encoded bytes, for a frame here takes a
+	 * varint of 1-3 bytes, not a line of text (and all of it is deflated).
+	 */
+	uint64_t encoded, samples_all, samples_left_out;
 };
 
 /*
@@ -356,7 +363,13 @@ static int encode_samples(struct pprof *p, uint64_t scale)
 	struct sp_buf msg;
 	sp_buf_init(&msg);
 	int err = 0;
+	uint64_t budget = sp_export_output_budget(p->s) / 8;
 	for (uint32_t g = 0; !err && g < p->groups.n; g++) {
+		p->samples_all += p->group_count[2 * g];
+		if (p->encoded >= budget) {
+			p->samples_left_out += p->group_count[2 * g];
+			continue;
+		}
 		size_t klen;
 		uint32_t key[2];
 		memcpy(key, sp_intern_key(&p->groups, g, &klen), sizeof(key));
@@ -390,6 +403,7 @@ static int encode_samples(struct pprof *p, uint64_t scale)
 		}
 		if (!err)
 			err = pb_message(&p->samples, PROFILE_SAMPLE, &msg);
+		p->encoded += msg.len;
 		if (!err && p->samples.len >= (1u << 20))
 			err = gz_put(p->gz, &p->samples, false);
 	}
@@ -588,15 +602,23 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 		goto out;
 
 	/* The fields after the string table, first: every string must be in the table. */
-	uint64_t type_id, comment = 0;
+	uint64_t type_id, comment = 0, cut_id = 0;
 	if ((err = str_id(&p, type, &type_id)) ||
 	    (meta->command && meta->command[0] && (err = raw_str_id(&p, meta->command, &comment))))
+		goto out;
+	/* What the budget left out, as a second comment (pprof -comments shows them). */
+	char cut[160];
+	snprintf(cut, sizeof(cut), "%" PRIu64 " of %" PRIu64 " samples left out: output stops past "
+		 "%" PRIu64 " MiB for this spool's size", p.samples_left_out, p.samples_all,
+		 sp_export_output_budget(p.s) >> 23);
+	if (p.samples_left_out && (err = str_id(&p, cut, &cut_id)))
 		goto out;
 	if ((err = pb_varint(&p.tail, PROFILE_TIME_NANOS, meta->start_timestamp_us * 1000)) ||
 	    (err = pb_varint(&p.tail, PROFILE_DURATION_NANOS, a->last_ns - a->first_ns)) ||
 	    (err = value_type(&p, &p.tail, PROFILE_PERIOD_TYPE, type, unit)) ||
 	    (err = pb_varint(&p.tail, PROFILE_PERIOD, period)) ||
 	    (err = pb_varint(&p.tail, PROFILE_COMMENT, comment)) ||
+	    (cut_id && (err = pb_varint(&p.tail, PROFILE_COMMENT, cut_id))) ||
 	    (err = pb_varint(&p.tail, PROFILE_DEFAULT_SAMPLE_TYPE, type_id)))
 		goto out;
 

@@ -128,6 +128,69 @@ static int render_stack(struct speedscope *ss, uint32_t sid)
 	return sp_buf_append(&ss->text, "]", 1);
 }
 
+/*
+ * The length of sid's rendered stack (render_stack), from its frames'
+ * texts; remembered by stack in lens (the length plus one, 0: not yet).
+ */
+static int stack_len(struct speedscope *ss, uint32_t sid, uint64_t *lens, uint64_t *out)
+{
+	if (!lens[sid]) {
+		const uint32_t *fr;
+		size_t n = sp_agg_stack_frames(ss->a, sid, &fr);
+		uint64_t sum = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *text;
+			size_t len;
+			int err = frame_text(ss, fr[i], &text, &len);
+			if (err)
+				return err;
+			sum += len;
+		}
+		lens[sid] = (sum ? sum : 1) + 2;
+	}
+	*out = lens[sid] - 1;
+	return 0;
+}
+
+/*
+ * How many of each thread's events are written (keep[t]), threads in
+ * order, within the output budget (sp_export_output_budget): its samples
+ * (by_thread), or with a time metric its samples and intervals
+ * (ev_by_thread, sp_export_time_events), an interval with its cause frame.
+ * all[0] counts the samples, all[1] the intervals, left_out[] those not
+ * written.
+ */
+static int keep_within_budget(struct speedscope *ss, const uint32_t *by_thread,
+			      const uint64_t *ev_by_thread, const size_t *first, size_t nthreads,
+			      size_t *keep, size_t all[2], size_t left_out[2])
+{
+	uint64_t budget = sp_export_output_budget(ss->s), used = 0, len = 0;
+	uint64_t *lens = calloc(ss->a->nstacks ? ss->a->nstacks : 1, sizeof(*lens));
+	if (!lens)
+		return -ENOMEM;
+	int err = 0;
+	all[0] = all[1] = left_out[0] = left_out[1] = 0;
+	for (size_t t = 0; t < nthreads && !err; t++) {
+		keep[t] = 0;
+		for (size_t i = first[t]; i < first[t + 1] && !err; i++) {
+			uint64_t e = ev_by_thread ? ev_by_thread[i] : by_thread[i];
+			bool interval = e & SP_EXPORT_INTERVAL;
+			all[interval]++;
+			if (used >= budget) {
+				left_out[interval]++;
+				continue;
+			}
+			uint32_t sid = interval ? sp_spool_offcpu(ss->s, (uint32_t)e)->stack_id
+						: sp_spool_sample(ss->s, (uint32_t)e)->stack_id;
+			err = stack_len(ss, sid < ss->a->nstacks ? sid : 0, lens, &len);
+			used += len + 2 + (interval ? 12 : 0); /* ",CAUSE" */
+			keep[t]++;
+		}
+	}
+	free(lens);
+	return err;
+}
+
 /* Write s as a JSON string value. */
 static int put_string(struct speedscope *ss, const char *s, FILE *out)
 {
@@ -359,7 +422,7 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	uint32_t *order = NULL, *by_thread = NULL;
 	uint64_t *events = NULL, *ev_by_thread = NULL; /* a time metric's */
 	uint32_t cause[2] = {0, 0};
-	size_t *first = NULL;
+	size_t *first = NULL, *keep = NULL;
 	int err = -ENOMEM;
 	size_t nframes = sp_spool_frame_count(s);
 	ss.frame_off = calloc(nframes ? nframes : 1, sizeof(*ss.frame_off));
@@ -391,10 +454,21 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	if (err)
 		goto out;
 
+	/* Within the output budget: the first samples (and intervals) of the first threads. */
+	size_t all[2], left_out[2];
+	keep = calloc(nthreads + 1, sizeof(*keep));
+	if (!keep) {
+		err = -ENOMEM;
+		goto out;
+	}
+	if ((err = keep_within_budget(&ss, by_thread, ev_by_thread, first, nthreads, keep, all,
+				       left_out)))
+		goto out;
+
 	/* The busiest thread is the one speedscope opens first. */
 	size_t active = 0, best = 0, nprofiles = 0;
 	for (size_t t = 0; t < nthreads; t++) {
-		size_t n = first[t + 1] - first[t];
+		size_t n = keep[t];
 		if (!n)
 			continue;
 		if (n > best) {
@@ -409,7 +483,23 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 					       : "stackpulse";
 	fputs("{\"$schema\":\"" SCHEMA_URL "\",\n\"exporter\":\"stackpulse " SP_VERSION "\",\n"
 	      "\"name\":", out);
-	if ((err = put_string(&ss, title, out)))
+	/* What the budget left out is said in the name, which speedscope shows. */
+	char *named = NULL, what[128];
+	if (left_out[0] && left_out[1])
+		snprintf(what, sizeof(what), "%zu of %zu samples and %zu of %zu off-CPU intervals",
+			 left_out[0], all[0], left_out[1], all[1]);
+	else
+		snprintf(what, sizeof(what), "%zu of %zu %s", left_out[0] ? left_out[0] : left_out[1],
+			 left_out[0] ? all[0] : all[1], left_out[0] ? "samples" : "off-CPU intervals");
+	if ((left_out[0] || left_out[1]) &&
+	    asprintf(&named, "%s [%s left out: output stops past %" PRIu64 " MiB for this spool's size]",
+		     title, what, sp_export_output_budget(s) >> 20) < 0) {
+		err = -ENOMEM;
+		goto out;
+	}
+	err = put_string(&ss, named ? named : title, out);
+	free(named);
+	if (err)
 		goto out;
 	fprintf(out, ",\n\"activeProfileIndex\":%zu,\n\"shared\":{\"frames\":[", active);
 	if (ss.frames_json.len) {
@@ -420,7 +510,7 @@ int sp_export_speedscope(struct sp_agg *a, const struct sp_report_opts *opts, FI
 	fputs("]},\n\"profiles\":[", out);
 	size_t written = 0;
 	for (size_t t = 0; t < nthreads; t++) {
-		size_t n = first[t + 1] - first[t];
+		size_t n = keep[t];
 		if (!n)
 			continue;
 		fputs(written++ ? ",\n" : "\n", out);
@@ -440,6 +530,7 @@ out:
 	free(events);
 	free(ev_by_thread);
 	free(first);
+	free(keep);
 	free(ss.frame_off);
 	free(ss.frame_len);
 	sp_buf_release(&ss.frame_text);

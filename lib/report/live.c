@@ -10,11 +10,17 @@
 #include <time.h>
 
 /*
- * Work per update follows the new samples: each sample's stack is mapped
- * once per (process, stack id) to its entries (function in process), then
- * every sample adds to its entries' counts and to the window's newest
- * one-second bucket; a bucket leaving the window takes back what it added.
- * Views sort the entries (proportional to the functions, not the samples).
+ * Work per update follows the new samples: each sample adds its weight to
+ * its node (process, stack id) and to the window's newest one-second
+ * bucket (with a time metric, each second of an off-CPU interval adds its
+ * part to the interval's node and to that second's bucket, count_interval);
+ * a bucket leaving the window takes back what it added.  A view
+ * folds the nodes into entries (function in process) over the spool's
+ * prefix tree: each process's sampled stacks and their ancestors are
+ * visited once, each frame's functions named once, so the work follows the
+ * tree's nodes, not the stacks times their depth (100,000 sampled stacks
+ * 2,048 deep were 2 x 10^8 frames walked: 9 s).  Views then sort the
+ * entries (proportional to the functions, not the samples).
  */
 
 #define NO_ENTRY UINT32_MAX
@@ -27,19 +33,25 @@ struct live_func {
 struct live_entry {
 	uint32_t func;
 	int32_t pid;
-	uint64_t self_all, total_all, self_win, total_win;
-	uint32_t mark; /* stamp of the last sample counted (once per stack) */
+	uint64_t self_all, total_all, self_win, total_win; /* as of the last fold */
 };
 
-/* What one second of samples added, by entry. */
+/* What the samples of one process on one stack weighed. */
+struct live_node {
+	int32_t pid;
+	uint32_t stack;
+	uint64_t all, win;
+};
+
+/* What one second of samples added, by node. */
 struct bucket {
 	uint64_t second;  /* timestamp / 1e9 */
 	uint64_t samples;
 	uint64_t preempted; /* a time metric: µs of it preempted */
-	struct sp_map index; /* entry -> index into deltas */
+	struct sp_map index; /* node -> index into deltas */
 	struct {
-		uint32_t entry;
-		uint64_t self, total;
+		uint32_t node;
+		uint64_t w;
 	} *deltas;
 	size_t ndeltas, cap;
 };
@@ -55,6 +67,15 @@ struct sp_live {
 	struct live_entry *entries;
 	size_t nentries, entries_cap;
 	struct sp_map entry_index; /* func << 32 | pid -> entry */
+	struct live_node *nodes;
+	size_t nnodes, nodes_cap;
+	struct sp_map node_index; /* pid << 32 | stack id -> node */
+	/* frame id -> offset into ffuncs: [n, func ids innermost first], named once */
+	struct sp_map ffunc_index;
+	uint32_t *ffuncs;
+	size_t nffuncs, ffuncs_cap;
+	bool fold_stale;        /* the nodes changed since the entries were folded */
+	bool folded_by_process; /* how they were */
 	/* (pid, stack id) -> offset into paths: [n, entry ids leaf first...] */
 	struct sp_map stack_index;
 	uint32_t *paths;
@@ -74,7 +95,6 @@ struct sp_live {
 	uint64_t counted;                  /* samples counted */
 	size_t next_sample;     /* first sample not yet counted */
 	size_t win_first;       /* first sample index that may lie in the window */
-	uint32_t stamp;
 	bool finished;
 	bool behind;            /* the last update stopped at its budget */
 	struct sp_sample_unit unit; /* what a sample weighs, once the header is read */
@@ -145,6 +165,55 @@ static int push_path(struct sp_live *l, uint32_t v)
 	return 0;
 }
 
+static int push_ffunc(struct sp_live *l, uint32_t v)
+{
+	if (sp_array_reserve((void **)&l->ffuncs, &l->ffuncs_cap, l->nffuncs + 1, sizeof(*l->ffuncs)))
+		return -ENOMEM;
+	l->ffuncs[l->nffuncs++] = v;
+	return 0;
+}
+
+/*
+ * The functions of frame_id, innermost first (inlined ones, then the
+ * frame's own), the runtime's hidden ones left out; none for a truncation
+ * marker.  Named once: *off is where [n, func ids...] starts in l->ffuncs
+ * (an offset: the array moves as it grows).
+ */
+static int frame_funcs(struct sp_live *l, uint32_t frame_id, uint32_t *off)
+{
+	if (sp_map_get(&l->ffunc_index, frame_id, off))
+		return 0;
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	const struct sp_frame *fr = sp_spool_frame(s, frame_id);
+	size_t start = l->nffuncs;
+	int err = start >= UINT32_MAX ? -ENOMEM : push_ffunc(l, 0);
+	uint32_t n = 0;
+	const struct sp_resolved_frame *chain = NULL;
+	size_t k = 0;
+	if (!err && fr && fr->mode != SP_FRAME_TRUNCATED)
+		err = sp_symbolizer_resolve_all(l->sym, frame_id, &chain, &k);
+	for (size_t i = 0; !err && i < k; i++) {
+		if ((chain[i].flags & SP_RFRAME_HIDDEN_DEFAULT) && !l->opts.show_runtime)
+			continue;
+		/* identical code is one function: its module goes by the name report gives it */
+		const char *module;
+		err = sp_module_name_of(&l->module_names, s, frame_id, chain[i].module, &module);
+		uint32_t f = err ? NO_ENTRY : intern_func(l, chain[i].name, module,
+							  chain[i].flags & SP_RFRAME_INLINE);
+		err = f == NO_ENTRY ? -ENOMEM : push_ffunc(l, f);
+		n++;
+	}
+	if (!err)
+		err = sp_map_put(&l->ffunc_index, frame_id, (uint32_t)start);
+	if (err) {
+		l->nffuncs = start;
+		return err;
+	}
+	l->ffuncs[start] = n;
+	*off = (uint32_t)start;
+	return 0;
+}
+
 /*
  * The functions of stack_id, leaf first: every function of every frame
  * (inlined ones first), markers and the runtime's hidden frames left out.
@@ -168,23 +237,10 @@ static int stack_funcs(struct sp_live *l, uint32_t stack_id, const uint32_t **fp
 	int err = push_fpath(l, 0);
 	uint32_t n = 0;
 	for (uint32_t id = stack_id; !err && id; id = sp_spool_stack_parent(s, id)) {
-		uint32_t frame_id = sp_spool_stack_frame(s, id);
-		const struct sp_frame *fr = sp_spool_frame(s, frame_id);
-		if (!fr || fr->mode == SP_FRAME_TRUNCATED)
-			continue;
-		const struct sp_resolved_frame *chain;
-		size_t k;
-		err = sp_symbolizer_resolve_all(l->sym, frame_id, &chain, &k);
-		for (size_t i = 0; !err && i < k; i++) {
-			if ((chain[i].flags & SP_RFRAME_HIDDEN_DEFAULT) && !l->opts.show_runtime)
-				continue;
-			const char *module;
-			err = sp_module_name_of(&l->module_names, s, frame_id, chain[i].module, &module);
-			uint32_t f = err ? NO_ENTRY : intern_func(l, chain[i].name, module,
-								  chain[i].flags & SP_RFRAME_INLINE);
-			err = f == NO_ENTRY ? -ENOMEM : push_fpath(l, f);
-			n++;
-		}
+		uint32_t fo;
+		err = frame_funcs(l, sp_spool_stack_frame(s, id), &fo);
+		for (uint32_t i = 0; !err && i < l->ffuncs[fo]; i++, n++)
+			err = push_fpath(l, l->ffuncs[fo + 1 + i]);
 	}
 	if (!err && l->nfpaths - start > UINT32_MAX)
 		err = -ENOMEM;
@@ -261,34 +317,44 @@ static void advance(struct sp_live *l, uint64_t second)
 								 : l->newest_second + 1;
 	for (uint64_t sec = from; sec <= second; sec++) {
 		struct bucket *b = &l->buckets[sec % l->nbuckets];
-		for (size_t i = 0; i < b->ndeltas; i++) {
-			struct live_entry *e = &l->entries[b->deltas[i].entry];
-			e->self_win -= b->deltas[i].self;
-			e->total_win -= b->deltas[i].total;
-		}
+		for (size_t i = 0; i < b->ndeltas; i++)
+			l->nodes[b->deltas[i].node].win -= b->deltas[i].w;
 		l->win_samples -= b->samples;
 		l->win_preempted -= b->preempted;
+		l->fold_stale |= b->ndeltas > 0;
 		bucket_reset(b, sec);
 	}
 	l->newest_second = second;
 }
 
-static int add_delta(struct bucket *b, uint32_t entry, bool self, uint64_t w)
+static int add_delta(struct bucket *b, uint32_t node, uint64_t w)
 {
 	uint32_t i;
-	if (!sp_map_get(&b->index, entry, &i)) {
+	if (!sp_map_get(&b->index, node, &i)) {
 		if (sp_array_reserve((void **)&b->deltas, &b->cap, b->ndeltas + 1, sizeof(*b->deltas)) ||
-		    sp_map_put(&b->index, entry, (uint32_t)b->ndeltas))
+		    sp_map_put(&b->index, node, (uint32_t)b->ndeltas))
 			return -ENOMEM;
 		i = (uint32_t)b->ndeltas++;
-		b->deltas[i].entry = entry;
-		b->deltas[i].self = b->deltas[i].total = 0;
+		b->deltas[i].node = node;
+		b->deltas[i].w = 0;
 	}
-	if (self)
-		b->deltas[i].self += w;
-	else
-		b->deltas[i].total += w;
+	b->deltas[i].w += w;
 	return 0;
+}
+
+/* The node of (pid, stack_id), made when new; NO_ENTRY when out of memory. */
+static uint32_t intern_node(struct sp_live *l, int32_t pid, uint32_t stack_id)
+{
+	uint64_t key = (uint64_t)(uint32_t)pid << 32 | stack_id;
+	uint32_t id;
+	if (sp_map_get(&l->node_index, key, &id))
+		return id;
+	if (l->nnodes >= NO_ENTRY ||
+	    sp_array_reserve((void **)&l->nodes, &l->nodes_cap, l->nnodes + 1, sizeof(*l->nodes)) ||
+	    sp_map_put(&l->node_index, key, (uint32_t)l->nnodes))
+		return NO_ENTRY;
+	l->nodes[l->nnodes] = (struct live_node){.pid = pid, .stack = stack_id};
+	return (uint32_t)l->nnodes++;
 }
 
 /* The window's bucket of second sec, or NULL: older than the window, it counts since the start only. */
@@ -314,34 +380,14 @@ static int count_sample(struct sp_live *l, const struct sp_sample *smp, uint64_t
 		b->samples += w;
 		l->win_samples += w;
 	}
-	const uint32_t *path;
-	int err = stack_path(l, t->pid, smp->stack_id, &path);
-	if (err)
-		return err;
-	if (++l->stamp == 0) { /* wrapped: clear every mark */
-		for (size_t i = 0; i < l->nentries; i++)
-			l->entries[i].mark = 0;
-		l->stamp = 1;
-	}
-	for (uint32_t i = 0; i < path[0]; i++) {
-		struct live_entry *e = &l->entries[path[1 + i]];
-		if (i == 0) {
-			e->self_all += w;
-			if (b) {
-				e->self_win += w;
-				if ((err = add_delta(b, path[1 + i], true, w)))
-					return err;
-			}
-		}
-		if (e->mark == l->stamp)
-			continue;
-		e->mark = l->stamp;
-		e->total_all += w;
-		if (b) {
-			e->total_win += w;
-			if ((err = add_delta(b, path[1 + i], false, w)))
-				return err;
-		}
+	uint32_t n = intern_node(l, t->pid, smp->stack_id);
+	if (n == NO_ENTRY)
+		return -ENOMEM;
+	l->fold_stale = true;
+	l->nodes[n].all += w;
+	if (b) {
+		l->nodes[n].win += w;
+		return add_delta(b, n, w);
 	}
 	return 0;
 }
@@ -436,6 +482,8 @@ int sp_live_new(struct sp_tail *t, struct sp_symbolizer *sym, const struct sp_li
 	sp_map_init(&l->entry_index);
 	sp_map_init(&l->stack_index);
 	sp_map_init(&l->fstack_index);
+	sp_map_init(&l->node_index);
+	sp_map_init(&l->ffunc_index);
 	*out = l;
 	return 0;
 }
@@ -449,6 +497,10 @@ static void drop_stacks(struct sp_live *l)
 	sp_map_release(&l->fstack_index);
 	sp_map_init(&l->fstack_index);
 	l->nfpaths = 0;
+	sp_map_release(&l->ffunc_index);
+	sp_map_init(&l->ffunc_index);
+	l->nffuncs = 0;
+	l->fold_stale = true;
 }
 
 static uint64_t clock_ns(void)
@@ -572,25 +624,257 @@ static int cmp_rows(const void *a, const void *b, void *arg)
 	return r ? r : (x->pid > y->pid) - (x->pid < y->pid);
 }
 
-/* The name the spool gives process pid: its leader's thread name, else any of its threads'. */
-static const char *process_name(const struct sp_spool *s, int32_t pid)
+/*
+ * The name the spool gives each process: its leader's thread name, else
+ * the first of its threads' that has one; by pid in *names (thread index,
+ * or absent).  One pass over the threads (a scan per row was threads times
+ * rows: 22,000 processes, 1.5 s).
+ */
+static int process_names(const struct sp_spool *s, struct sp_map *names)
 {
-	const char *any = "";
 	for (size_t i = 0, n = sp_spool_thread_count(s); i < n; i++) {
 		const struct sp_thread *t = sp_spool_thread(s, (uint32_t)i);
-		if (t->pid != pid)
-			continue;
-		if (t->tid == pid && t->name[0])
-			return t->name;
-		if (!any[0])
-			any = t->name;
+		uint64_t key = (uint64_t)(uint32_t)t->pid;
+		uint32_t had;
+		bool have = sp_map_get(names, key, &had);
+		const struct sp_thread *h = have ? sp_spool_thread(s, had) : NULL;
+		bool better = !have || (t->name[0] && (!h->name[0] ||
+						       (t->tid == t->pid && h->tid != h->pid)));
+		if (better && sp_map_put(names, key, (uint32_t)i))
+			return -ENOMEM;
 	}
-	return any;
+	return 0;
+}
+
+/* Scratch of a fold, by stack id (dense: a spool's ids are 1..count). */
+struct fold_scratch {
+	uint64_t *own_all, *own_win; /* the group's samples on the stack itself */
+	uint64_t *sub_all, *sub_win; /* ... on the stack and every stack under it */
+	uint32_t *seen;              /* the group that last visited it */
+	uint32_t *child, *sibling;   /* the visited tree: first child, next sibling (0: none) */
+	uint32_t *leaf;              /* the function samples here count as self, or NO_ENTRY */
+	uint32_t *foff;              /* 1 + its frame's offset in l->ffuncs, 0: not named yet */
+	uint32_t *ids, *walk;        /* the group's stacks; the visit's (high bit: leaving) */
+	/* by function: the group's sums, and how often it is on the walked path */
+	uint64_t *f_self_all, *f_self_win, *f_total_all, *f_total_win;
+	uint32_t *active;
+	uint32_t *touched;           /* functions given something by this group */
+	size_t ntouched, fcap;
+};
+
+/* Room in x's arrays by function for nfuncs functions, the new ones zeroed. */
+static int grow_funcs(struct fold_scratch *x, size_t nfuncs)
+{
+	if (nfuncs <= x->fcap)
+		return 0;
+	size_t cap = nfuncs + nfuncs / 2 + 64;
+	uint64_t **wide[] = {&x->f_self_all, &x->f_self_win, &x->f_total_all, &x->f_total_win};
+	uint32_t **narrow[] = {&x->active, &x->touched};
+	for (size_t i = 0; i < 4; i++) {
+		uint64_t *p = realloc(*wide[i], cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + x->fcap, 0, (cap - x->fcap) * sizeof(*p));
+		*wide[i] = p;
+	}
+	for (size_t i = 0; i < 2; i++) {
+		uint32_t *p = realloc(*narrow[i], cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		memset(p + x->fcap, 0, (cap - x->fcap) * sizeof(*p));
+		*narrow[i] = p;
+	}
+	x->fcap = cap;
+	return 0;
+}
+
+static void fold_scratch_free(struct fold_scratch *x)
+{
+	void *all[] = {x->own_all, x->own_win, x->sub_all, x->sub_win, x->seen, x->child,
+		       x->sibling, x->leaf, x->foff, x->ids, x->walk, x->f_self_all,
+		       x->f_self_win, x->f_total_all, x->f_total_win, x->active, x->touched};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(all); i++)
+		free(all[i]);
+}
+
+static int cmp_node_pid(const void *a, const void *b, void *arg)
+{
+	const struct live_node *n = arg;
+	const struct live_node *x = &n[*(const uint32_t *)a], *y = &n[*(const uint32_t *)b];
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void touch(struct fold_scratch *x, uint32_t f)
+{
+	if (!x->f_self_all[f] && !x->f_self_win[f] && !x->f_total_all[f] && !x->f_total_win[f])
+		x->touched[x->ntouched++] = f;
+}
+
+/* The functions of stack id's frame: [n, func ids innermost first], named once per fold. */
+static const uint32_t *node_funcs(struct sp_live *l, struct fold_scratch *x, uint32_t id)
+{
+	return l->ffuncs + x->foff[id] - 1;
+}
+
+/*
+ * One group's nodes (nodes[idx[0..n)]: one process's, or every process's
+ * for views not by process) folded into the entries of pid.  The sampled
+ * stacks and their ancestors are gathered once (each walk up stops at a
+ * stack met before), then the tree is visited from its roots, depth first:
+ * a function takes as total the weight under the stack where it first
+ * appears on the path (added when the visit leaves that stack, once its
+ * subtree is summed: once per stack, however deep the recursion), and the
+ * samples on a stack count as self for its leafmost visible function.
+ */
+static int fold_group(struct sp_live *l, struct fold_scratch *x, const uint32_t *idx, size_t n,
+		      uint32_t group, int32_t pid)
+{
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	size_t nids = 0, nstacks = sp_spool_stack_count(s), nroots = 0;
+	int err = 0;
+	for (size_t i = 0; i < n && !err; i++) {
+		const struct live_node *nd = &l->nodes[idx[i]];
+		for (uint32_t id = nd->stack; id && id <= nstacks && x->seen[id] != group && !err;
+		     id = sp_spool_stack_parent(s, id)) {
+			x->seen[id] = group;
+			x->own_all[id] = x->own_win[id] = x->sub_all[id] = x->sub_win[id] = 0;
+			x->child[id] = 0;
+			x->ids[nids++] = id;
+			uint32_t off;
+			if (!x->foff[id] && !(err = frame_funcs(l, sp_spool_stack_frame(s, id), &off)))
+				x->foff[id] = off + 1;
+		}
+		if (nd->stack && nd->stack <= nstacks) {
+			x->own_all[nd->stack] += nd->all;
+			x->own_win[nd->stack] += nd->win;
+		}
+	}
+	/* every frame is named now: the arrays by function are sized once */
+	if (!err)
+		err = grow_funcs(x, l->nfuncs);
+	if (err)
+		return err;
+	for (size_t i = 0; i < nids; i++) {
+		uint32_t id = x->ids[i], p = sp_spool_stack_parent(s, id);
+		if (p && p < id && x->seen[p] == group) {
+			x->sibling[id] = x->child[p];
+			x->child[p] = id;
+		} else {
+			x->walk[nroots++] = id; /* a root: where the visit starts */
+		}
+	}
+	size_t depth = nroots;
+	while (depth) {
+		uint32_t id = x->walk[--depth];
+		bool leaving = id >> 31;
+		id &= ~(1u << 31);
+		const uint32_t *fn = node_funcs(l, x, id);
+		uint32_t p = sp_spool_stack_parent(s, id);
+		bool has_parent = p && p < id && x->seen[p] == group;
+		if (leaving) {
+			for (uint32_t k = 0; k < fn[0]; k++) {
+				uint32_t f = fn[1 + k];
+				if (--x->active[f])
+					continue;
+				touch(x, f);
+				x->f_total_all[f] += x->sub_all[id];
+				x->f_total_win[f] += x->sub_win[id];
+			}
+			if (has_parent) {
+				x->sub_all[p] += x->sub_all[id];
+				x->sub_win[p] += x->sub_win[id];
+			}
+			continue;
+		}
+		x->sub_all[id] += x->own_all[id];
+		x->sub_win[id] += x->own_win[id];
+		for (uint32_t k = 0; k < fn[0]; k++)
+			x->active[fn[1 + k]]++;
+		uint32_t lf = fn[0] ? fn[1] : has_parent ? x->leaf[p] : NO_ENTRY;
+		x->leaf[id] = lf;
+		if (lf != NO_ENTRY && (x->own_all[id] || x->own_win[id])) {
+			touch(x, lf);
+			x->f_self_all[lf] += x->own_all[id];
+			x->f_self_win[lf] += x->own_win[id];
+		}
+		x->walk[depth++] = id | 1u << 31;
+		for (uint32_t c = x->child[id]; c; c = x->sibling[c])
+			x->walk[depth++] = c;
+	}
+	for (size_t i = 0; i < x->ntouched; i++) {
+		uint32_t f = x->touched[i];
+		uint32_t e = err ? NO_ENTRY : intern_entry(l, f, pid);
+		if (e == NO_ENTRY) {
+			err = -ENOMEM;
+		} else {
+			l->entries[e].self_all += x->f_self_all[f];
+			l->entries[e].self_win += x->f_self_win[f];
+			l->entries[e].total_all += x->f_total_all[f];
+			l->entries[e].total_win += x->f_total_win[f];
+		}
+		x->f_self_all[f] = x->f_self_win[f] = x->f_total_all[f] = x->f_total_win[f] = 0;
+	}
+	x->ntouched = 0;
+	return err;
+}
+
+/* Not a process: the entries of a fold of every process together. */
+#define ALL_PROCESSES INT32_MIN
+
+/*
+ * Every entry's counts, made again from the nodes' when they changed (the
+ * work follows the tree, see above): by process, or (views not by process)
+ * every process's nodes folded as one, whose sums per function are the same.
+ */
+static int fold(struct sp_live *l, bool by_process)
+{
+	if (!l->fold_stale && l->folded_by_process == by_process)
+		return 0;
+	for (size_t i = 0; i < l->nentries; i++) {
+		struct live_entry *e = &l->entries[i];
+		e->self_all = e->total_all = e->self_win = e->total_win = 0;
+	}
+	const struct sp_spool *s = sp_tail_spool(l->tail);
+	if (!l->nnodes || !s)
+		return 0;
+	size_t ns = sp_spool_stack_count(s) + 1;
+	struct fold_scratch x = {
+		.own_all = calloc(ns, 8), .own_win = calloc(ns, 8),
+		.sub_all = calloc(ns, 8), .sub_win = calloc(ns, 8),
+		.seen = calloc(ns, 4), .child = calloc(ns, 4), .sibling = calloc(ns, 4),
+		.leaf = calloc(ns, 4), .foff = calloc(ns, 4), .ids = calloc(ns, 4),
+		.walk = calloc(2 * ns, 4),
+	};
+	uint32_t *idx = calloc(l->nnodes, sizeof(*idx));
+	int err = 0;
+	if (!x.own_all || !x.own_win || !x.sub_all || !x.sub_win || !x.seen || !x.child ||
+	    !x.sibling || !x.leaf || !x.foff || !x.ids || !x.walk || !idx)
+		err = -ENOMEM;
+	for (size_t i = 0; !err && i < l->nnodes; i++)
+		idx[i] = (uint32_t)i;
+	if (!err && by_process)
+		qsort_r(idx, l->nnodes, sizeof(*idx), cmp_node_pid, l->nodes);
+	uint32_t group = 0;
+	for (size_t i = 0, j; !err && i < l->nnodes; i = j) {
+		int32_t pid = by_process ? l->nodes[idx[i]].pid : ALL_PROCESSES;
+		for (j = i + 1; j < l->nnodes && (!by_process || l->nodes[idx[j]].pid == pid); j++)
+			;
+		err = fold_group(l, &x, idx + i, j - i, ++group, pid);
+	}
+	free(idx);
+	fold_scratch_free(&x);
+	l->fold_stale = err != 0;
+	l->folded_by_process = by_process;
+	return err;
 }
 
 size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_live_row **out)
 {
 	*out = NULL;
+	/* one refresh, one pass of the symbolizer's budgets */
+	sp_symbolizer_renew_budgets(l->sym);
+	if (fold(l, v->by_process))
+		return 0;
 	size_t n = v->by_process ? l->nentries : l->nfuncs;
 	struct sp_live_row *rows = n ? calloc(n, sizeof(*rows)) : NULL;
 	if (!rows)
@@ -615,8 +899,18 @@ size_t sp_live_rows(struct sp_live *l, const struct sp_live_view *v, struct sp_l
 	if (kept)
 		qsort_r(rows, kept, sizeof(*rows), cmp_rows, &c);
 	const struct sp_spool *s = sp_tail_spool(l->tail);
-	for (size_t i = 0; s && v->by_process && i < kept; i++)
-		rows[i].process = process_name(s, rows[i].pid);
+	struct sp_map names;
+	sp_map_init(&names);
+	if (s && v->by_process && kept && process_names(s, &names)) {
+		free(rows);
+		kept = 0, rows = NULL;
+	}
+	for (size_t i = 0; s && v->by_process && i < kept; i++) {
+		uint32_t t;
+		rows[i].process = sp_map_get(&names, (uint64_t)(uint32_t)rows[i].pid, &t)
+					  ? sp_spool_thread(s, t)->name : "";
+	}
+	sp_map_release(&names);
 	*out = rows;
 	return kept;
 }
@@ -822,6 +1116,10 @@ void sp_live_free(struct sp_live *l)
 	free(l->entries);
 	free(l->paths);
 	free(l->fpaths);
+	free(l->nodes);
+	free(l->ffuncs);
+	sp_map_release(&l->node_index);
+	sp_map_release(&l->ffunc_index);
 	sp_map_release(&l->fstack_index);
 	sp_map_release(&l->func_index);
 	sp_module_names_release(&l->module_names);

@@ -275,13 +275,18 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
 #define SP_INFLATE_SECTION_MAX ((uint64_t)256 << 20)
 #define SP_INFLATE_FILE_MAX ((uint64_t)1 << 30)
 /*
- * And all the files of one process (one run: the recorder, the symbolizer,
- * annotate) together at most SP_INFLATE_RUN_MAX: the bounds above hold per
- * file, and a process that loads many files claiming as much would multiply
- * them.  A section kept takes its claim from this budget for the rest of the
- * run; one that no longer fits is skipped and counted like the others.
+ * And all the files of one pass together at most SP_INFLATE_RUN_MAX: the
+ * bounds above hold per file, and a process that loads many files claiming
+ * as much would multiply them.  A pass is a symbolizer (one spool's names:
+ * report --diff has one per side), renewed at each refresh of top and
+ * report --follow; the recorder and annotate's own images are one pass for
+ * the whole run.  All passes of a process together hold at most
+ * SP_INFLATE_PROCESS_MAX at a time (what a freed symbolizer held is given
+ * back).  A section kept takes its claim from both; one that no longer fits
+ * is skipped and counted like the others.
  */
 #define SP_INFLATE_RUN_MAX ((uint64_t)512 << 20)
+#define SP_INFLATE_PROCESS_MAX ((uint64_t)1 << 30)
 /*
  * MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF file holding only a
  * symbol table, which libdwfl unpacks whole for a stripped module): xz's
@@ -292,10 +297,13 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
 #define SP_INFLATE_DEBUGDATA_MAX ((uint64_t)64 << 20)
 /*
  * A debug file proven by its debug link's CRC (a module without a build-id)
- * is read whole; all such reads of one process together stop at this many
- * bytes, and a candidate larger than what is left is refused unread.
+ * is read whole; all such reads of one pass (as above) together stop at
+ * SP_DEBUGLINK_CRC_RUN_MAX bytes, all of a process's passes at
+ * SP_DEBUGLINK_CRC_PROCESS_MAX (never given back: it bounds time), and a
+ * candidate larger than what is left is refused unread.
  */
 #define SP_DEBUGLINK_CRC_RUN_MAX ((uint64_t)512 << 20)
+#define SP_DEBUGLINK_CRC_PROCESS_MAX ((uint64_t)2 << 30)
 #define SP_XZ_MEMLIMIT ((uint64_t)64 << 20)
 /* The cache's size bound (DIR/debug and DIR/symbols) unless opts or STACKPULSE_CACHE_SIZE say. */
 #define SP_CACHE_DEFAULT_MAX ((uint64_t)2 << 30)
@@ -334,7 +342,7 @@ struct sp_symbolizer_stats {
 	const char *cache_dir_refused, *cache_dir_refusal;
 	uint64_t debug_files_mismatched; /* refused: another build-id, wrong CRC, not trusted */
 	const char *debug_file_mismatched; /* the first refused candidate's path, or NULL */
-	/* Of those, refused unread: past what was left of SP_DEBUGLINK_CRC_RUN_MAX (this run). */
+	/* Of those, refused unread: past what was left of SP_DEBUGLINK_CRC_RUN_MAX (this symbolizer) or SP_DEBUGLINK_CRC_PROCESS_MAX. */
 	uint64_t debug_files_over_crc_budget;
 	/*
 	 * Compressed sections of module and debug files skipped, never
@@ -389,6 +397,13 @@ struct sp_symbolizer_stats {
 };
 
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out);
+/*
+ * Start a new pass of sym's budgets (SP_INFLATE_RUN_MAX and
+ * SP_DEBUGLINK_CRC_RUN_MAX full again; the process's totals still bound
+ * them): a symbolizer that lives as long as a live view (top, report
+ * --follow) gets them per refresh, not once for its whole run.
+ */
+void sp_symbolizer_renew_budgets(struct sp_symbolizer *sym);
 
 /*
  * Stream the resolved frames of stack_id as sampled in process pid to visit,

@@ -71,7 +71,7 @@ static int bound_alternate(struct elf_names *names, int fd, const char *name)
  * and checked by build-id) and debuginfod, whose file is checked here too.
  * Returns an fd libdwfl takes over, with its malloc'd name, or -1 (errno).
  */
-int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
 			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
 			  GElf_Word debuglink_crc, char **debuginfo_file_name)
 {
@@ -164,6 +164,20 @@ int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
 none:
 	errno = ENOENT;
 	return -1;
+}
+
+int sp_sym_find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname,
+			  Dwarf_Addr base, const char *file_name, const char *debuglink_file,
+			  GElf_Word debuglink_crc, char **debuginfo_file_name)
+{
+	/* What the search reads for CRCs, and what the file found inflates, is its symbolizer's. */
+	struct file_entry *f = *userdata;
+	struct sp_budget_account *prev = f ? sp_budget_charge_to(&f->owner->budget) : NULL;
+	int fd = find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+				debuglink_crc, debuginfo_file_name);
+	if (f)
+		sp_budget_charge_to(prev);
+	return fd;
 }
 
 /*

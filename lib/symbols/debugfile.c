@@ -26,26 +26,26 @@
 #define DEBUGLINK_CRC_MAX ((off_t)1 << 30)
 
 /*
- * And what every candidate of this process has had read for its CRC so far:
- * the run's budget (SP_DEBUGLINK_CRC_RUN_MAX).  Sixteen modules without a
- * build-id, each with two sparse candidates of 1,023 MiB, cost every report
- * 23-75 s under the bound of one file alone.  A candidate is read only when
- * its size fits in what is left; crc_over_budget counts those refused so.
+ * And what candidates have had read for their CRC: per pass (the charged
+ * account's SP_DEBUGLINK_CRC_RUN_MAX) and for the whole process (crc_read,
+ * SP_DEBUGLINK_CRC_PROCESS_MAX).  Sixteen modules without a build-id, each
+ * with two sparse candidates of 1,023 MiB, cost every report 23-75 s under
+ * the bound of one file alone.  A candidate is read only when its size fits
+ * in what is left of both; the account counts those refused so.
  */
-static uint64_t crc_read, crc_over_budget;
+static uint64_t crc_read;
 
-/* Take size bytes from the run's CRC budget: false, and nothing taken, when they do not fit. */
+/* Take size bytes from the CRC budgets: false, and nothing taken, when they do not fit. */
 static bool take_crc_budget(uint64_t size)
 {
-	if (sp_budget_take(&crc_read, SP_DEBUGLINK_CRC_RUN_MAX, size, true))
-		return true;
-	__atomic_add_fetch(&crc_over_budget, 1, __ATOMIC_RELAXED);
+	struct sp_budget_account *a = sp_budget_charged();
+	if (sp_budget_take(&a->crc_read, SP_DEBUGLINK_CRC_RUN_MAX, size, true)) {
+		if (sp_budget_take(&crc_read, SP_DEBUGLINK_CRC_PROCESS_MAX, size, true))
+			return true;
+		__atomic_sub_fetch(&a->crc_read, size, __ATOMIC_RELAXED);
+	}
+	__atomic_add_fetch(&a->crc_refused, 1, __ATOMIC_RELAXED);
 	return false;
-}
-
-uint64_t sp_debug_crc_over_budget(void)
-{
-	return __atomic_load_n(&crc_over_budget, __ATOMIC_RELAXED);
 }
 
 /*

@@ -162,6 +162,8 @@ void sp_sym_open_file(struct elf_names *names, struct file_entry *f)
 	int fd = f->given_fd ? fcntl(f->given_fd - 1, F_DUPFD_CLOEXEC, 0)
 		 : vdso	     ? sp_own_vdso_fd()
 			     : open_module_path(f->open_path);
+	/* What the file may inflate is taken from this symbolizer's budgets. */
+	struct sp_budget_account *prev = sp_budget_charge_to(&names->budget);
 	f->state = fd < 0 ? FILE_UNREADABLE : open_image(names, f, fd);
 	if (f->state != FILE_PROVEN && !f->given_fd && !vdso && m->pid > 0 && !f->map_files &&
 	    (asprintf(&f->map_files, "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)m->pid,
@@ -171,6 +173,7 @@ void sp_sym_open_file(struct elf_names *names, struct file_entry *f)
 		if (st == FILE_PROVEN || f->state == FILE_UNREADABLE)
 			f->state = st;
 	}
+	sp_budget_charge_to(prev);
 	if (f->state == FILE_PROVEN)
 		names->stats->files_proven++;
 	else if (f->state == FILE_UNPROVEN)

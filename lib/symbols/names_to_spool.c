@@ -4,7 +4,6 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -264,22 +263,6 @@ static int output_stat(const char *path, struct stat *st, bool *exists)
 }
 
 /*
- * Give fd the owner of the file it replaces.  Only root can give a file away
- * (chown(2)); anyone else keeps at most the group, and the file becomes theirs.
- */
-static int keep_owner(int fd, const struct stat *old)
-{
-	if (!fchown(fd, old->st_uid, old->st_gid))
-		return 0;
-	if (errno != EPERM || !geteuid())
-		return -errno;
-	/* Not a group of ours either: the new file keeps ours. */
-	if (fchown(fd, (uid_t)-1, old->st_gid) && errno != EPERM)
-		return -errno;
-	return 0;
-}
-
-/*
  * Write the intact prefix of in_path plus records to out_path: into a new
  * file in out_path's directory, synced, then renamed over out_path.  old is
  * out_path's lstat when it was a regular file, NULL when it was absent; the
@@ -294,19 +277,9 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 		       const char *out_path, const struct stat *old, bool private_)
 {
 	bool in_place = !strcmp(in_path, out_path);
-	char *copy = strdup(out_path);
 	char *tmp = NULL;
-	if (!copy)
-		return -ENOMEM;
-	char *base = strdup(basename(copy));
-	int n = base ? asprintf(&tmp, "%s/.%s.XXXXXX", dirname(copy), base) : -1;
-	free(base);
-	free(copy);
-	if (n < 0)
-		return -ENOMEM;
-	/* O_CREAT | O_EXCL: a symlink planted at the name is never followed (open(2)). */
-	int fd = mkostemp(tmp, O_CLOEXEC);
-	int err = fd < 0 ? -errno : 0;
+	int fd = sp_temp_beside(out_path, &tmp);
+	int err = fd < 0 ? fd : 0;
 	if (err)
 		goto out;
 	/* A new output gets a new file's mode (0666 less umask). */
@@ -325,7 +298,7 @@ static int write_spool(const char *in_path, size_t prefix, const struct sp_buf *
 		err = sp_write_all(fd, records->data, records->len);
 	/* The owner first: chown(2) clears the set-user-ID and set-group-ID bits. */
 	if (!err && old && (in_place || !private_))
-		err = keep_owner(fd, old);
+		err = sp_fd_keep_owner(fd, old);
 	if (!err && (fchmod(fd, mode) || fsync(fd)))
 		err = -errno;
 	if (close(fd) && !err)

@@ -138,24 +138,63 @@ static int load_jitdump(struct perf_map_names *maps, struct proc_map *pm, int64_
  * map it read.  They name the frames they were stored for and, being lines
  * of its map, say that pid's map was read (sp_sym_flag_python_runtime).
  */
+/*
+ * Chain the stored lines come since the last call into maps' index by pid:
+ * each load then walks its own pid's lines only (a scan of every line per
+ * pid was quadratic in a spool of many pids with a line each).
+ */
+static int index_stored_lines(struct perf_map_names *maps)
+{
+	const struct sp_spool *s = maps->spool;
+	if (maps->nlines_indexed >= s->npmlines)
+		return 0;
+	if (sp_array_reserve((void **)&maps->line_next, &maps->line_next_cap, s->npmlines,
+			     sizeof(*maps->line_next)))
+		return -ENOMEM;
+	for (size_t i = maps->nlines_indexed; i < s->npmlines; i++) {
+		uint64_t key = (uint64_t)(uint32_t)s->pmlines[i].pid;
+		uint32_t last;
+		int err = 0;
+		maps->line_next[i] = UINT32_MAX;
+		if (sp_map_get(&maps->line_last, key, &last))
+			maps->line_next[last] = (uint32_t)i;
+		else
+			err = sp_map_put(&maps->line_first, key, (uint32_t)i);
+		if (!err)
+			err = sp_map_put(&maps->line_last, key, (uint32_t)i);
+		if (err)
+			return err; /* line i is indexed again next time */
+		maps->nlines_indexed = i + 1;
+	}
+	return 0;
+}
+
+/* Whether stored line l names a range: a name the spool has, a size that does not wrap. */
+static bool stored_line_usable(const struct sp_spool *s, const struct sp_spool_pmline *l)
+{
+	return l->name < s->nsym_strings && l->size && l->start + l->size > l->start;
+}
+
 static int load_stored_lines(struct perf_map_names *maps, int32_t pid, struct sp_perf_map *map,
 			     unsigned *verdict)
 {
 	const struct sp_spool *s = maps->spool;
+	uint32_t first;
+	int err = index_stored_lines(maps);
+	if (err || !sp_map_get(&maps->line_first, (uint64_t)(uint32_t)pid, &first))
+		return err;
 	size_t n = 0;
-	for (size_t i = 0; i < s->npmlines; i++)
-		n += s->pmlines[i].pid == pid && s->pmlines[i].name < s->nsym_strings &&
-		     s->pmlines[i].size && s->pmlines[i].start + s->pmlines[i].size > s->pmlines[i].start;
+	for (uint32_t i = first; i != UINT32_MAX; i = maps->line_next[i])
+		n += stored_line_usable(s, &s->pmlines[i]);
 	if (!n)
 		return 0;
 	struct sp_perf_map_entry *e = malloc(n * sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	int err = 0;
 	size_t k = 0;
-	for (size_t i = 0; i < s->npmlines && !err; i++) {
+	for (uint32_t i = first; i != UINT32_MAX && !err; i = maps->line_next[i]) {
 		const struct sp_spool_pmline *l = &s->pmlines[i];
-		if (l->pid != pid || l->name >= s->nsym_strings || !l->size || l->start + l->size <= l->start)
+		if (!stored_line_usable(s, l))
 			continue;
 		const char *name = s->sym_strings[l->name];
 		e[k] = (struct sp_perf_map_entry){.start = l->start, .end = l->start + l->size};
@@ -510,6 +549,8 @@ void sp_sym_perf_maps_init(struct perf_map_names *maps, const struct sp_spool *s
 		.follow = follow,
 	};
 	sp_map_init(&maps->index);
+	sp_map_init(&maps->line_first);
+	sp_map_init(&maps->line_last);
 }
 
 void sp_sym_perf_maps_release(struct perf_map_names *maps)
@@ -518,6 +559,9 @@ void sp_sym_perf_maps_release(struct perf_map_names *maps)
 		sp_perf_map_release(&maps->procs[i].map);
 	free(maps->procs);
 	sp_map_release(&maps->index);
+	sp_map_release(&maps->line_first);
+	sp_map_release(&maps->line_last);
+	free(maps->line_next);
 	free(maps->pids);
 }
 

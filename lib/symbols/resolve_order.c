@@ -155,6 +155,8 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 		free(f->map_files);
 		free(f->go);
 	}
+	/* Its files closed, what they inflated is no longer held. */
+	sp_budget_account_release(&sym->elf.budget);
 	for (size_t i = 0; i < sym->elf.ncus; i++)
 		free(sym->elf.cus[i].r);
 	free(sym->elf.cus);
@@ -192,10 +194,16 @@ void sp_symbolizer_free(struct sp_symbolizer *sym)
 	free(sym);
 }
 
+void sp_symbolizer_renew_budgets(struct sp_symbolizer *sym)
+{
+	if (sym)
+		sp_budget_account_renew(&sym->elf.budget);
+}
+
 void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_stats *out)
 {
 	*out = sym->stats;
-	out->debug_files_over_crc_budget = sp_debug_crc_over_budget();
+	out->debug_files_over_crc_budget = sym->elf.budget.crc_refused;
 	sp_stack_cache_add_stats(sym->stacks, out);
 }
 

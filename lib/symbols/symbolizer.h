@@ -293,6 +293,14 @@ struct perf_map_names {
 	size_t nprocs, procs_cap;
 	struct sp_map index;               /* pid -> index into procs */
 	int32_t *pids;                     /* SP_PERF_MAPS_PIDS: sorted copy of opts->perf_map_pids */
+	/*
+	 * The spool's stored perf map lines by pid, indexed as they come (a
+	 * followed spool grows): each pid's lines in spool order, chained
+	 * through line_next from line_first to line_last.
+	 */
+	struct sp_map line_first, line_last; /* pid -> index into spool->pmlines */
+	uint32_t *line_next;               /* by line: the pid's next line, or UINT32_MAX */
+	size_t nlines_indexed, line_next_cap;
 };
 
 /* Resolved frames of inline chains, allocated in blocks that never move. */
@@ -321,6 +329,7 @@ struct elf_names {
 	char *cache_dir;             /* decompressed debug file copies, or NULL */
 	uint64_t cache_max;          /* the cache's size bound, bytes (sp_cache_max_bytes) */
 	char *cache_dir_refused;     /* the cache directory when sp_cache_dir_check refused it */
+	struct sp_budget_account budget; /* this symbolizer's pass: what it inflated, read for CRCs */
 	struct file_entry *files;
 	size_t nfiles, files_cap;
 	struct sp_map file_keys;     /* file key hash -> index into files (probing past collisions) */

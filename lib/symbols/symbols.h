@@ -101,15 +101,11 @@ struct sp_debug_found {
  * when q has one (a candidate without one is refused), else the CRC-32 of
  * the whole file equals q's debug link CRC.  The CRC is not computed for a
  * file over 1 GiB, nor finished once SIGINT or SIGTERM is pending (blocked
- * by the caller): false then.
+ * by the caller): false then.  The bytes read are taken from the charged
+ * account's CRC budget (sp_budget_charge_to); a candidate that no longer
+ * fits is refused unread and counted there.
  */
 bool sp_debug_file_matches(const struct sp_debug_query *q, int fd);
-/*
- * Debug-link candidates this process refused unread because their size no
- * longer fit in what was left of SP_DEBUGLINK_CRC_RUN_MAX (they count as
- * mismatched too).
- */
-uint64_t sp_debug_crc_over_budget(void);
 /*
  * Look for q's separate debug file, in this order (GDB's and libdwfl's
  * conventions): for each absolute directory DIR of q->dirs,

@@ -128,14 +128,58 @@ static int hide(Elf_Scn *scn, bool by_name)
 }
 
 /*
- * What every file of this process has been let inflate so far: the run's
- * budget (SP_INFLATE_RUN_MAX).  Each file's bound alone let a process that
+ * What the files of this process have been let inflate: per pass (an
+ * account's SP_INFLATE_RUN_MAX) and all passes together (run_inflated,
+ * SP_INFLATE_PROCESS_MAX).  Each file's bound alone let a process that
  * dlopens four libraries of 250 MiB claims cost the recorder a gigabyte, and
- * the budget grows with the number of files; so a claim is taken from the
- * run's total before the section is kept, and never given back (libdw keeps
- * what it inflated as long as the file stays open).
+ * the budget grows with the number of files; so a claim is taken from both
+ * before the section is kept.  libdw keeps what it inflated as long as the
+ * file stays open: the process's total gets it back only when the pass's
+ * files are closed (sp_budget_account_release).
  */
 static uint64_t run_inflated;
+static struct sp_budget_account process_account;
+static __thread struct sp_budget_account *charged;
+
+struct sp_budget_account *sp_budget_charge_to(struct sp_budget_account *a)
+{
+	struct sp_budget_account *prev = charged;
+	charged = a;
+	return prev;
+}
+
+struct sp_budget_account *sp_budget_charged(void)
+{
+	return charged ? charged : &process_account;
+}
+
+void sp_budget_account_renew(struct sp_budget_account *a)
+{
+	__atomic_store_n(&a->inflated, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->crc_read, 0, __ATOMIC_RELAXED);
+}
+
+void sp_budget_account_release(struct sp_budget_account *a)
+{
+	uint64_t held = __atomic_exchange_n(&a->held, 0, __ATOMIC_RELAXED);
+	__atomic_sub_fetch(&run_inflated, held, __ATOMIC_RELAXED);
+}
+
+/* Take size from the pass's and the process's inflation budgets, or from neither. */
+static bool take_inflation(uint64_t size, bool take)
+{
+	struct sp_budget_account *a = sp_budget_charged();
+	if (!sp_budget_take(&a->inflated, SP_INFLATE_RUN_MAX, size, take))
+		return false;
+	if (!sp_budget_take(&run_inflated, SP_INFLATE_PROCESS_MAX, size, take)) {
+		if (take)
+			__atomic_sub_fetch(&a->inflated, size, __ATOMIC_RELAXED);
+		return false;
+	}
+	if (take)
+		__atomic_add_fetch(&a->held, size, __ATOMIC_RELAXED);
+	return true;
+}
 
 bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take)
 {
@@ -185,7 +229,7 @@ static int bound_inflation(Elf *elf, bool (*want)(const char *name),
 			keep = false;
 			st->over_limit++;
 			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
-		} else if (!sp_budget_take(&run_inflated, SP_INFLATE_RUN_MAX, size, take)) {
+		} else if (!take_inflation(size, take)) {
 			keep = false;
 			st->over_limit++;
 			st->over_run++;

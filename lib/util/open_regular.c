@@ -4,8 +4,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <linux/openat2.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -128,14 +131,114 @@ static int replace_private(const char *path, unsigned int mode)
 	return fd;
 }
 
+int sp_temp_beside(const char *path, char **tmp)
+{
+	char *copy = strdup(path);
+	char *base = copy ? strdup(basename(copy)) : NULL;
+	int n = base ? asprintf(tmp, "%s/.%s.XXXXXX", dirname(copy), base) : -1;
+	free(base);
+	free(copy);
+	if (n < 0) {
+		*tmp = NULL;
+		return -ENOMEM;
+	}
+	/* O_CREAT | O_EXCL, mode 0600: a symlink planted at the name is never followed. */
+	int fd = mkostemp(*tmp, O_CLOEXEC);
+	if (fd < 0) {
+		int err = -errno;
+		free(*tmp);
+		*tmp = NULL;
+		return err;
+	}
+	return fd;
+}
+
+int sp_fd_keep_owner(int fd, const struct stat *old)
+{
+	if (!fchown(fd, old->st_uid, old->st_gid))
+		return 0;
+	if (errno != EPERM || !geteuid())
+		return -errno;
+	/* Not a group of ours either: the new file keeps ours. */
+	if (fchown(fd, (uid_t)-1, old->st_gid) && errno != EPERM)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Whether the regular file now at path is write-locked by a writer (a
+ * recording): looked at through a read-only descriptor, which any reader
+ * has; a file that cannot be opened so is not known to be written.
+ */
+static bool path_write_locked(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return false;
+	struct stat st;
+	bool held = !fstat(fd, &st) && S_ISREG(st.st_mode) && sp_fd_write_locked(fd);
+	close(fd);
+	return held;
+}
+
+/*
+ * A spool on a fresh inode: created under a temporary name beside path
+ * (O_EXCL, mode 0600, so nobody else can open it, let alone lock it), write-
+ * locked, given its mode (old's, or mode less the umask; 0600 when private)
+ * and old's owner when not private, then renamed over path.  A reader's read
+ * lock (F_RDLCK, which any descriptor that can read takes) on the file at
+ * path held the write lock off before: the spool was written unlocked and a
+ * second recording truncated it.  Now a reader holds at most the old inode,
+ * and the new one is locked before it has its name.  old is path's stat
+ * when a regular file is there, NULL when nothing is.  -SP_E_SPOOL_BUSY when
+ * a writer holds the file at path by the time of the rename; -EACCES,
+ * -EPERM or -EROFS when the directory takes no new file or the rename is
+ * refused (another user's file in a sticky directory).
+ */
+static int replace_locked(const char *path, unsigned int mode, const struct stat *old)
+{
+	bool private_ = !(mode & 077);
+	char *tmp = NULL;
+	int fd = sp_temp_beside(path, &tmp);
+	if (fd < 0)
+		return fd;
+	int err = take_write_lock(fd);
+	mode_t final = mode & 0777;
+	if (private_) {
+		final = 0600;
+	} else if (old) {
+		final = old->st_mode & 0777; /* never the set-ID bits of another file */
+		if (!err)
+			err = sp_fd_keep_owner(fd, old);
+	} else {
+		mode_t mask = umask(0);
+		umask(mask);
+		final &= ~mask;
+	}
+	if (!err && fchmod(fd, final))
+		err = -errno;
+	/* A recording in progress at path keeps its name: nothing of it is replaced. */
+	if (!err && path_write_locked(path))
+		err = -SP_E_SPOOL_BUSY;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		close(fd);
+		fd = err;
+	}
+	free(tmp);
+	return fd;
+}
+
 /* sp_output_create, and with lock a regular file write-locked before it is truncated. */
 static int create_output(const char *path, unsigned int mode, bool lock)
 {
 	/* What is there now, looked at through handles that open nothing. */
-	bool special = false, follow = false;
+	bool special = false, follow = false, exists = false;
+	struct stat hs;
 	for (int pass = 0; pass < 2; pass++) {
 		int h = open(path, O_PATH | O_CLOEXEC | (pass ? 0 : O_NOFOLLOW));
-		struct stat hs;
 		if (h < 0) {
 			if (errno == ENOENT)
 				break;
@@ -145,10 +248,28 @@ static int create_output(const char *path, unsigned int mode, bool lock)
 		close(h);
 		if (err)
 			return err;
+		exists = true;
 		/* A symlink root or the caller made: what it names, under the same rule. */
 		if (pass || !S_ISLNK(hs.st_mode))
 			break;
+		exists = false;
 		follow = true;
+	}
+	/*
+	 * A spool goes to a fresh inode renamed over path (or what root's or the
+	 * caller's symlink names); in place only where the directory refuses a
+	 * new file or the rename, as before: there a reader's read lock still
+	 * leaves the spool unlocked, and a private spool needs a file that is
+	 * ours and unreadable to others (replace_private).
+	 */
+	if (lock && !special) {
+		char *real = follow && exists ? realpath(path, NULL) : NULL;
+		if (!follow || real) {
+			int fd = replace_locked(real ? real : path, mode, exists ? &hs : NULL);
+			free(real);
+			if (fd >= 0 || (fd != -EACCES && fd != -EPERM && fd != -EROFS))
+				return fd;
+		}
 	}
 	/*
 	 * Whatever may be swapped in since: a symlink fails (O_NOFOLLOW), a

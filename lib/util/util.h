@@ -206,7 +206,7 @@ struct sp_inflate_stats {
 	uint32_t kept;             /* left to be inflated by whoever needs them */
 	uint64_t kept_bytes;       /* their inflated sizes, summed (<= SP_INFLATE_FILE_MAX) */
 	uint32_t over_limit;       /* hidden: over SP_INFLATE_SECTION_MAX, _FILE_MAX or _RUN_MAX */
-	uint32_t over_run;         /* of those, hidden for the run's budget (SP_INFLATE_RUN_MAX) */
+	uint32_t over_run;         /* of those, hidden for the pass's or the process's budget */
 	uint64_t over_limit_bytes; /* their claimed sizes, summed (saturating) */
 	uint32_t unwanted;         /* hidden because the caller's want() refused them */
 };
@@ -234,12 +234,38 @@ int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
 int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
 				 struct sp_inflate_stats *st);
 /*
+ * What one pass of reading names (a symbolizer: one spool's names, each side
+ * of report --diff; renewed at each refresh of top) took of the per-pass
+ * budgets, SP_INFLATE_RUN_MAX and SP_DEBUGLINK_CRC_RUN_MAX.  The process's
+ * totals (SP_INFLATE_PROCESS_MAX, SP_DEBUGLINK_CRC_PROCESS_MAX) bound all
+ * passes together; inflated bytes go back to the process's total when the
+ * pass's files are closed (sp_budget_account_release).  Zeroed by its owner.
+ */
+struct sp_budget_account {
+	uint64_t inflated;    /* compressed sections kept this pass, bytes as claimed */
+	uint64_t crc_read;    /* debug-link candidates read for their CRC this pass, bytes */
+	uint64_t crc_refused; /* candidates refused unread for a budget (counted for good) */
+	uint64_t held;        /* inflated bytes still charged to the process's total */
+};
+/*
+ * Charge what this thread inflates and reads for CRCs to a (NULL: the
+ * process's own account, which the recorder and annotate use) until the
+ * next call; returns the account charged before, to be set back.
+ */
+struct sp_budget_account *sp_budget_charge_to(struct sp_budget_account *a);
+/* The account charged now (never NULL). */
+struct sp_budget_account *sp_budget_charged(void);
+/* A new pass for a: its budgets full again; what it holds stays charged to the process. */
+void sp_budget_account_renew(struct sp_budget_account *a);
+/* a's files are closed: what it holds goes back to the process's total. */
+void sp_budget_account_release(struct sp_budget_account *a);
+/*
  * A budget shared by a whole process (threads too): add size to *used when
  * the sum stays within max (only see whether it would, when !take).  False,
  * and nothing added, when it would not.
  */
 bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take);
-/* Bytes this process's compressed sections were let inflate to so far (<= SP_INFLATE_RUN_MAX). */
+/* Bytes this process's open files' compressed sections were let inflate to (<= SP_INFLATE_PROCESS_MAX). */
 uint64_t sp_elf_inflate_run_used(void);
 
 /* ---- module paths (module_path.c) -------------------------------------- */
@@ -424,16 +450,33 @@ const char *sp_arena_printable_escaped(struct sp_arena *a, const char *s);
 /* sp_fputs_printable (stackpulse.h) writes the same escapes to a FILE. */
 
 /*
- * sp_output_create for a spool: the file is locked (fcntl(2) F_OFD_SETLK,
- * F_WRLCK: only a descriptor open for writing takes it; held until closed)
- * before it is truncated, so a spool another recording still writes is left
- * whole: -SP_E_SPOOL_BUSY.  A mode that gives group and others nothing (0600,
+ * sp_output_create for a spool: a fresh inode, created under a temporary
+ * name beside path, locked (fcntl(2) F_OFD_SETLK, F_WRLCK; held until closed)
+ * and then renamed over path, so no reader's lock on the file there keeps the
+ * spool unlocked, and a spool another recording still writes keeps its name:
+ * -SP_E_SPOOL_BUSY.  The new file keeps the old one's mode and (for root)
+ * owner.  Only where the directory refuses a new file or the rename is the
+ * file at path locked and truncated in place.  A mode that gives group and others nothing (0600,
  * a system-wide spool) makes the output private: a regular file there that
  * another user owns, or that others may read, is unlinked and the output
  * created anew (O_EXCL), or -SP_E_OUTPUT_NOT_OURS when it cannot be.
  * (lib/util/open_regular.c)
  */
 int sp_output_create_locked(const char *path, unsigned int mode);
+/*
+ * A new file beside path, for what is renamed over it: ".BASENAME.XXXXXX" in
+ * path's directory, made as mkostemp(3) does (O_CREAT | O_EXCL, mode 0600,
+ * O_CLOEXEC; a symlink at the name fails).  Returns the descriptor and sets
+ * *tmp (the caller frees it), or -errno with *tmp NULL.
+ */
+int sp_temp_beside(const char *path, char **tmp);
+/*
+ * Give fd the owner and group of the file old describes, which it replaces.
+ * Only root can give a file away (chown(2)); anyone else keeps at most the
+ * group, and the file stays theirs.  0 or -errno.
+ */
+struct stat;
+int sp_fd_keep_owner(int fd, const struct stat *old);
 /* Whether a writer holds fd's file write-locked (F_OFD_GETLK; any descriptor). */
 bool sp_fd_write_locked(int fd);
 

@@ -22,11 +22,7 @@ need_cmd python3 "writing the compressed sections (tests/e2e/elf-bomb.py)"
 need_cmd objcopy "making libraries without a build-id"
 need_cmd strip "making libraries without a build-id"
 need_cmd truncate "making sparse candidates"
-need_cmd make "building scripts/rusage-run"
-with_timeout 300 make -s -C "$REPO" scripts/rusage-run >build.out 2>&1 ||
-	{ fail "make scripts/rusage-run failed: $(tail -n 5 build.out)"; finish; }
-RU=$REPO/scripts/rusage-run
-ru_field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" "$1"; }
+need_rusage_run
 
 BOMB=$((200 << 20))
 {
@@ -81,6 +77,20 @@ grep -q "7 debug-link candidates not read: a run reads at most 512 MiB" rep.err 
 grep -q 'work1' rep.folded && ok "the libraries' names are still there" ||
 	fail "work1 is missing: $(folded_top rep.folded 3)"
 [ "$(num_ge 10 "${wall:-99}")" = 1 ] && ok "report: $wall s" || fail "report: ${wall:-?} s"
+# Each side of a diff is a pass of its own: the new side (whose warnings are printed)
+# gets the same budgets as report alone, not what the base side left (before: 4
+# sections skipped for the total, 8 candidates unread).
+with_timeout 120 "$RU" diff.ru "$SP" report --diff totals.spool totals.spool >diff.out 2>diff.err ||
+	fail "report --diff exited $?: $(head -c 300 diff.err)"
+info "report --diff: $(cat diff.ru)"
+grep -q "512 MiB for all the files of this run: 2 skipped for that total" diff.err &&
+	grep -q "7 debug-link candidates not read" diff.err &&
+	ok "report --diff: the new side has its own inflation and CRC budgets" ||
+	fail "report --diff: the new side got what the base left: $(grep -i 'not inflated\|not read' diff.err | head -c 400)"
+kib=$(ru_field diff.ru maxrss_kib)
+[ -n "$kib" ] && [ "$kib" -lt $(((1100 + 400 * (SLOW - 1)) * 1024)) ] &&
+	ok "report --diff: peak memory $((kib / 1024)) MiB (two passes of 512 MiB at most, 1 GiB for the run)" ||
+	fail "report --diff: peak memory ${kib:-?} KiB"
 
 # --- a perf map that grows without end -------------------------
 # The target's map grows by a megabyte every 20 ms (about 150 MB in 3 s), none of its

@@ -10,6 +10,9 @@ hostile-spool.py KIND OUT [N]
          ("/dir//FILE", "/dir/./FILE", ...) with its true inode, device, size
          and mtime and no build-id, a sampled frame in each (at $SVMA, hex)
   widenames  as wide, every node with a frame of its own (no names merge)
+  offwide  as wide, a recording of off-CPU time: every other leaf an off-CPU
+         interval of 1 ms (OFFCPU, every third of them preempted) instead of
+         a sample
   deepnames  chains N deep (default 2048), every node a frame of its own and
          sampled, as many as fit in 1 MB
   inline     a chain 2048 deep of two frames, each with a stored inline chain
@@ -18,8 +21,13 @@ hostile-spool.py KIND OUT [N]
   pids       one chain 2048 deep, then N processes (default 8000) of one
          thread each, one sample each on the chain's end: every view that
          counts per process or thread, or groups by them, meets N
+  pmlines    N processes (default 25000) of one thread each, each with a
+         stored perf map line (a SYM_PERF_MAP record) and one sample on a
+         frame of its own that the line names: each process's map is made from
+         the stored lines, which a reader scanning all of them per process
+         pays N^2 for
 Every record is well formed; only the shape is hostile.  HOSTILE_BYTES in the
-environment changes the 1 MB that wide, widenames and deepnames fill.
+environment changes the 1 MB that wide, offwide, widenames and deepnames fill.
 """
 import os
 import struct
@@ -57,7 +65,9 @@ def spool(kind, n):
     out = bytearray(b"SPSPOOL\0" + struct.pack("<H", 1))
     out += record(1, uvarint(1_700_000_000_000_000) + uvarint(1001) + uvarint(1_000_000_000)
                   + uvarint(999) + uvarint(32768) + uvarint(1) + string("hostile")
-                  + string("host") + string("6.1.0"))
+                  + string("host") + string("6.1.0")
+                  # offwide: the period and flag 2, record --off-cpu
+                  + (uvarint(1_001_001) + uvarint(2) if kind == "offwide" else b""))
     # Two frames without a module (address-only): mode 0, abs_ip, rel_delta 0.
     out += record(3, uvarint(0) + uvarint(0) + uvarint(0x401000) + svarint(0))
     out += record(3, uvarint(0) + uvarint(0) + uvarint(0x402000) + svarint(0))
@@ -120,6 +130,16 @@ def spool(kind, n):
             out += record(5, svarint(1000 + k) + svarint(1000 + k))
             out += record(7, uvarint(k + 1) + uvarint(2048) + svarint(1_000_000))
         return bytes(out)
+    if kind == "pmlines":
+        out += record(11, uvarint(1) + string("jit_fn"))
+        for k in range(n):
+            # Frame k + 2 (outside every module) is process k's alone, as its stack node k + 1.
+            out += record(3, uvarint(0) + uvarint(0) + uvarint(0x600000 + k * 16) + svarint(0))
+            out += record(4, uvarint(k + 1) + uvarint(k + 2))
+            out += record(5, svarint(1000 + k) + svarint(1000 + k))
+            out += record(14, svarint(1000 + k) + uvarint(0x600000) + uvarint(n * 16) + uvarint(0))
+            out += record(7, uvarint(k + 1) + uvarint(k + 1) + svarint(1_000_000))
+        return bytes(out)
     if kind == "deep":
         for i in range(1, n + 1):
             out += record(4, uvarint(1) + uvarint(i % 2))
@@ -132,14 +152,20 @@ def spool(kind, n):
             node += 1
             # Each leaf hangs under the chain's end (node n), back = node - n.
             out += record(4, uvarint(node - n) + uvarint(node % 2))
-            out += record(7, uvarint(0) + uvarint(node) + svarint(1_000_000))
+            if kind == "offwide" and node % 2:
+                # thread 0, stack, start delta, 1 ms off CPU, flags (1: preempted)
+                out += record(16, uvarint(0) + uvarint(node) + svarint(2_000_000)
+                              + uvarint(1_000_000) + uvarint(1 if node % 3 == 0 else 0))
+            else:
+                out += record(7, uvarint(0) + uvarint(node) + svarint(1_000_000))
     return bytes(out)
 
 
 def main():
     kind, path = sys.argv[1], sys.argv[2]
     default = 20000 if kind in ("deep", "inline") else 8000 if kind == "pids" else \
-        2048 if kind in ("wide", "widenames", "deepnames") else 1000
+        25000 if kind == "pmlines" else \
+        2048 if kind in ("wide", "offwide", "widenames", "deepnames") else 1000
     n = int(sys.argv[3]) if len(sys.argv) > 3 else default
     with open(path, "wb") as f:
         f.write(spool(kind, n))

@@ -138,6 +138,17 @@ with_timeout() {
 	fi
 }
 
+# need_rusage_run: build scripts/rusage-run and set RU to it (RU OUT COMMAND... writes
+# the command's wall_s, user_s, sys_s, maxrss_kib and status to OUT); a failed build
+# fails the test.  ru_field OUT NAME prints one of those figures.
+need_rusage_run() {
+	need_cmd make "building scripts/rusage-run"
+	with_timeout 300 make -s -C "$REPO" scripts/rusage-run >build.out 2>&1 ||
+		{ fail "make scripts/rusage-run failed: $(tail -n 5 build.out)"; finish; }
+	RU=$REPO/scripts/rusage-run
+}
+ru_field() { sed -n "s/.*$2=\([0-9.]*\).*/\1/p" "$1"; }
+
 # --- running stackpulse --------------------------------------------------------
 
 # jit_record SPOOL OUT [COMMAND-PREFIX...]: record jit_perfmap -t 1 ($JIT) into SPOOL, its

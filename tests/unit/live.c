@@ -82,6 +82,39 @@ static const struct sp_live_row *row_of(const struct sp_live_row *rows, size_t n
 	return NULL;
 }
 
+/* ... in process pid, rows by process. */
+static const struct sp_live_row *row_in(const struct sp_live_row *rows, size_t n, uint64_t ip,
+					int32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (rows[i].pid == pid && row_of(&rows[i], 1, ip))
+			return &rows[i];
+	return NULL;
+}
+
+/* The live view's time since the start and in the window, and the part of each preempted (µs). */
+static void assert_times(struct sp_live *l, uint64_t all, uint64_t win, uint64_t pall, uint64_t pwin)
+{
+	uint64_t w, a, pw, pa;
+	sp_live_counts(l, &w, &a);
+	sp_live_preempted(l, &pw, &pa);
+	cr_assert(a == all && w == win && pa == pall && pw == pwin,
+		  "all %" PRIu64 " window %" PRIu64 ", preempted %" PRIu64 " and %" PRIu64, a, w, pa, pw);
+}
+
+/* A recursive stack (ips[0] called by ips[1] called by ips[0]) and a thread of process 88. */
+static void recursion_fixture(struct fixture *f, uint32_t *rec, uint32_t *other)
+{
+	uint32_t ids[2];
+	for (int i = 0; i < 2; i++) {
+		struct sp_frame fr = {.module_id = SP_NO_MODULE, .mode = SP_FRAME_USER, .abs_ip = ips[i]};
+		cr_assert_eq(sp_spool_writer_intern_frame(f->w, &fr, &ids[i]), 0);
+	}
+	uint32_t chain[] = {ids[0], ids[1], ids[0]};
+	cr_assert_eq(sp_spool_writer_intern_stack(f->w, chain, 3, rec), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(f->w, 88, 88, other), 0);
+}
+
 /*
  * Stack a for seconds 0-4, stack b for 5-9, a 3 s window: since the start
  * both leaves have half, the window only b's; the shared caller is on every
@@ -364,5 +397,95 @@ Test(live, interval_ending_just_past_a_second)
 	cr_assert_eq(all, 2500000);
 	/* seconds 2-3 of a 2 s window: second 2 whole, second 3 under a microsecond */
 	cr_assert_eq(win, 1000000, "window %" PRIu64, win);
+	close_fixture(&f);
+}
+
+/*
+ * Counted per stack node and folded over the prefix tree: a recursive stack
+ * (ips[0] called by ips[1] called by ips[0]) gives ips[0] its samples once as
+ * total, however often it is on the stack; a second process on the same
+ * stacks has rows of its own by process, and the functions' sums otherwise.
+ */
+Test(live, recursion_counts_once_and_processes_apart)
+{
+	struct fixture f;
+	open_fixture(&f, 5);
+	uint32_t rec, other;
+	recursion_fixture(&f, &rec, &other);
+	samples(&f, rec, 0, 4);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(f.w, other, f.stack_a, T0 + SEC / 2), 0);
+	cr_assert_eq(sp_spool_writer_flush(f.w), 0);
+	cr_assert_eq(sp_live_update(f.live, 0, NULL), 0);
+	struct sp_live_view v = {.sort = SP_LIVE_SORT_TOTAL};
+	struct sp_live_row *rows;
+	size_t n = sp_live_rows(f.live, &v, &rows);
+	const struct sp_live_row *a = row_of(rows, n, ips[0]), *caller = row_of(rows, n, ips[1]);
+	cr_assert(a && caller);
+	cr_assert_eq(a->total_all, 10, "4 recursive samples count once each, 6 more: %" PRIu64,
+		     a->total_all);
+	cr_assert_eq(a->self_all, 10);
+	cr_assert_eq(caller->total_all, 10);
+	cr_assert_eq(caller->self_all, 0);
+	cr_assert_eq(a->total_win, 10);
+	free(rows);
+	v.by_process = true;
+	n = sp_live_rows(f.live, &v, &rows);
+	cr_assert_eq(n, 4, "two functions in each of two processes");
+	const struct sp_live_row *a77 = row_in(rows, n, ips[0], 77), *a88 = row_in(rows, n, ips[0], 88);
+	cr_assert(a77 && a88 && a77->total_all == 4 && a77->self_all == 4 && a88->total_all == 6 &&
+		  a88->self_all == 6, "ips[0] has 4 samples in process 77, 6 in 88");
+	free(rows);
+	close_fixture(&f);
+}
+
+/*
+ * Off-CPU time through the per-node counts: an interval on a recursive
+ * stack gives its function its time once as total, each process keeps its
+ * own rows, the window's share of each interval leaves with its seconds
+ * (the fold made again), and the preempted part is counted apart.
+ */
+Test(live, off_cpu_time_folds_per_node)
+{
+	struct fixture f;
+	open_fixture_metric(&f, 2, SP_METRIC_OFF_CPU);
+	uint32_t rec, other;
+	recursion_fixture(&f, &rec, &other);
+	interval(&f, rec, 500, 2000, 0); /* process 77, 0.5-2.5 s, blocked */
+	struct sp_offcpu o = {.start_ns = T0 + 2200 * 1000000ull, .duration_ns = 400 * 1000000ull,
+			      .thread = other, .stack_id = f.stack_a, .flags = SP_OFFCPU_PREEMPTED};
+	cr_assert_eq(sp_spool_writer_append_offcpu(f.w, &o), 0);
+	cr_assert_eq(sp_spool_writer_flush(f.w), 0);
+	cr_assert_eq(sp_live_update(f.live, 0, NULL), 0);
+	/* the window holds seconds 1-2: 1.5 s of the long interval, all of the short one */
+	assert_times(f.live, 2400000, 1900000, 400000, 400000);
+	struct sp_live_view v = {.sort = SP_LIVE_SORT_TOTAL};
+	struct sp_live_row *rows;
+	size_t n = sp_live_rows(f.live, &v, &rows);
+	const struct sp_live_row *a = row_of(rows, n, ips[0]), *caller = row_of(rows, n, ips[1]);
+	cr_assert(a && caller);
+	cr_assert_eq(a->total_all, 2400000, "recursion counts once: %" PRIu64, a->total_all);
+	cr_assert_eq(a->self_all, 2400000);
+	cr_assert_eq(a->total_win, 1900000, "%" PRIu64, a->total_win);
+	cr_assert_eq(caller->total_all, 2400000);
+	cr_assert_eq(caller->self_all, 0);
+	free(rows);
+	v.by_process = true;
+	n = sp_live_rows(f.live, &v, &rows);
+	const struct sp_live_row *a77 = row_in(rows, n, ips[0], 77), *a88 = row_in(rows, n, ips[0], 88);
+	cr_assert(a77 && a88 && a77->total_all == 2000000 && a77->total_win == 1500000 &&
+		  a88->total_all == 400000 && a88->total_win == 400000,
+		  "ips[0]: 2 s in process 77 (1.5 in the window), 0.4 s in 88");
+	free(rows);
+	/* seconds later the window is empty, in the rows too; the time since the start stays */
+	cr_assert_eq(sp_live_update(f.live, T0 + 6 * SEC, NULL), 0);
+	assert_times(f.live, 2400000, 0, 400000, 0);
+	v.by_process = false;
+	n = sp_live_rows(f.live, &v, &rows);
+	a = row_of(rows, n, ips[0]);
+	cr_assert(a);
+	cr_assert_eq(a->total_win, 0, "%" PRIu64, a->total_win);
+	cr_assert_eq(a->total_all, 2400000);
+	free(rows);
 	close_fixture(&f);
 }

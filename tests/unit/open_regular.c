@@ -141,3 +141,36 @@ Test(open_regular, devices_directories_and_missing_files_are_refused)
 	cr_assert_eq(sp_open_regular(at("none", p), O_RDONLY, SP_RESOLVE_NO_SYMLINKS), -1);
 	cr_assert_eq(errno, ENOENT);
 }
+
+Test(open_regular, a_spool_is_a_fresh_inode_locked_past_a_readers_lock)
+{
+	char p[PATH_MAX];
+	make_file("s", "old");
+	cr_assert_eq(chmod(at("s", p), 0640), 0);
+	struct stat before, after;
+	cr_assert_eq(stat(p, &before), 0);
+	/* A reader's read lock, which any read-only descriptor takes. */
+	int reader = open(p, O_RDONLY);
+	struct flock l = {.l_type = F_RDLCK, .l_whence = SEEK_SET};
+	cr_assert_eq(fcntl(reader, F_OFD_SETLK, &l), 0);
+	int fd = sp_output_create_locked(p, 0666);
+	cr_assert_geq(fd, 0, "%s", strerror(-fd));
+	cr_assert_eq(stat(p, &after), 0);
+	cr_assert_neq(after.st_ino, before.st_ino, "a new file is renamed over the path");
+	cr_assert_eq(after.st_mode & 0777, 0640, "the replaced file's mode is kept");
+	cr_assert(sp_fd_write_locked(reader) == false, "the reader keeps the old file");
+	int look = open(p, O_RDONLY);
+	cr_assert(sp_fd_write_locked(look), "the new spool is write-locked");
+	close(look);
+	/* A second writer is refused while the first holds the spool. */
+	cr_assert_eq(sp_output_create_locked(p, 0666), -SP_E_SPOOL_BUSY);
+	struct stat still;
+	cr_assert_eq(stat(p, &still), 0);
+	cr_assert_eq(still.st_ino, after.st_ino);
+	close(fd);
+	close(reader);
+	/* Nothing is left beside it. */
+	char cmd[PATH_MAX + 32];
+	snprintf(cmd, sizeof(cmd), "test -z \"$(ls -A '%s' | grep -v '^s$')\"", dir);
+	cr_assert_eq(system(cmd), 0, "a temporary file is left");
+}

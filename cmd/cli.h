@@ -45,6 +45,9 @@ struct sp_cli_record_args {
 	bool freq_given;
 	char **command;    /* argv of the command to launch, or NULL */
 	char cmdline[1024];
+	const char *segments_dir; /* record --segments DIR, or NULL */
+	struct sp_segments_opts segments; /* --segment, --retain */
+	bool segment_given, retain_given, output_given;
 };
 
 /*

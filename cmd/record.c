@@ -23,6 +23,9 @@ enum {
 	OPT_STOP_ATTACH,
 	OPT_CALL_GRAPH,
 	OPT_OFF_CPU,
+	OPT_SEGMENTS,
+	OPT_SEGMENT,
+	OPT_RETAIN,
 };
 
 static const struct argp_option common_options[] = {
@@ -79,6 +82,18 @@ static const struct argp_option record_options[] = {
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},
+	{NULL, 0, NULL, 0, "Continuous recording:", 4},
+	{"segments", OPT_SEGMENTS, "DIR", 0,
+	 "instead of one spool, write a new complete spool (a segment) into DIR every "
+	 "--segment, each renamed into place once finished; 'report DIR' reads them as one "
+	 "profile", 4},
+	{"segment", OPT_SEGMENT, "SECONDS|SIZE", 0,
+	 "with --segments, start a new segment after this long (a bare number is seconds, "
+	 "or 30s, 10m, 1h) or once it holds SIZE bytes (500K, 20M, 1G) (default 60s)", 4},
+	{"retain", OPT_RETAIN, "DURATION|SIZE", 0,
+	 "with --segments, delete the oldest segments this recording's layout wrote once "
+	 "they ended more than DURATION ago (3600, 10m, 1d) or while all together exceed "
+	 "SIZE (2G) (default: keep all)", 4},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 
@@ -300,6 +315,39 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'o':
 		a->output = arg;
+		a->output_given = true;
+		return 0;
+	case OPT_SEGMENTS:
+		if (!*arg)
+			argp_error(state, "--segments needs a directory");
+		a->segments_dir = arg;
+		return 0;
+	case OPT_SEGMENT:
+		if (sp_parse_duration_or_size(arg, &a->segments.segment_ns,
+					      &a->segments.segment_bytes))
+			argp_error(state, "invalid segment length '%.*s%s': seconds (2, 30s, 10m, 1h) "
+				   "or a size (500K, 20M, 1G)", SP_CLI_ECHO(arg));
+		if (a->segments.segment_ns && a->segments.segment_ns < 100000000)
+			argp_error(state, "segment length '%.*s%s' is under 0.1 s: segments end "
+				   "between drains, about every 100 ms", SP_CLI_ECHO(arg));
+		if (a->segments.segment_bytes && a->segments.segment_bytes < 4096)
+			argp_error(state, "segment size '%.*s%s' is under 4K", SP_CLI_ECHO(arg));
+		a->segment_given = true;
+		return 0;
+	case OPT_RETAIN:
+		if (sp_parse_duration_or_size(arg, &a->segments.retain_ns,
+					      &a->segments.retain_bytes))
+			argp_error(state, "invalid retention '%.*s%s': a duration (3600, 10m, 1d) "
+				   "or a size (500M, 2G)", SP_CLI_ECHO(arg));
+		a->retain_given = true;
+		return 0;
+	case ARGP_KEY_END:
+		if ((a->segment_given || a->retain_given) && !a->segments_dir)
+			argp_error(state, "--segment and --retain go with --segments DIR");
+		if (a->segments_dir && a->output_given)
+			argp_error(state, "--segments writes into its DIR: give it or -o FILE, not both");
+		if (a->segments_dir && !a->segment_given)
+			a->segments.segment_ns = 60 * 1000000000ull;
 		return 0;
 	case 'q':
 		a->quiet = true;
@@ -485,8 +533,13 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 		.with_display = !strcmp(sp_cli_subcommand, "top"),
 	};
 	struct stat st;
-	if (!stat(a->output, &st))
+	if (a->opts.segments) {
+		struct sp_segments_stats sst;
+		sp_segments_stats(a->opts.segments, &sst);
+		t.spool_bytes = sst.published_bytes;
+	} else if (!stat(a->output, &st)) {
 		t.spool_bytes = (uint64_t)st.st_size;
+	}
 	/* ru_maxrss is in KiB */
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
@@ -552,6 +605,36 @@ static void describe_target(struct sp_cli_record_args *a)
 	if (a->npids > 1 && used + 32 < sizeof(a->cmdline))
 		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more process%s)",
 			 a->npids - 1, a->npids > 2 ? "es" : "");
+}
+
+/* --segments DIR cannot be used: why, and what to do. */
+static int segments_error(const char *dir, int err)
+{
+	const char *hint = "";
+	if (err == -SP_E_SEGMENT_DIR_SHARED)
+		hint = ": retention deletes files there, so it must be a directory of your own "
+		       "that no one else may write (mkdir -m 700 DIR)";
+	else if (err == -ENOTDIR)
+		hint = ": give a directory (not a symlink to one, nor a file)";
+	else if (err == -EACCES || err == -EPERM || err == -EROFS)
+		hint = ": choose a directory you may write";
+	else if (err == -ENOENT)
+		hint = ": its parent directory must exist";
+	return sp_cli_error("cannot record segments into '%s': %s%s", dir, sp_strerror(err), hint);
+}
+
+/* What a continuous recording left in its directory. */
+static void print_segments(const struct sp_segments *g)
+{
+	struct sp_segments_stats st;
+	sp_segments_stats(g, &st);
+	fprintf(stderr, "  segments: %" PRIu64 " written into '%s' (%.1f KiB), %" PRIu64
+		" deleted by --retain, %" PRIu64 " there now (%.1f KiB)\n",
+		st.published, sp_segments_dir(g), (double)st.published_bytes / 1024, st.deleted,
+		st.kept, (double)st.kept_bytes / 1024);
+	if (st.retention_error)
+		sp_cli_warn("retention could not delete an old segment: %s",
+			    sp_strerror(st.retention_error));
 }
 
 /* Can the spool be created?  Checked before a command starts or a process stops. */
@@ -754,7 +837,17 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	a.opts.command = a.cmdline;
 
 	/* Fail before anything starts, so a mistake never clobbers the last spool. */
-	err = output_error(a.output);
+	struct sp_segments *segs = NULL;
+	if (a.segments_dir) {
+		err = sp_segments_open(a.segments_dir, &a.segments, &segs);
+		if (err) {
+			free(a.pids);
+			return segments_error(a.segments_dir, err);
+		}
+		a.output = a.segments_dir;
+		a.opts.segments = segs;
+	}
+	err = segs ? 0 : output_error(a.output);
 	if (err) {
 		free(a.pids);
 		return sp_cli_error("cannot create spool '%s': %s%s", a.output, sp_strerror(err),
@@ -762,6 +855,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	}
 	if (a.command && (err = sp_command_runnable(a.command[0]))) {
 		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(-err));
+		sp_segments_free(segs);
 		return err == -ENOENT ? 127 : 126;
 	}
 	/* perf would attach, and the spool would hold no sample: say why instead. */
@@ -770,6 +864,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 			sp_cli_error("cannot record pid %d: it is a kernel thread, which runs no "
 				     "user code and has no user stack to sample; -p takes user "
 				     "processes only", (int)a.pids[i]);
+			sp_segments_free(segs);
 			free(a.pids);
 			return SP_EXIT_FAILURE;
 		}
@@ -782,6 +877,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	if (a.realtime) {
 		struct sched_param sp = {.sched_priority = a.realtime};
 		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp)) {
+			sp_segments_free(segs);
 			free(a.pids);
 			return sp_cli_error("cannot use SCHED_FIFO priority %d (--realtime): %s; "
 					    "run as root or with CAP_SYS_NICE, or leave --realtime "
@@ -822,6 +918,9 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		rc = err; /* the live view could not start */
 	else
 		rc = session_status(&a, &res);
+	if (segs && !err && !a.quiet)
+		print_segments(segs);
+	sp_segments_free(segs);
 	free(a.pids);
 	free(a.cpus);
 	return rc;

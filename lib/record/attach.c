@@ -144,6 +144,9 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 	r->spool_path = strdup(path);
 	if (!r->spool_path)
 		return -ENOMEM;
+	r->segments = opts->segments;
+	if (r->segments)
+		return sp_segments_begin(r->segments, &meta, &r->spool);
 	return sp_spool_writer_open(path, &meta, &r->spool);
 }
 

@@ -483,6 +483,7 @@ struct sp_recorder {
 	uint64_t last_evict_ns; /* of the last sp_recorder_evict_gone pass */
 	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
 	char *spool_path;       /* for sp_recorder_tail */
+	struct sp_segments *segments; /* record --segments: borrowed (sp_record_opts) */
 	struct sp_tail *tail;   /* the tail following the spool, given images as it polls */
 	bool finished;
 	/* Samples that may have been taken inside an exec, held until it is known (sample.c). */

@@ -203,6 +203,12 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 		sp_recorder_note_write(r, sp_spool_writer_flush(r->spool));
 	}
 	sp_recorder_evict_gone(r, now);
+	/* a segment ends after a whole drain: its samples up to now are in it */
+	if (r->segments && !r->write_error && sp_segments_due(r->segments, r->spool, now)) {
+		struct sp_summary total;
+		sp_recorder_summary(r, &total);
+		sp_recorder_note_write(r, sp_segments_rotate(r->segments, r->spool, &total, now));
+	}
 	if (!err && r->write_error)
 		return r->write_error;
 	return 0;
@@ -285,7 +291,8 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	if (held)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
-	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
+	int ferr = r->segments ? sp_segments_finish(r->segments, r->spool, &r->summary)
+			       : sp_spool_writer_finish(r->spool, &r->summary);
 	if (out)
 		*out = r->summary;
 	return err ? err : ferr;

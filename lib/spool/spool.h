@@ -353,7 +353,49 @@ void sp_tail_set_images(struct sp_tail *t, sp_tail_images_fn fn, void (*on_free)
 /* Module id's image (the tail takes fd, closing any earlier one).  0 or -ENOMEM (fd closed). */
 int sp_tail_put_image(struct sp_tail *t, uint32_t module_id, int fd);
 
-/* ---- writer extras for symbol records (spool_writer.c) ----------------- */
+/* ---- segment directories (segments.c) ---------------------------------- */
+
+/* Room for a segment's final name and its NUL. */
+#define SP_SEGMENT_NAME_MAX 96
+
+/* One file of a segment directory's layout (sp_segment_list). */
+struct sp_segment_entry {
+	char name[SP_SEGMENT_NAME_MAX + 16];
+	uint64_t seq, start_ms; /* from the name: sequence, UTC start in ms since the epoch */
+	bool partial;           /* .NAME.partial: being written, or left by a killed recorder */
+	bool regular;           /* a regular file (lstat: a symlink is not) */
+	uint32_t uid;
+	uint64_t size;
+};
+
+/*
+ * Is name one of the layout's (stackpulse-YYYYMMDDTHHMMSS.mmmZ-SEQ.spool, or
+ * it as .NAME.partial)?  Its parts into the out-parameters.
+ */
+bool sp_segment_name_parse(const char *name, bool *partial, uint64_t *seq, uint64_t *start_ms);
+/* The layout's files in dirfd, by sequence (a partial after its final name).  0 or -errno. */
+int sp_segment_list(int dirfd, struct sp_segment_entry **out, size_t *n);
+
+/* ---- writer extras: segments, symbol records (spool_writer.c) ---------- */
+
+/*
+ * A writer on fd (a new, empty file open for writing; the writer owns it from
+ * now on, closing it on failure too).  With segments, the writer keeps
+ * every module, frame, stack node, thread and process fact it is given and
+ * writes each into a file only when that file's first record needs it, under
+ * the file's own ids: sp_spool_writer_rotate then starts a new file that
+ * reports alone (docs/DESIGN.md, decision 13).  Callers hold the ids the
+ * writer returned, whatever file they land in.  0 or -errno.
+ */
+int sp_spool_writer_open_fd(int fd, const struct sp_spool_meta *meta, bool segments,
+			    struct sp_spool_writer **out);
+/*
+ * Segment mode: finish the current file with summary s (as
+ * sp_spool_writer_finish), then go on in fd (taken, closed on failure) with
+ * meta's header and empty dictionaries.  0 or -errno.
+ */
+int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_spool_meta *meta,
+			   const struct sp_summary *s);
 
 /* Append whole, already encoded records (sp_symenc_finish's output).  0 or -errno. */
 int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);

@@ -57,6 +57,13 @@ struct sp_record_opts {
 	 * stack at switch-out.
 	 */
 	bool off_cpu;
+	/*
+	 * Write segments into this directory instead of one spool
+	 * (sp_segments_open; docs/DESIGN.md, decision 13): the recorder begins
+	 * the first, rotates when one is due after a drain, and finishes the
+	 * last.  Borrowed; it must outlive the recorder.  NULL: one spool.
+	 */
+	struct sp_segments *segments;
 };
 
 struct sp_recorder;

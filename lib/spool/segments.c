@@ -293,29 +293,22 @@ bool sp_segments_due(const struct sp_segments *g, const struct sp_spool_writer *
 	return g->o.segment_bytes && sp_spool_writer_bytes(w) >= g->o.segment_bytes;
 }
 
+void sp_summary_counters_add(struct sp_summary *d, const struct sp_summary *s, bool subtract)
+{
+#define STEP(f) d->f = subtract ? (d->f >= s->f ? d->f - s->f : 0) : sp_u64_add_sat(d->f, s->f);
+	SP_SUMMARY_COUNTERS(STEP)
+	for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
+		STEP(stop_reasons[i])
+	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
+		STEP(error_stats[i])
+#undef STEP
+}
+
 /* What happened since base: the stored counters' differences (the rest as they are). */
 static void since(struct sp_summary *d, const struct sp_summary *total, const struct sp_summary *base)
 {
 	*d = *total;
-#define SUB(f) d->f = total->f >= base->f ? total->f - base->f : 0
-	SUB(sample_events);
-	SUB(samples);
-	SUB(lost_events);
-	SUB(missing_pid_samples);
-	SUB(missing_tid_samples);
-	SUB(idle_tid_samples);
-	SUB(missing_timestamp_samples);
-	SUB(empty_stack_samples);
-	SUB(truncated_frame_markers);
-	SUB(ignored_user_callchain_frames);
-	SUB(spliced_stacks);
-	SUB(code_frames);
-	SUB(fp_frames);
-	for (unsigned i = 0; i < SP_STOP_COUNT_; i++)
-		SUB(stop_reasons[i]);
-	for (unsigned i = 0; i < SP_ERR_COUNT_; i++)
-		SUB(error_stats[i]);
-#undef SUB
+	sp_summary_counters_add(d, base, true);
 }
 
 int sp_segments_rotate(struct sp_segments *g, struct sp_spool_writer *w,

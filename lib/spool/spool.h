@@ -355,6 +355,17 @@ int sp_tail_put_image(struct sp_tail *t, uint32_t module_id, int fd);
 
 /* ---- segment directories (segments.c) ---------------------------------- */
 
+/* The counters a SUMMARY record stores, besides its arrays: X(field) each (segments sum and split them). */
+#define SP_SUMMARY_COUNTERS(X)                                                 \
+	X(sample_events) X(samples) X(lost_events) X(missing_pid_samples)      \
+	X(missing_tid_samples) X(idle_tid_samples) X(missing_timestamp_samples) \
+	X(empty_stack_samples) X(truncated_frame_markers)                      \
+	X(ignored_user_callchain_frames) X(spliced_stacks) X(code_frames)      \
+	X(fp_frames)
+
+/* d's stored counters plus (or, subtract, minus: at least 0) s's, saturating. */
+void sp_summary_counters_add(struct sp_summary *d, const struct sp_summary *s, bool subtract);
+
 /* Room for a segment's final name and its NUL. */
 #define SP_SEGMENT_NAME_MAX 96
 
@@ -389,6 +400,9 @@ int sp_segment_list(int dirfd, struct sp_segment_entry **out, size_t *n);
  */
 int sp_spool_writer_open_fd(int fd, const struct sp_spool_meta *meta, bool segments,
 			    struct sp_spool_writer **out);
+/* The stack node (parent, frame), interned as sp_spool_writer_intern_stack's are.  0 or -errno. */
+int sp_spool_writer_intern_node(struct sp_spool_writer *w, uint32_t parent, uint32_t frame,
+				uint32_t *node);
 /*
  * Segment mode: finish the current file with summary s (as
  * sp_spool_writer_finish), then go on in fd (taken, closed on failure) with

@@ -601,31 +601,37 @@ static int emit_node(struct sp_spool_writer *w, uint32_t back, uint32_t frame)
 	return emit(w, SP_REC_STACK, rec, (size_t)(p - rec));
 }
 
+int sp_spool_writer_intern_node(struct sp_spool_writer *w, uint32_t parent, uint32_t frame,
+				uint32_t *node)
+{
+	if (frame >= w->nframes || parent > w->nnodes)
+		return -SP_E_BAD_ARG;
+	uint64_t key = (uint64_t)parent << 32 | frame;
+	if (sp_map_get(&w->stack_by_edge, key, node))
+		return 0;
+	if (w->nnodes >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	uint32_t next = w->nnodes + 1;
+	int err = w->seg ? seg_keep_node(w, next, parent, frame) : emit_node(w, next - parent, frame);
+	if (err)
+		return err;
+	w->nnodes = next;
+	err = sp_map_put(&w->stack_by_edge, key, next);
+	if (err)
+		return err;
+	*node = next;
+	return 0;
+}
+
 int sp_spool_writer_intern_stack(struct sp_spool_writer *w, const uint32_t *frames,
 				 size_t n, uint32_t *stack_id)
 {
 	uint32_t node = 0;
 	/* Build from the root end so stacks sharing callers share nodes. */
 	for (size_t i = n; i-- > 0;) {
-		uint32_t frame = frames[i];
-		if (frame >= w->nframes)
-			return -SP_E_BAD_ARG;
-		uint64_t key = (uint64_t)node << 32 | frame;
-		uint32_t next;
-		if (!sp_map_get(&w->stack_by_edge, key, &next)) {
-			if (w->nnodes >= UINT32_MAX - 1)
-				return -EOVERFLOW;
-			next = w->nnodes + 1;
-			int err = w->seg ? seg_keep_node(w, next, node, frame)
-					 : emit_node(w, next - node, frame);
-			if (err)
-				return err;
-			w->nnodes = next;
-			err = sp_map_put(&w->stack_by_edge, key, next);
-			if (err)
-				return err;
-		}
-		node = next;
+		int err = sp_spool_writer_intern_node(w, node, frames[i], &node);
+		if (err)
+			return err;
 	}
 	*stack_id = node;
 	return 0;

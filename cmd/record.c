@@ -26,6 +26,7 @@ enum {
 	OPT_SEGMENTS,
 	OPT_SEGMENT,
 	OPT_RETAIN,
+	OPT_ROLLING,
 };
 
 static const struct argp_option common_options[] = {
@@ -82,18 +83,22 @@ static const struct argp_option record_options[] = {
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},
-	{NULL, 0, NULL, 0, "Continuous recording:", 4},
+	{"rolling", OPT_ROLLING, "SECONDS", 0,
+	 "flight recorder: keep only the last SECONDS of samples in memory and write "
+	 "nothing until SIGUSR2 (kill -USR2 PID) asks for a spool of them, named from -o "
+	 "and the time (profile-YYYYMMDDTHHMMSS.mmmZ.spool), recording on; Ctrl-C or the "
+	 "end writes the last one (units as --segment: 30s, 10m)", 3},
 	{"segments", OPT_SEGMENTS, "DIR", 0,
 	 "instead of one spool, write a new complete spool (a segment) into DIR every "
 	 "--segment, each renamed into place once finished; 'report DIR' reads them as one "
-	 "profile", 4},
+	 "profile", 3},
 	{"segment", OPT_SEGMENT, "SECONDS|SIZE", 0,
 	 "with --segments, start a new segment after this long (a bare number is seconds, "
-	 "or 30s, 10m, 1h) or once it holds SIZE bytes (500K, 20M, 1G) (default 60s)", 4},
+	 "or 30s, 10m, 1h) or once it holds SIZE bytes (500K, 20M, 1G) (default 60s)", 3},
 	{"retain", OPT_RETAIN, "DURATION|SIZE", 0,
 	 "with --segments, delete the oldest segments this recording's layout wrote once "
 	 "they ended more than DURATION ago (3600, 10m, 1d) or while all together exceed "
-	 "SIZE (2G) (default: keep all)", 4},
+	 "SIZE (2G) (default: keep all)", 3},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 
@@ -341,7 +346,15 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 				   "or a size (500M, 2G)", SP_CLI_ECHO(arg));
 		a->retain_given = true;
 		return 0;
+	case OPT_ROLLING:
+		if (sp_parse_duration_ns(arg, &a->opts.rolling_ns) || a->opts.rolling_ns < 100000000)
+			argp_error(state, "invalid window '%.*s%s': seconds, at least 0.1 (30, 30s, 10m)",
+				   SP_CLI_ECHO(arg));
+		return 0;
 	case ARGP_KEY_END:
+		if (a->opts.rolling_ns && a->segments_dir)
+			argp_error(state, "--rolling keeps a window in memory, --segments writes "
+				   "everything: give one");
 		if ((a->segment_given || a->retain_given) && !a->segments_dir)
 			argp_error(state, "--segment and --retain go with --segments DIR");
 		if (a->segments_dir && a->output_given)
@@ -386,6 +399,15 @@ static const struct argp argp = {
 	"with -p, 0 on success; 1 when recording fails, 2 on a usage error.",
 	record_children, NULL, NULL,
 };
+
+/* How many SIGUSR2 arrived: each asks a flight recorder (--rolling) for a snapshot. */
+static volatile sig_atomic_t snapshot_requests;
+
+static void on_snapshot_signal(int sig)
+{
+	(void)sig;
+	snapshot_requests++;
+}
 
 /* How many SIGINT/SIGTERM arrived: the first finishes, the second hurries the command. */
 static volatile sig_atomic_t stop_requested;
@@ -516,12 +538,13 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 }
 
 /* The summary of a finished recording, with what this process spent on it. */
-static void print_summary(const struct sp_cli_record_args *a, const struct sp_summary *s,
-			  enum sp_event_source source, bool counts_kernel_time, double elapsed)
+static void print_summary(const struct sp_cli_record_args *a, const char *path,
+			  const struct sp_summary *s, enum sp_event_source source,
+			  bool counts_kernel_time, double elapsed)
 {
 	struct sp_summary_text t = {
 		.subcommand = sp_cli_subcommand,
-		.spool_path = a->output,
+		.spool_path = path,
 		.elapsed_s = elapsed,
 		.source = source,
 		.counts_kernel_time = counts_kernel_time,
@@ -537,7 +560,7 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 		struct sp_segments_stats sst;
 		sp_segments_stats(a->opts.segments, &sst);
 		t.spool_bytes = sst.published_bytes;
-	} else if (!stat(a->output, &st)) {
+	} else if (!stat(path, &st)) {
 		t.spool_bytes = (uint64_t)st.st_size;
 	}
 	/* ru_maxrss is in KiB */
@@ -709,6 +732,8 @@ int cmd_record(int argc, char **argv)
 /* The CLI's side of a recording session: the status line, a live view, messages, the summary. */
 struct cli_session {
 	const struct sp_cli_record_args *a;
+	unsigned snapshots;      /* written on SIGUSR2 */
+	sig_atomic_t snapshots_asked;
 	const struct sp_cli_live_hooks *live;
 	bool status_line;
 	uint64_t start_ns, next_status_ns;
@@ -729,9 +754,46 @@ static int session_started(void *ctx, struct sp_recorder *rec)
 	return c->live ? c->live->begin(c->live->ctx, rec) : 0;
 }
 
+/* A flight recorder's window and memory, after its last snapshot. */
+static void print_window(const struct sp_cli_record_args *a, const struct sp_recorder *rec,
+			 unsigned snapshots)
+{
+	uint64_t ring, samples, dict;
+	sp_recorder_window_memory(rec, &ring, &samples, &dict);
+	fprintf(stderr, "  flight recorder: the last %.1f s kept in memory, %" PRIu64 " samples "
+		"(ring %.1f KiB, dictionaries about %.1f KiB); %u snapshot%s on SIGUSR2 before "
+		"the last\n", (double)a->opts.rolling_ns / 1e9, samples, (double)ring / 1024,
+		(double)dict / 1024, snapshots, snapshots == 1 ? "" : "s");
+}
+
+/* SIGUSR2 asked a flight recorder for its window: write it, recording on. */
+static void take_snapshots(struct cli_session *c, struct sp_recorder *rec)
+{
+	sig_atomic_t asked = snapshot_requests;
+	if (asked == c->snapshots_asked)
+		return;
+	c->snapshots_asked = asked;
+	char path[4096];
+	struct sp_summary w;
+	int err = sp_recorder_snapshot(rec, path, sizeof(path), &w);
+	if (err) {
+		sp_cli_warn("cannot write a snapshot of the last %.1f s next to '%s': %s; "
+			    "recording goes on", (double)c->a->opts.rolling_ns / 1e9, c->a->output,
+			    sp_strerror(err));
+		return;
+	}
+	c->snapshots++;
+	if (c->status_line)
+		fputs("\r\033[K", stderr);
+	sp_cli_note("snapshot of the last %.1f s: '%s' (%" PRIu64 " samples)",
+		    (double)c->a->opts.rolling_ns / 1e9, path, w.samples);
+}
+
 static int session_drained(void *ctx, struct sp_recorder *rec, uint64_t now_ns)
 {
 	struct cli_session *c = ctx;
+	if (c->a->opts.rolling_ns)
+		take_snapshots(c, rec);
 	if (c->status_line && now_ns >= c->next_status_ns) {
 		print_status(rec, (double)(now_ns - c->start_ns) / 1e9);
 		c->next_status_ns = sp_monotonic_ns() + NS_PER_S;
@@ -749,11 +811,20 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
 	if (c->live)
 		c->live->end(c->live->ctx, rec);
+	struct sp_summary s = res->summary;
+	if (a->opts.rolling_ns) {
+		/* what the last snapshot holds, of all the samples taken */
+		uint64_t ring, dict;
+		sp_recorder_window_memory(rec, &ring, &s.samples, &dict);
+	}
 	if (res->error && res->end != SP_SESSION_DRAIN_FAILED)
 		spool_write_error(a->output, res->error, true);
 	else if (!res->error && !a->quiet)
-		print_summary(a, &res->summary, sp_recorder_event_source(rec),
+		print_summary(a, a->opts.rolling_ns ? sp_recorder_snapshot_path(rec) : a->output,
+			      &s, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+	if (!res->error && !a->quiet && a->opts.rolling_ns)
+		print_window(a, rec, c->snapshots);
 	uint64_t maps_cut = sp_recorder_perf_maps_cut(rec);
 	if (maps_cut)
 		sp_cli_warn("%" PRIu64 " perf map%s read only to %s first 8 MiB (131072 lines) while "
@@ -890,6 +961,11 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (a.opts.rolling_ns) {
+		struct sigaction su = {.sa_handler = on_snapshot_signal, .sa_flags = SA_RESTART};
+		sigemptyset(&su.sa_mask);
+		sigaction(SIGUSR2, &su, NULL);
+	}
 
 	a.opts.cpus = a.cpus;
 	a.opts.ncpus = a.ncpus;

@@ -377,3 +377,35 @@ void sp_segments_free(struct sp_segments *g)
 	free(g->kernel_release);
 	free(g);
 }
+
+int sp_snapshot_create(const char *tmpl, uint64_t wall_us, bool private_file, char *path,
+		       size_t size)
+{
+	time_t secs = (time_t)(wall_us / 1000000);
+	struct tm tm;
+	char stamp[48];
+	if (!tmpl || !*tmpl || !gmtime_r(&secs, &tm))
+		return -SP_E_BAD_ARG;
+	size_t n = strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%S", &tm);
+	snprintf(stamp + n, sizeof(stamp) - n, ".%03uZ", (unsigned)(wall_us / 1000 % 1000));
+	/* "dir/run.spool" -> "dir/run-STAMP.spool"; without that extension, "-STAMP" appended */
+	const char *base = strrchr(tmpl, '/');
+	base = base ? base + 1 : tmpl;
+	size_t len = strlen(tmpl), stem = len;
+	if (len - (size_t)(base - tmpl) > sizeof(SUFFIX) - 1 &&
+	    !strcmp(tmpl + len - (sizeof(SUFFIX) - 1), SUFFIX))
+		stem = len - (sizeof(SUFFIX) - 1);
+	for (int k = 1; k < 10; k++) {
+		char extra[8] = "";
+		if (k > 1)
+			snprintf(extra, sizeof(extra), "-%d", k);
+		if ((size_t)snprintf(path, size, "%.*s-%s%s%s", (int)stem, tmpl, stamp, extra,
+				     tmpl + stem) >= size)
+			return -ENAMETOOLONG;
+		int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+			      private_file ? 0600 : 0666);
+		if (fd >= 0 || errno != EEXIST)
+			return fd >= 0 ? fd : -errno;
+	}
+	return -EEXIST;
+}

@@ -9,7 +9,9 @@
  * (spool_symrec.c), following a spool as it is written (spool_tail.c),
  * stack expansion over the prefix tree (spool_stack.c), the names of the
  * sampling events, in perf's spelling (event_names.c), and the
- * record-by-record dump (spool_dump.c).
+ * record-by-record dump (spool_dump.c), segment directories: their layout,
+ * publication and retention (segments.c) and reading one as a spool
+ * (segment_read.c).
  * May call: util only.
  */
 #ifndef SP_SPOOL_H
@@ -387,6 +389,16 @@ bool sp_segment_name_parse(const char *name, bool *partial, uint64_t *seq, uint6
 /* The layout's files in dirfd, by sequence (a partial after its final name).  0 or -errno. */
 int sp_segment_list(int dirfd, struct sp_segment_entry **out, size_t *n);
 
+/*
+ * Create a flight recorder's snapshot named from tmpl and the wall clock:
+ * "run.spool" gives "run-YYYYMMDDTHHMMSS.mmmZ.spool" (other names get the
+ * stamp appended), "-2" and so on when that exists; O_EXCL, no symlink
+ * followed, mode 0600 when private_file, else 0666 less the umask.  The
+ * name goes to path (size bytes).  The fd, or -errno.
+ */
+int sp_snapshot_create(const char *tmpl, uint64_t wall_us, bool private_file, char *path,
+		       size_t size);
+
 /* ---- writer extras: segments, symbol records (spool_writer.c) ---------- */
 
 /*
@@ -400,6 +412,31 @@ int sp_segment_list(int dirfd, struct sp_segment_entry **out, size_t *n);
  */
 int sp_spool_writer_open_fd(int fd, const struct sp_spool_meta *meta, bool segments,
 			    struct sp_spool_writer **out);
+/*
+ * A flight recorder's writer (docs/DESIGN.md, decision 13): segment mode
+ * with no file; samples, off-CPU intervals and losses are kept in memory
+ * for the last window_ns (by their timestamps), exec and owner facts per
+ * process, until sp_spool_writer_snapshot writes them.  meta is copied.
+ * 0 or -errno.
+ */
+int sp_spool_writer_open_rolling(const struct sp_spool_meta *meta, uint64_t window_ns,
+				 struct sp_spool_writer **out);
+/*
+ * Write the window ending at now_ns (CLOCK_MONOTONIC; now_us the wall
+ * clock then) into fd (taken) as a complete spool: header (its start the
+ * window's), the dictionary records the window needs, its records, and a
+ * summary of its samples and losses (*window).  With keep_open the file
+ * stays the writer's for more records and sp_spool_writer_finish, else it
+ * is finished and the writer goes back to its window.  0 or -errno.
+ */
+int sp_spool_writer_snapshot(struct sp_spool_writer *w, int fd, uint64_t now_ns, uint64_t now_us,
+			     bool keep_open, struct sp_summary *window);
+/*
+ * A flight recorder's memory: the window's ring (bytes and samples in it)
+ * and, about, the dictionaries (modules, frames, stack nodes, threads).
+ */
+void sp_spool_writer_memory(const struct sp_spool_writer *w, uint64_t *window_bytes,
+			    uint64_t *window_samples, uint64_t *dict_bytes);
 /* The stack node (parent, frame), interned as sp_spool_writer_intern_stack's are.  0 or -errno. */
 int sp_spool_writer_intern_node(struct sp_spool_writer *w, uint32_t parent, uint32_t frame,
 				uint32_t *node);

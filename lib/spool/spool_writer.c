@@ -53,6 +53,8 @@ struct sp_spool_writer {
 
 	/* Segment mode (sp_spool_writer_open_fd): the dictionaries, re-emitted per file. */
 	struct wseg *seg;
+	/* Flight recorder (sp_spool_writer_open_rolling): the window's records, in memory. */
+	struct wroll *roll;
 };
 
 /*
@@ -69,6 +71,26 @@ struct wfact { /* what a segment re-states about a process */
 	struct sp_owner owner;
 	struct sp_exec exec;
 	uint64_t gen; /* the segment that has them */
+};
+
+/*
+ * A record of the flight recorder's window, in the writer's ids (type
+ * SP_REC_SAMPLE, SP_REC_OFFCPU or SP_REC_LOST); written out by a snapshot.
+ */
+struct wevent {
+	uint64_t time;   /* the sample's, the interval's start, the loss's */
+	uint64_t value;  /* period, duration or lost count */
+	uint32_t thread, stack, flags;
+	uint8_t type;
+};
+
+struct wroll {
+	uint64_t window_ns;
+	struct wevent *ev; /* a ring: n events from head, oldest first */
+	size_t cap, head, n;
+	uint64_t newest; /* the latest time seen */
+	struct sp_spool_meta meta; /* strings owned below */
+	char *strs[3];
 };
 
 struct wseg {
@@ -95,6 +117,12 @@ struct wseg {
 	uint32_t nmodules, nframes, nnodes, nthreads;
 };
 
+/* A flight recorder between snapshots: records go to its window, not to a file. */
+static bool idle(const struct sp_spool_writer *w)
+{
+	return w->roll && w->fd < 0;
+}
+
 /* Append one record (type, length, payload) to the buffer; flush past the threshold. */
 static int emit(struct sp_spool_writer *w, uint8_t type, const uint8_t *payload, size_t len)
 {
@@ -116,6 +144,8 @@ static int emit(struct sp_spool_writer *w, uint8_t type, const uint8_t *payload,
 
 int sp_spool_writer_flush(struct sp_spool_writer *w)
 {
+	if (idle(w))
+		return 0;
 	if (w->err)
 		return w->err;
 	if (w->fd < 0)
@@ -234,7 +264,7 @@ static int seg_fact(struct sp_spool_writer *w, int32_t pid, struct wfact **out)
 		f->pid = pid;
 		f->gen = g->gen;
 	}
-	if (f->gen != g->gen) {
+	if (f->gen != g->gen && !idle(w)) {
 		f->gen = g->gen;
 		int err = f->has_exec ? emit_exec(w, &f->exec) : 0;
 		err = err ? err : f->has_owner ? emit_owner(w, &f->owner) : 0;
@@ -700,12 +730,18 @@ int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 	return sp_spool_writer_append_weighted_sample(w, thread, stack_id, timestamp_ns, 0);
 }
 
+static int roll_push(struct sp_spool_writer *w, const struct wevent *e);
+
 int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t thread,
 					   uint32_t stack_id, uint64_t timestamp_ns,
 					   uint64_t period)
 {
 	if (thread >= w->nthreads || stack_id > w->nnodes)
 		return -SP_E_BAD_ARG;
+	if (idle(w))
+		return roll_push(w, &(struct wevent){.time = timestamp_ns, .value = period,
+						     .thread = thread, .stack = stack_id,
+						     .type = SP_REC_SAMPLE});
 	if (w->seg) {
 		int err = seg_thread(w, thread, &thread);
 		err = err ? err : seg_stack(w, stack_id, &stack_id);
@@ -734,6 +770,10 @@ int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_off
 {
 	if (o->thread >= w->nthreads || o->stack_id > w->nnodes)
 		return -SP_E_BAD_ARG;
+	if (idle(w))
+		return roll_push(w, &(struct wevent){.time = o->start_ns, .value = o->duration_ns,
+						     .thread = o->thread, .stack = o->stack_id,
+						     .flags = o->flags, .type = SP_REC_OFFCPU});
 	uint32_t thread = o->thread, stack_id = o->stack_id;
 	if (w->seg) {
 		int err = seg_thread(w, thread, &thread);
@@ -762,6 +802,8 @@ int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec 
 			return err;
 		f->has_exec = true;
 		f->exec = *e;
+		if (idle(w))
+			return 0;
 	}
 	return emit_exec(w, e);
 }
@@ -784,6 +826,8 @@ int sp_spool_writer_append_owner(struct sp_spool_writer *w, const struct sp_owne
 			return err;
 		f->has_owner = true;
 		f->owner = *o;
+		if (idle(w))
+			return 0;
 	}
 	return emit_owner(w, o);
 }
@@ -800,6 +844,9 @@ static int emit_owner(struct sp_spool_writer *w, const struct sp_owner *o)
 int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
 				uint64_t timestamp_ns)
 {
+	if (idle(w))
+		return roll_push(w, &(struct wevent){.time = timestamp_ns, .value = count,
+						     .type = SP_REC_LOST});
 	uint8_t rec[2 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, count);
 	p = sp_enc_uvarint(p, timestamp_ns);
@@ -852,16 +899,9 @@ int sp_spool_writer_finish(struct sp_spool_writer *w, const struct sp_summary *s
 	return err;
 }
 
-int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_spool_meta *meta,
-			   const struct sp_summary *s)
+/* A new file: nothing of the dictionaries is in it yet. */
+static void seg_reset(struct sp_spool_writer *w)
 {
-	if (!w->seg || fd < 0 || !meta)
-		return -SP_E_BAD_ARG;
-	int err = sp_spool_writer_finish(w, s);
-	if (err) {
-		close(fd);
-		return err;
-	}
 	struct wseg *g = w->seg;
 	g->gen++;
 	g->nmodules = g->nframes = g->nnodes = g->nthreads = 0;
@@ -872,6 +912,170 @@ int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_sp
 	memset(g->node_here + 1, 0xff, w->nnodes * sizeof(*g->node_here));
 	if (w->nthreads)
 		memset(g->thr_here, 0xff, w->nthreads * sizeof(*g->thr_here));
+}
+
+/* ---- flight recorder ---------------------------------------------------- */
+
+/* Forget the window's events older than now - window (oldest first). */
+static void roll_evict(struct wroll *r, uint64_t now)
+{
+	while (r->n && r->ev[r->head].time + r->window_ns < now) {
+		r->head = (r->head + 1) % r->cap;
+		r->n--;
+	}
+}
+
+static int roll_push(struct sp_spool_writer *w, const struct wevent *e)
+{
+	struct wroll *r = w->roll;
+	if (e->time > r->newest && e->type != SP_REC_OFFCPU)
+		r->newest = e->time;
+	roll_evict(r, r->newest);
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 1024;
+		struct wevent *v = malloc(cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->n; i++)
+			v[i] = r->ev[(r->head + i) % r->cap];
+		free(r->ev);
+		r->ev = v;
+		r->cap = cap;
+		r->head = 0;
+	}
+	r->ev[(r->head + r->n) % r->cap] = *e;
+	r->n++;
+	return 0;
+}
+
+static void roll_free(struct wroll *r)
+{
+	if (!r)
+		return;
+	free(r->ev);
+	for (size_t i = 0; i < SP_ARRAY_SIZE(r->strs); i++)
+		free(r->strs[i]);
+	free(r);
+}
+
+int sp_spool_writer_open_rolling(const struct sp_spool_meta *meta, uint64_t window_ns,
+				 struct sp_spool_writer **out)
+{
+	if (!meta || !out || !window_ns)
+		return -SP_E_BAD_ARG;
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct sp_spool_writer *w;
+	/* begins a file on /dev/null, which is then dropped: the writer holds no file */
+	int err = sp_spool_writer_open_fd(fd, meta, true, &w);
+	if (err)
+		return err;
+	w->out.len = 0;
+	close(w->fd);
+	w->fd = -1;
+	struct wroll *r = calloc(1, sizeof(*r));
+	const char *strs[] = {meta->command, meta->hostname, meta->kernel_release};
+	for (size_t i = 0; r && i < SP_ARRAY_SIZE(strs); i++)
+		if (!(r->strs[i] = strdup(strs[i] ? strs[i] : "")))
+			err = -ENOMEM;
+	if (!r || err) {
+		roll_free(r);
+		sp_spool_writer_free(w);
+		return -ENOMEM;
+	}
+	r->window_ns = window_ns;
+	r->meta = *meta;
+	r->meta.command = r->strs[0];
+	r->meta.hostname = r->strs[1];
+	r->meta.kernel_release = r->strs[2];
+	w->roll = r;
+	*out = w;
+	return 0;
+}
+
+int sp_spool_writer_snapshot(struct sp_spool_writer *w, int fd, uint64_t now_ns, uint64_t now_us,
+			     bool keep_open, struct sp_summary *window)
+{
+	struct wroll *r = w->roll;
+	if (!r || fd < 0 || w->fd >= 0 || !window) {
+		if (fd >= 0)
+			close(fd);
+		return -SP_E_BAD_ARG;
+	}
+	if (now_ns < r->newest)
+		now_ns = r->newest;
+	roll_evict(r, now_ns);
+	struct sp_spool_meta m = r->meta;
+	uint64_t start = now_ns - r->window_ns;
+	if (now_ns < r->window_ns || start < r->meta.start_monotonic_ns)
+		start = r->meta.start_monotonic_ns;
+	m.start_monotonic_ns = start;
+	m.start_timestamp_us = now_us - (now_ns - start) / 1000;
+	seg_reset(w);
+	w->fd = fd;
+	w->written = 0;
+	w->err = 0;
+	memset(window, 0, sizeof(*window));
+	int err = begin_file(w, &m);
+	for (size_t i = 0; i < r->n && !err; i++) {
+		const struct wevent *e = &r->ev[(r->head + i) % r->cap];
+		if (e->type == SP_REC_SAMPLE) {
+			err = sp_spool_writer_append_weighted_sample(w, e->thread, e->stack, e->time,
+								     e->value);
+			window->samples++;
+		} else if (e->type == SP_REC_OFFCPU) {
+			struct sp_offcpu o = {e->time, e->value, e->thread, e->stack, e->flags};
+			err = sp_spool_writer_append_offcpu(w, &o);
+		} else {
+			err = sp_spool_writer_append_lost(w, e->value, e->time);
+			window->lost_events = sp_u64_add_sat(window->lost_events, e->value);
+		}
+	}
+	window->sample_events = window->samples;
+	if (!err && keep_open)
+		return sp_spool_writer_flush(w);
+	if (!err)
+		err = sp_spool_writer_finish(w, window);
+	/* back to the window, whatever became of the file */
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	w->out.len = 0;
+	w->err = 0;
+	return err;
+}
+
+void sp_spool_writer_memory(const struct sp_spool_writer *w, uint64_t *window_bytes,
+			    uint64_t *window_samples, uint64_t *dict_bytes)
+{
+	const struct wroll *r = w->roll;
+	const struct wseg *g = w->seg;
+	uint64_t n = 0;
+	for (size_t i = 0; r && i < r->n; i++)
+		n += r->ev[(r->head + i) % r->cap].type == SP_REC_SAMPLE;
+	*window_samples = n;
+	*window_bytes = r ? r->cap * sizeof(*r->ev) : 0;
+	/* the tables, at their capacity, and the maps at about 16 bytes an entry */
+	uint64_t d = w->frames_cap * sizeof(*w->frames) + w->modules_cap * sizeof(*w->module_base) +
+		     ((uint64_t)w->nframes + w->nnodes + w->nthreads) * 16;
+	if (g)
+		d += g->mod_bytes.cap + g->mods_cap * 24 + g->frames_cap * 4 + g->nodes_cap * 12 +
+		     g->thr_cap * 20 + g->facts_cap * sizeof(*g->facts);
+	*dict_bytes = d;
+}
+
+int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_spool_meta *meta,
+			   const struct sp_summary *s)
+{
+	if (!w->seg || fd < 0 || !meta)
+		return -SP_E_BAD_ARG;
+	int err = sp_spool_writer_finish(w, s);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	seg_reset(w);
 	w->fd = fd;
 	w->written = 0;
 	return begin_file(w, meta);
@@ -882,6 +1086,7 @@ void sp_spool_writer_free(struct sp_spool_writer *w)
 	if (!w)
 		return;
 	seg_free(w->seg, w->nthreads);
+	roll_free(w->roll);
 	if (w->fd >= 0) {
 		sp_spool_writer_flush(w);
 		close(w->fd);

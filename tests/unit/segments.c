@@ -268,3 +268,49 @@ Test(segments, a_shared_directory_is_refused)
 	cr_assert_eq(symlink(dir, link), 0);
 	cr_assert_eq(sp_segments_open(link, &o, &g), -ENOTDIR);
 }
+
+Test(segments, flight_recorder_writes_its_window)
+{
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open_rolling(&small_meta, 1000000000ull, &w), 0);
+	uint32_t id, t, stack;
+	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_modules); i++)
+		cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[i], &id), 0);
+	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_frames); i++)
+		cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[i], &id), 0);
+	cr_assert_eq(sp_spool_writer_append_exec(w, &small_exec), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &t), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(w, t, "chain4"), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, &stack), 0);
+	/* 30 samples over 3 s: the 1 s window ending at the last holds 11 */
+	uint64_t t0 = small_meta.start_monotonic_ns;
+	for (int i = 0; i < 30; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(w, t, stack, t0 + (uint64_t)i * 100000000), 0);
+	cr_assert_eq(sp_spool_writer_flush(w), 0, "nothing to write between snapshots");
+	for (int round = 0; round < 2; round++) {
+		char name[64];
+		snprintf(name, sizeof(name), "snap%d.spool", round);
+		int fd = open(tmp_path(name), O_WRONLY | O_CREAT | O_EXCL, 0600);
+		cr_assert_geq(fd, 0);
+		struct sp_summary win;
+		cr_assert_eq(sp_spool_writer_snapshot(w, fd, t0 + 2900000000ull, 1700000003000000ull,
+						      false, &win), 0);
+		cr_assert_eq(win.samples, 11);
+		struct sp_spool *s = NULL;
+		cr_assert_eq(sp_spool_open(tmp_path(name), &s), 0);
+		cr_assert_eq(sp_spool_sample_count(s), 11);
+		cr_assert_eq(sp_spool_sample(s, 0)->timestamp_ns, t0 + 1900000000ull);
+		cr_assert_eq(sp_spool_exec_count(s), 1);
+		cr_assert_eq(sp_spool_module_count(s), 3);
+		cr_assert_str_eq(sp_spool_thread(s, 0)->name, "chain4");
+		cr_assert_eq(sp_spool_meta(s)->start_monotonic_ns, t0 + 1900000000ull);
+		cr_assert_eq(sp_spool_meta(s)->start_timestamp_us, 1700000002000000ull);
+		cr_assert_not_null(sp_spool_summary(s));
+		sp_spool_free(s);
+	}
+	uint64_t ring, n, dict;
+	sp_spool_writer_memory(w, &ring, &n, &dict);
+	cr_assert_eq(n, 11, "older samples left the ring");
+	cr_assert_gt(dict, 0);
+	sp_spool_writer_free(w);
+}

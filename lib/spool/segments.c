@@ -328,8 +328,12 @@ int sp_segments_rotate(struct sp_segments *g, struct sp_spool_writer *w,
 	int err = sp_spool_writer_rotate(w, fd, &g->meta, &d);
 	/* the finished one is published even when the next could not start */
 	int perr = publish(g);
-	if (err)
+	if (err) {
+		char partial[SP_SEGMENT_NAME_MAX + 16];
+		snprintf(partial, sizeof(partial), ".%s" PARTIAL, next);
+		unlinkat(g->dirfd, partial, 0);
 		return err;
+	}
 	memcpy(g->cur, next, sizeof(next));
 	g->writing = true;
 	g->cur_start_ns = now_ns;

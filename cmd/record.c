@@ -554,6 +554,7 @@ static void print_summary(const struct sp_cli_record_args *a, const char *path,
 		.cpu_list = a->cpu_list,
 		.cpu_s = -1,
 		.with_display = !strcmp(sp_cli_subcommand, "top"),
+		.samples_taken = a->opts.rolling_ns ? s->sample_events : 0,
 	};
 	struct stat st;
 	if (a->opts.segments) {

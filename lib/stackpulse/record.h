@@ -408,6 +408,11 @@ struct sp_summary_text {
 	double cpu_s;                 /* the recording process's own CPU time, s; < 0: unknown, not shown */
 	double peak_mib;              /* its peak resident memory, MiB */
 	bool with_display;            /* a live view shared the process (top): its CPU is both */
+	/*
+	 * The samples the recorder's CPU went to, when not those written (a
+	 * flight recorder writes only its window's); 0: the samples written.
+	 */
+	uint64_t samples_taken;
 };
 
 /*

@@ -141,7 +141,8 @@ static const struct argp_option options[] = {
 	{"follow", OPT_FOLLOW, "SECONDS", OPTION_ARG_OPTIONAL,
 	 "follow a spool still being written: print a fresh table every SECONDS (default 1) "
 	 "with the last --window seconds' shares and those since the start, until the "
-	 "recording ends or Ctrl-C", 2},
+	 "recording ends or Ctrl-C; of a segment directory, the segment being written, then "
+	 "the next", 2},
 	{"window", OPT_WINDOW, "SECONDS", 0, "with --follow, the sliding window of the first "
 					     "shares (default 5)", 2},
 	{"pid", OPT_PID, "PID[,PID...]", 0, "only samples of these processes", 4},
@@ -773,6 +774,45 @@ out:
 	return rc;
 }
 
+/*
+ * report --follow DIR: the segment being written followed as a spool, then
+ * the next one, until no segment is being written (the recording ended) or
+ * Ctrl-C.  Each segment's table starts afresh, as the segment does.
+ */
+static int report_follow_dir(struct report_args *a)
+{
+	const char *dir = a->spool_path;
+	char path[4096], last[4096] = "";
+	struct timespec pause = {0, 200000000};
+	int rc = SP_EXIT_OK;
+	for (int idle = 0; !follow_stop;) {
+		bool writing = false;
+		int err = sp_segments_newest(dir, path, sizeof(path), &writing);
+		if (err && err != -SP_E_NO_SEGMENTS)
+			return sp_cli_error("cannot follow '%s': %s", dir, sp_strerror(err));
+		if (err || !strcmp(path, last) || !writing) {
+			/* between segments: the next one appears within a drain; else it is over */
+			if (++idle > 25 || (!err && !writing && !last[0])) {
+				if (!last[0])
+					return err ? sp_cli_error("cannot follow '%s': %s", dir, sp_strerror(err))
+						   : sp_cli_error("no segment of '%s' is being written: "
+								  "report it without --follow", dir);
+				break;
+			}
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		idle = 0;
+		snprintf(last, sizeof(last), "%s", path);
+		a->spool_path = path;
+		rc = report_follow(a);
+		a->spool_path = dir;
+		if (rc)
+			break;
+	}
+	return rc;
+}
+
 /* perf report's options without a spelling here, and what stackpulse has instead. */
 static const struct sp_cli_spelling perf_spellings[] = {
 	{"--comms", "--comm NAME"},
@@ -811,9 +851,7 @@ int cmd_report(int argc, char **argv)
 		return report_diff(&a);
 	struct stat st;
 	if (a.follow_s && !stat(a.spool_path, &st) && S_ISDIR(st.st_mode))
-		return sp_cli_error("--follow follows one spool: '%s' is a directory; follow its "
-				    "segment being written (the .stackpulse-*.partial file), or "
-				    "report the directory again", a.spool_path);
+		return report_follow_dir(&a);
 	if (a.follow_s)
 		return report_follow(&a);
 

@@ -404,3 +404,31 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 	free(g.pm_text);
 	return err;
 }
+
+int sp_segments_newest(const char *dir, char *path, size_t size, bool *writing)
+{
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	struct sp_segment_entry *v = NULL;
+	size_t n = 0;
+	int err = sp_segment_list(dirfd, &v, &n);
+	close(dirfd);
+	if (err)
+		return err;
+	/* the newest regular one: a partial being written, else the last published */
+	err = -SP_E_NO_SEGMENTS;
+	for (size_t i = n; i-- > 0;) {
+		if (!v[i].regular)
+			continue;
+		if ((size_t)snprintf(path, size, "%s/%s", dir, v[i].name) >= size) {
+			err = -ENAMETOOLONG;
+			break;
+		}
+		*writing = v[i].partial;
+		err = 0;
+		break;
+	}
+	free(v);
+	return err;
+}

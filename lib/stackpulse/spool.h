@@ -582,6 +582,13 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 			   struct sp_spool **out, struct sp_segments_read_stats *st);
 
 /*
+ * The newest segment of dir, as "dir/NAME", into path (size bytes): the one
+ * being written (*writing true: its .NAME.partial, renamed when finished),
+ * else the last published.  0, -SP_E_NO_SEGMENTS, -errno.
+ */
+int sp_segments_newest(const char *dir, char *path, size_t size, bool *writing);
+
+/*
  * Durations and sizes as perf's --switch-output spells them: a bare number
  * is seconds, or ends in s, m, h or d ("2.5", "30s", "10m", "1d"); a size
  * ends in B, K, M, G or T (powers of 1024: "500K", "2G").  Each is

@@ -132,4 +132,18 @@ partial=$(ls -a segs | grep '^\.stackpulse-.*\.partial$')
 "$SP" report --format=folded segs >killed.raw 2>killed.err || fail "report DIR after SIGKILL exited $?: $(head -c 300 killed.err)"
 grep -q "cut short" killed.err && ok "report names the cut segment: $(grep 'cut short' killed.err | head -1 | cut -c1-120)" ||
 	fail "report did not name the partial segment: $(cat killed.err)"
+
+# 5. report --follow DIR follows each segment as it is written, then the next.
+"$SP" record --segments fseg --segment 1 -d 3 -q -- "$WORKLOADS/chain4" -t 60 >/dev/null 2>&1 &
+track_pid $!
+i=0
+while ! ls -a fseg 2>/dev/null | grep -q '\.partial$' && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+with_timeout 30 "$SP" report --follow=0.3 --rows 2 fseg >follow.out 2>follow.err
+rc=$?
+followed=$(sed -n 's/^--- fseg\/\(.*\.partial\): .*/\1/p' follow.out | sort -u | wc -l)
+[ "$rc" = 0 ] && [ "$followed" -ge 2 ] && ok "report --follow DIR followed $followed segments in turn" ||
+	fail "report --follow DIR exited $rc after $followed segments: $(head -c 300 follow.err)"
 finish

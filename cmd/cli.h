@@ -45,6 +45,9 @@ struct sp_cli_record_args {
 	bool freq_given;
 	char **command;    /* argv of the command to launch, or NULL */
 	char cmdline[1024];
+	const char *segments_dir; /* record --segments DIR, or NULL */
+	struct sp_segments_opts segments; /* --segment, --retain */
+	bool segment_given, retain_given, output_given;
 };
 
 /*
@@ -119,6 +122,12 @@ extern const char *sp_cli_subcommand;
 
 /* Open -o FILE for writing (NULL or "-" means stdout).  NULL on error, reported. */
 FILE *sp_cli_open_output(const char *path);
+/*
+ * Open a spool, or a segment directory (record --segments) as one profile,
+ * reading only the segments that may hold [start_us, end_us) (wall clock,
+ * 0: open) and saying which were skipped and why.  0 or -errno / -SP_E_*.
+ */
+int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, struct sp_spool **out);
 /* What to add to an error creating an output: why a symlink or FIFO is refused; else "". */
 const char *sp_cli_output_hint(int err);
 /* Close an output from sp_cli_open_output, reporting write errors.  0 or SP_EXIT_FAILURE. */

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *sp_cli_subcommand = NULL;
@@ -104,6 +105,49 @@ void sp_cli_warn(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmessage("warning: ", fmt, ap);
 	va_end(ap);
+}
+
+static void segment_note(void *ctx, const char *name, enum sp_segment_note what, int err)
+{
+	const char *dir = ctx;
+	switch (what) {
+	case SP_SEGMENT_GROWING:
+		sp_cli_note("segment '%s/%s' is still being written: read as far as it is complete",
+			    dir, name);
+		break;
+	case SP_SEGMENT_CUT:
+		sp_cli_warn("segment '%s/%s' was cut short (a recorder killed while writing it): "
+			    "its intact prefix is read", dir, name);
+		break;
+	case SP_SEGMENT_DAMAGED:
+		sp_cli_warn("segment '%s/%s' skipped: %s", dir, name, sp_strerror(err));
+		break;
+	case SP_SEGMENT_VANISHED:
+		sp_cli_note("segment '%s/%s' was deleted (retention) while the directory was read: "
+			    "skipped", dir, name);
+		break;
+	case SP_SEGMENT_REFUSED:
+		sp_cli_warn("segment '%s/%s' skipped: not a regular file (a symlink, FIFO or "
+			    "device is never opened)", dir, name);
+		break;
+	}
+}
+
+int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, struct sp_spool **out)
+{
+	struct stat st;
+	if (stat(path, &st) || !S_ISDIR(st.st_mode))
+		return sp_spool_open(path, out);
+	struct sp_segments_read_opts o = {start_us, end_us, segment_note, (void *)path};
+	struct sp_segments_read_stats rs;
+	int err = sp_spool_open_segments(path, &o, out, &rs);
+	if (err == -SP_E_NO_SEGMENTS && rs.outside)
+		sp_cli_note("none of the %zu segments of '%s' lies in the --time window", rs.listed,
+			    path);
+	else if (!err && (rs.skipped || rs.outside))
+		sp_cli_note("read %zu of the %zu segments of '%s' (%zu skipped, %zu outside "
+			    "--time)", rs.read, rs.listed, path, rs.skipped, rs.outside);
+	return err;
 }
 
 FILE *sp_cli_open_output(const char *path)

@@ -23,6 +23,10 @@ enum {
 	OPT_STOP_ATTACH,
 	OPT_CALL_GRAPH,
 	OPT_OFF_CPU,
+	OPT_SEGMENTS,
+	OPT_SEGMENT,
+	OPT_RETAIN,
+	OPT_ROLLING,
 };
 
 static const struct argp_option common_options[] = {
@@ -80,6 +84,22 @@ static const struct argp_option record_options[] = {
 	{NULL, 0, NULL, 0, "Output:", 3},
 	{"output", 'o', "FILE", 0, "write the spool to FILE (default profile.spool)", 3},
 	{"quiet", 'q', NULL, 0, "print no summary", 3},
+	{"rolling", OPT_ROLLING, "SECONDS", 0,
+	 "flight recorder: keep only the last SECONDS of samples in memory and write "
+	 "nothing until SIGUSR2 (kill -USR2 PID) asks for a spool of them, named from -o "
+	 "and the time (profile-YYYYMMDDTHHMMSS.mmmZ.spool), recording on; Ctrl-C or the "
+	 "end writes the last one (units as --segment: 30s, 10m)", 3},
+	{"segments", OPT_SEGMENTS, "DIR", 0,
+	 "instead of one spool, write a new complete spool (a segment) into DIR every "
+	 "--segment, each renamed into place once finished; 'report DIR' reads them as one "
+	 "profile", 3},
+	{"segment", OPT_SEGMENT, "SECONDS|SIZE", 0,
+	 "with --segments, start a new segment after this long (a bare number is seconds, "
+	 "or 30s, 10m, 1h) or once it holds SIZE bytes (500K, 20M, 1G) (default 60s)", 3},
+	{"retain", OPT_RETAIN, "DURATION|SIZE", 0,
+	 "with --segments, delete the oldest segments this recording's layout wrote once "
+	 "they ended more than DURATION ago (3600, 10m, 1d) or while all together exceed "
+	 "SIZE (2G) (default: keep all)", 3},
 	{NULL, 0, NULL, 0, NULL, 0},
 };
 
@@ -301,6 +321,47 @@ static error_t parse_record(int key, char *arg, struct argp_state *state)
 		return 0;
 	case 'o':
 		a->output = arg;
+		a->output_given = true;
+		return 0;
+	case OPT_SEGMENTS:
+		if (!*arg)
+			argp_error(state, "--segments needs a directory");
+		a->segments_dir = arg;
+		return 0;
+	case OPT_SEGMENT:
+		if (sp_parse_duration_or_size(arg, &a->segments.segment_ns,
+					      &a->segments.segment_bytes))
+			argp_error(state, "invalid segment length '%.*s%s': seconds (2, 30s, 10m, 1h) "
+				   "or a size (500K, 20M, 1G)", SP_CLI_ECHO(arg));
+		if (a->segments.segment_ns && a->segments.segment_ns < 100000000)
+			argp_error(state, "segment length '%.*s%s' is under 0.1 s: segments end "
+				   "between drains, about every 100 ms", SP_CLI_ECHO(arg));
+		if (a->segments.segment_bytes && a->segments.segment_bytes < 4096)
+			argp_error(state, "segment size '%.*s%s' is under 4K", SP_CLI_ECHO(arg));
+		a->segment_given = true;
+		return 0;
+	case OPT_RETAIN:
+		if (sp_parse_duration_or_size(arg, &a->segments.retain_ns,
+					      &a->segments.retain_bytes))
+			argp_error(state, "invalid retention '%.*s%s': a duration (3600, 10m, 1d) "
+				   "or a size (500M, 2G)", SP_CLI_ECHO(arg));
+		a->retain_given = true;
+		return 0;
+	case OPT_ROLLING:
+		if (sp_parse_duration_ns(arg, &a->opts.rolling_ns) || a->opts.rolling_ns < 100000000)
+			argp_error(state, "invalid window '%.*s%s': seconds, at least 0.1 (30, 30s, 10m)",
+				   SP_CLI_ECHO(arg));
+		return 0;
+	case ARGP_KEY_END:
+		if (a->opts.rolling_ns && a->segments_dir)
+			argp_error(state, "--rolling keeps a window in memory, --segments writes "
+				   "everything: give one");
+		if ((a->segment_given || a->retain_given) && !a->segments_dir)
+			argp_error(state, "--segment and --retain go with --segments DIR");
+		if (a->segments_dir && a->output_given)
+			argp_error(state, "--segments writes into its DIR: give it or -o FILE, not both");
+		if (a->segments_dir && !a->segment_given)
+			a->segments.segment_ns = 60 * 1000000000ull;
 		return 0;
 	case 'q':
 		a->quiet = true;
@@ -339,6 +400,15 @@ static const struct argp argp = {
 	"with -p, 0 on success; 1 when recording fails, 2 on a usage error.",
 	record_children, NULL, NULL,
 };
+
+/* How many SIGUSR2 arrived: each asks a flight recorder (--rolling) for a snapshot. */
+static volatile sig_atomic_t snapshot_requests;
+
+static void on_snapshot_signal(int sig)
+{
+	(void)sig;
+	snapshot_requests++;
+}
 
 /* How many SIGINT/SIGTERM arrived: the first finishes, the second hurries the command. */
 static volatile sig_atomic_t stop_requested;
@@ -469,12 +539,13 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 }
 
 /* The summary of a finished recording, with what this process spent on it. */
-static void print_summary(const struct sp_cli_record_args *a, const struct sp_summary *s,
-			  enum sp_event_source source, bool counts_kernel_time, double elapsed)
+static void print_summary(const struct sp_cli_record_args *a, const char *path,
+			  const struct sp_summary *s, enum sp_event_source source,
+			  bool counts_kernel_time, double elapsed)
 {
 	struct sp_summary_text t = {
 		.subcommand = sp_cli_subcommand,
-		.spool_path = a->output,
+		.spool_path = path,
 		.elapsed_s = elapsed,
 		.source = source,
 		.counts_kernel_time = counts_kernel_time,
@@ -484,10 +555,16 @@ static void print_summary(const struct sp_cli_record_args *a, const struct sp_su
 		.cpu_list = a->cpu_list,
 		.cpu_s = -1,
 		.with_display = !strcmp(sp_cli_subcommand, "top"),
+		.samples_taken = a->opts.rolling_ns ? s->sample_events : 0,
 	};
 	struct stat st;
-	if (!stat(a->output, &st))
+	if (a->opts.segments) {
+		struct sp_segments_stats sst;
+		sp_segments_stats(a->opts.segments, &sst);
+		t.spool_bytes = sst.published_bytes;
+	} else if (!stat(path, &st)) {
 		t.spool_bytes = (uint64_t)st.st_size;
+	}
 	/* ru_maxrss is in KiB */
 	struct rusage ru;
 	if (!getrusage(RUSAGE_SELF, &ru)) {
@@ -553,6 +630,36 @@ static void describe_target(struct sp_cli_record_args *a)
 	if (a->npids > 1 && used + 32 < sizeof(a->cmdline))
 		snprintf(a->cmdline + used, sizeof(a->cmdline) - used, " (and %zu more process%s)",
 			 a->npids - 1, a->npids > 2 ? "es" : "");
+}
+
+/* --segments DIR cannot be used: why, and what to do. */
+static int segments_error(const char *dir, int err)
+{
+	const char *hint = "";
+	if (err == -SP_E_SEGMENT_DIR_SHARED)
+		hint = ": retention deletes files there, so it must be a directory of your own "
+		       "that no one else may write (mkdir -m 700 DIR)";
+	else if (err == -ENOTDIR)
+		hint = ": give a directory (not a symlink to one, nor a file)";
+	else if (err == -EACCES || err == -EPERM || err == -EROFS)
+		hint = ": choose a directory you may write";
+	else if (err == -ENOENT)
+		hint = ": its parent directory must exist";
+	return sp_cli_error("cannot record segments into '%s': %s%s", dir, sp_strerror(err), hint);
+}
+
+/* What a continuous recording left in its directory. */
+static void print_segments(const struct sp_segments *g)
+{
+	struct sp_segments_stats st;
+	sp_segments_stats(g, &st);
+	fprintf(stderr, "  segments: %" PRIu64 " written into '%s' (%.1f KiB), %" PRIu64
+		" deleted by --retain, %" PRIu64 " there now (%.1f KiB)\n",
+		st.published, sp_segments_dir(g), (double)st.published_bytes / 1024, st.deleted,
+		st.kept, (double)st.kept_bytes / 1024);
+	if (st.retention_error)
+		sp_cli_warn("retention could not delete an old segment: %s",
+			    sp_strerror(st.retention_error));
 }
 
 /* Can the spool be created?  Checked before a command starts or a process stops. */
@@ -627,6 +734,8 @@ int cmd_record(int argc, char **argv)
 /* The CLI's side of a recording session: the status line, a live view, messages, the summary. */
 struct cli_session {
 	const struct sp_cli_record_args *a;
+	unsigned snapshots;      /* written on SIGUSR2 */
+	sig_atomic_t snapshots_asked;
 	const struct sp_cli_live_hooks *live;
 	bool status_line;
 	uint64_t start_ns, next_status_ns;
@@ -647,9 +756,46 @@ static int session_started(void *ctx, struct sp_recorder *rec)
 	return c->live ? c->live->begin(c->live->ctx, rec) : 0;
 }
 
+/* A flight recorder's window and memory, after its last snapshot. */
+static void print_window(const struct sp_cli_record_args *a, const struct sp_recorder *rec,
+			 unsigned snapshots)
+{
+	uint64_t ring, samples, dict;
+	sp_recorder_window_memory(rec, &ring, &samples, &dict);
+	fprintf(stderr, "  flight recorder: the last %.1f s kept in memory, %" PRIu64 " samples "
+		"(ring %.1f KiB, dictionaries about %.1f KiB); %u snapshot%s on SIGUSR2 before "
+		"the last\n", (double)a->opts.rolling_ns / 1e9, samples, (double)ring / 1024,
+		(double)dict / 1024, snapshots, snapshots == 1 ? "" : "s");
+}
+
+/* SIGUSR2 asked a flight recorder for its window: write it, recording on. */
+static void take_snapshots(struct cli_session *c, struct sp_recorder *rec)
+{
+	sig_atomic_t asked = snapshot_requests;
+	if (asked == c->snapshots_asked)
+		return;
+	c->snapshots_asked = asked;
+	char path[4096];
+	struct sp_summary w;
+	int err = sp_recorder_snapshot(rec, path, sizeof(path), &w);
+	if (err) {
+		sp_cli_warn("cannot write a snapshot of the last %.1f s next to '%s': %s; "
+			    "recording goes on", (double)c->a->opts.rolling_ns / 1e9, c->a->output,
+			    sp_strerror(err));
+		return;
+	}
+	c->snapshots++;
+	if (c->status_line)
+		fputs("\r\033[K", stderr);
+	sp_cli_note("snapshot of the last %.1f s: '%s' (%" PRIu64 " samples)",
+		    (double)c->a->opts.rolling_ns / 1e9, path, w.samples);
+}
+
 static int session_drained(void *ctx, struct sp_recorder *rec, uint64_t now_ns)
 {
 	struct cli_session *c = ctx;
+	if (c->a->opts.rolling_ns)
+		take_snapshots(c, rec);
 	if (c->status_line && now_ns >= c->next_status_ns) {
 		print_status(rec, (double)(now_ns - c->start_ns) / 1e9);
 		c->next_status_ns = sp_monotonic_ns() + NS_PER_S;
@@ -667,11 +813,20 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 	/* the view's last refresh, with the trailer read; its screen gives way to the summary */
 	if (c->live)
 		c->live->end(c->live->ctx, rec);
+	struct sp_summary s = res->summary;
+	if (a->opts.rolling_ns) {
+		/* what the last snapshot holds, of all the samples taken */
+		uint64_t ring, dict;
+		sp_recorder_window_memory(rec, &ring, &s.samples, &dict);
+	}
 	if (res->error && res->end != SP_SESSION_DRAIN_FAILED)
 		spool_write_error(a->output, res->error, true);
 	else if (!res->error && !a->quiet)
-		print_summary(a, &res->summary, sp_recorder_event_source(rec),
+		print_summary(a, a->opts.rolling_ns ? sp_recorder_snapshot_path(rec) : a->output,
+			      &s, sp_recorder_event_source(rec),
 			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+	if (!res->error && !a->quiet && a->opts.rolling_ns)
+		print_window(a, rec, c->snapshots);
 	uint64_t maps_cut = sp_recorder_perf_maps_cut(rec);
 	if (maps_cut)
 		sp_cli_warn("%" PRIu64 " perf map%s read only to %s first 8 MiB (131072 lines) while "
@@ -755,7 +910,17 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	a.opts.command = a.cmdline;
 
 	/* Fail before anything starts, so a mistake never clobbers the last spool. */
-	err = output_error(a.output);
+	struct sp_segments *segs = NULL;
+	if (a.segments_dir) {
+		err = sp_segments_open(a.segments_dir, &a.segments, &segs);
+		if (err) {
+			free(a.pids);
+			return segments_error(a.segments_dir, err);
+		}
+		a.output = a.segments_dir;
+		a.opts.segments = segs;
+	}
+	err = segs ? 0 : output_error(a.output);
 	if (err) {
 		free(a.pids);
 		return sp_cli_error("cannot create spool '%s': %s%s", a.output, sp_strerror(err),
@@ -763,6 +928,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	}
 	if (a.command && (err = sp_command_runnable(a.command[0]))) {
 		sp_cli_error("cannot run '%s': %s", a.command[0], strerror(-err));
+		sp_segments_free(segs);
 		return err == -ENOENT ? 127 : 126;
 	}
 	/* perf would attach, and the spool would hold no sample: say why instead. */
@@ -771,6 +937,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 			sp_cli_error("cannot record pid %d: it is a kernel thread, which runs no "
 				     "user code and has no user stack to sample; -p takes user "
 				     "processes only", (int)a.pids[i]);
+			sp_segments_free(segs);
 			free(a.pids);
 			return SP_EXIT_FAILURE;
 		}
@@ -783,6 +950,7 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	if (a.realtime) {
 		struct sched_param sp = {.sched_priority = a.realtime};
 		if (sched_setscheduler(0, SCHED_FIFO | SCHED_RESET_ON_FORK, &sp)) {
+			sp_segments_free(segs);
 			free(a.pids);
 			return sp_cli_error("cannot use SCHED_FIFO priority %d (--realtime): %s; "
 					    "run as root or with CAP_SYS_NICE, or leave --realtime "
@@ -795,6 +963,11 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	if (a.opts.rolling_ns) {
+		struct sigaction su = {.sa_handler = on_snapshot_signal, .sa_flags = SA_RESTART};
+		sigemptyset(&su.sa_mask);
+		sigaction(SIGUSR2, &su, NULL);
+	}
 
 	a.opts.cpus = a.cpus;
 	a.opts.ncpus = a.ncpus;
@@ -823,6 +996,9 @@ int sp_cli_record_run(struct sp_cli_record_args *args, const struct sp_cli_live_
 		rc = err; /* the live view could not start */
 	else
 		rc = session_status(&a, &res);
+	if (segs && !err && !a.quiet)
+		print_segments(segs);
+	sp_segments_free(segs);
 	free(a.pids);
 	free(a.cpus);
 	return rc;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -68,6 +69,9 @@ struct report_args {
 	struct sp_report_opts report;
 	struct sp_symbolizer_opts sym;
 	int32_t pids[MAX_IDS], tids[MAX_IDS];
+	/* --time's sides given as wall-clock times (µs since the epoch), not seconds from the start */
+	bool wall_start, wall_end;
+	uint64_t wall_start_us, wall_end_us;
 };
 
 static const struct argp_option options[] = {
@@ -137,7 +141,8 @@ static const struct argp_option options[] = {
 	{"follow", OPT_FOLLOW, "SECONDS", OPTION_ARG_OPTIONAL,
 	 "follow a spool still being written: print a fresh table every SECONDS (default 1) "
 	 "with the last --window seconds' shares and those since the start (with "
-	 "--metric=off-cpu or wall, seconds of time), until the recording ends or Ctrl-C", 2},
+	 "--metric=off-cpu or wall, seconds of time), until the recording ends or Ctrl-C; of a "
+	 "segment directory, the segment being written, then the next", 2},
 	{"window", OPT_WINDOW, "SECONDS", 0, "with --follow, the sliding window of the first "
 					     "shares (default 5)", 2},
 	{"pid", OPT_PID, "PID[,PID...]", 0, "only samples of these processes", 4},
@@ -153,7 +158,10 @@ static const struct argp_option options[] = {
 	 "drop stacks through a function named FUNC (matched as --focus)", 4},
 	{"time", OPT_TIME, "START,END", 0,
 	 "only samples from START to END seconds after the recording started; either may "
-	 "be empty (e.g. '2,4', '5,' or ',1.5')", 4},
+	 "be empty (e.g. '2,4', '5,' or ',1.5'); or wall-clock times: ISO 8601 "
+	 "('2024-05-01T03:12:00', with Z or +HH:MM for a zone other than the local one), "
+	 "'HH:MM[:SS]' today, or '-10m' before now ('-10m,-5m', '03:10,03:15'); of a "
+	 "segment directory only the segments needed are read", 4},
 	{NULL, 0, NULL, 0, "perf's spellings, accepted:", 5},
 	{"input", 'i', "FILE", 0, "the spool to read, as the SPOOL argument", 5},
 	{"stdio", OPT_STDIO, NULL, 0, "text on standard output: the default here", 5},
@@ -244,19 +252,50 @@ static bool parse_seconds(const char *s, size_t len, uint64_t *ns)
 	return true;
 }
 
-static void parse_time(const char *arg, struct sp_report_filter *f, struct argp_state *state)
+/* One side of --time: seconds after the start, or a wall-clock time (*wall set). */
+static bool parse_time_side(const char *s, size_t len, uint64_t now_us, uint64_t *ns, bool *wall,
+			    uint64_t *wall_us)
 {
+	*wall = false;
+	if (parse_seconds(s, len, ns))
+		return true;
+	*wall = !sp_parse_wall_time_us(s, len, now_us, wall_us);
+	return *wall;
+}
+
+static void parse_time(const char *arg, struct report_args *a, struct argp_state *state)
+{
+	struct sp_report_filter *f = &a->report.filter;
 	const char *comma = strchr(arg, ',');
 	size_t n1 = comma ? (size_t)(comma - arg) : 0, n2 = comma ? strlen(comma + 1) : 0;
 	f->has_start = n1 > 0;
 	f->has_end = n2 > 0;
-	if (!comma || (!n1 && !n2) || (n1 && !parse_seconds(arg, n1, &f->start_ns)) ||
-	    (n2 && !parse_seconds(comma + 1, n2, &f->end_ns)))
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	uint64_t now_us = (uint64_t)now.tv_sec * 1000000 + (uint64_t)now.tv_nsec / 1000;
+	a->wall_start = a->wall_end = false;
+	if (!comma || (!n1 && !n2) ||
+	    (n1 && !parse_time_side(arg, n1, now_us, &f->start_ns, &a->wall_start,
+				    &a->wall_start_us)) ||
+	    (n2 && !parse_time_side(comma + 1, n2, now_us, &f->end_ns, &a->wall_end,
+				    &a->wall_end_us)))
 		argp_error(state, "invalid time window '%s': expected START,END in seconds after "
-			   "the recording started, one side may be empty (e.g. '2,4', '5,' or ',1.5')",
-			   arg);
-	if (n1 && n2 && f->end_ns <= f->start_ns)
+			   "the recording started, one side may be empty (e.g. '2,4', '5,' or ',1.5'), "
+			   "or wall-clock times (2024-05-01T03:12:00, 03:12, -10m)", arg);
+	if (n1 && n2 && a->wall_start == a->wall_end &&
+	    (a->wall_start ? a->wall_end_us <= a->wall_start_us : f->end_ns <= f->start_ns))
 		argp_error(state, "invalid time window '%s': END must be after START", arg);
+}
+
+/* --time's wall-clock sides as times after the start of spool s (the filter's clock). */
+static void place_wall_time(struct report_args *a, const struct sp_spool *s)
+{
+	uint64_t start_us = sp_spool_meta(s)->start_timestamp_us;
+	struct sp_report_filter *f = &a->report.filter;
+	if (a->wall_start)
+		f->start_ns = a->wall_start_us > start_us ? (a->wall_start_us - start_us) * 1000 : 0;
+	if (a->wall_end)
+		f->end_ns = a->wall_end_us > start_us ? (a->wall_end_us - start_us) * 1000 : 0;
 }
 
 static bool filter_given(const struct sp_report_filter *f)
@@ -439,7 +478,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		a->report.filter.exclude = arg;
 		break;
 	case OPT_TIME:
-		parse_time(arg, &a->report.filter, state);
+		parse_time(arg, a, state);
 		break;
 	case OPT_DIFF:
 		a->diff_path = arg;
@@ -562,13 +601,22 @@ static void warn_symbols(const struct sp_symbolizer *sym, const struct sp_symbol
 	sp_cli_warn_symbol_sources(&st, o);
 }
 
-/* Open a spool and its symbolizer, warning when it was cut short.  0 or SP_EXIT_FAILURE. */
-static int open_spool(const char *path, const struct sp_symbolizer_opts *so,
-		      struct sp_spool **spool, struct sp_symbolizer **sym)
+/*
+ * Open a spool (or a segment directory) and its symbolizer, warning when it
+ * was cut short, with --time's wall-clock sides placed on its timeline.
+ * 0 or SP_EXIT_FAILURE.
+ */
+static int open_spool(const char *path, struct report_args *a, struct sp_spool **spool,
+		      struct sp_symbolizer **sym)
 {
-	int err = sp_spool_open(path, spool);
+	const struct sp_symbolizer_opts *so = &a->sym;
+	int err = sp_cli_open_spool(path, a->wall_start ? a->wall_start_us : 0,
+				    a->wall_end ? a->wall_end_us : 0, spool);
+	if (err == -SP_E_NO_SEGMENTS)
+		return sp_cli_error("cannot read '%s': %s", path, sp_strerror(err));
 	if (err)
 		return sp_cli_error("cannot open spool '%s': %s", path, sp_strerror(err));
+	place_wall_time(a, *spool);
 	if (!sp_spool_summary(*spool) && sp_spool_is_growing(path))
 		sp_cli_note("spool '%s' is still being written (a recording is running): reporting "
 			    "the %zu samples written so far; --follow keeps up with it",
@@ -589,9 +637,9 @@ static int report_diff(struct report_args *a)
 	struct sp_spool *spool[2] = {NULL, NULL};
 	struct sp_symbolizer *sym[2] = {NULL, NULL};
 	FILE *out = NULL;
-	int rc = open_spool(a->diff_path, &a->sym, &spool[0], &sym[0]);
+	int rc = open_spool(a->diff_path, a, &spool[0], &sym[0]);
 	if (!rc)
-		rc = open_spool(a->spool_path, &a->sym, &spool[1], &sym[1]);
+		rc = open_spool(a->spool_path, a, &spool[1], &sym[1]);
 	if (!rc && !(out = sp_cli_open_output(a->output)))
 		rc = SP_EXIT_FAILURE;
 	if (!rc) {
@@ -766,6 +814,45 @@ out:
 	return rc;
 }
 
+/*
+ * report --follow DIR: the segment being written followed as a spool, then
+ * the next one, until no segment is being written (the recording ended) or
+ * Ctrl-C.  Each segment's table starts afresh, as the segment does.
+ */
+static int report_follow_dir(struct report_args *a)
+{
+	const char *dir = a->spool_path;
+	char path[4096], last[4096] = "";
+	struct timespec pause = {0, 200000000};
+	int rc = SP_EXIT_OK;
+	for (int idle = 0; !follow_stop;) {
+		bool writing = false;
+		int err = sp_segments_newest(dir, path, sizeof(path), &writing);
+		if (err && err != -SP_E_NO_SEGMENTS)
+			return sp_cli_error("cannot follow '%s': %s", dir, sp_strerror(err));
+		if (err || !strcmp(path, last) || !writing) {
+			/* between segments: the next one appears within a drain; else it is over */
+			if (++idle > 25 || (!err && !writing && !last[0])) {
+				if (!last[0])
+					return err ? sp_cli_error("cannot follow '%s': %s", dir, sp_strerror(err))
+						   : sp_cli_error("no segment of '%s' is being written: "
+								  "report it without --follow", dir);
+				break;
+			}
+			nanosleep(&pause, NULL);
+			continue;
+		}
+		idle = 0;
+		snprintf(last, sizeof(last), "%s", path);
+		a->spool_path = path;
+		rc = report_follow(a);
+		a->spool_path = dir;
+		if (rc)
+			break;
+	}
+	return rc;
+}
+
 /* perf report's options without a spelling here, and what stackpulse has instead. */
 static const struct sp_cli_spelling perf_spellings[] = {
 	{"--comms", "--comm NAME"},
@@ -802,13 +889,16 @@ int cmd_report(int argc, char **argv)
 	a.report.filter.tids = a.tids;
 	if (a.diff_path)
 		return report_diff(&a);
+	struct stat st;
+	if (a.follow_s && !stat(a.spool_path, &st) && S_ISDIR(st.st_mode))
+		return report_follow_dir(&a);
 	if (a.follow_s)
 		return report_follow(&a);
 
 	struct sp_spool *spool = NULL;
 	struct sp_symbolizer *sym = NULL;
 	FILE *out = NULL;
-	int rc = open_spool(a.spool_path, &a.sym, &spool, &sym);
+	int rc = open_spool(a.spool_path, &a, &spool, &sym);
 	if (rc)
 		goto out;
 	a.report.growing = !sp_spool_summary(spool) && sp_spool_is_growing(a.spool_path);

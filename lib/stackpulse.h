@@ -42,7 +42,10 @@ extern "C" {
 	X(BAD_CPU, "no such CPU online")                                        \
 	X(SPOOL_BUSY, "another recording is writing it")                      \
 	X(OUTPUT_NOT_OURS, "another user's file, which a private output "       \
-			   "neither enters nor can replace")
+			   "neither enters nor can replace")                      \
+	X(SEGMENT_DIR_SHARED, "other users may write in this directory, or "    \
+			      "another user owns it")                             \
+	X(NO_SEGMENTS, "no segment spools in this directory")
 
 enum sp_error {
 	SP_E_FIRST_ = 4096,

@@ -144,6 +144,12 @@ static int open_spool(struct sp_recorder *r, const char *path, const struct sp_r
 	r->spool_path = strdup(path);
 	if (!r->spool_path)
 		return -ENOMEM;
+	r->segments = opts->segments;
+	r->rolling = opts->rolling_ns != 0;
+	if (r->rolling)
+		return sp_spool_writer_open_rolling(&meta, opts->rolling_ns, &r->spool);
+	if (r->segments)
+		return sp_segments_begin(r->segments, &meta, &r->spool);
 	return sp_spool_writer_open(path, &meta, &r->spool);
 }
 

@@ -519,6 +519,9 @@ struct sp_recorder {
 	bool system_wide;       /* sp_recorder_attach_system: every process on the CPUs */
 	struct sp_start_snapshot *snapshot; /* system-wide: /proc at the start (start_snapshot.c) */
 	char *spool_path;       /* for sp_recorder_tail */
+	struct sp_segments *segments; /* record --segments: borrowed (sp_record_opts) */
+	bool rolling;                 /* record --rolling: the writer keeps a window */
+	char snapshot_path[4096];     /* the last snapshot written */
 	struct sp_tail *tail;   /* the tail following the spool, given images as it polls */
 	bool finished;
 	/* Samples that may have been taken inside an exec, held until it is known (sample.c). */

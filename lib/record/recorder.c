@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 static void on_mmap2(struct sp_recorder *r, const void *rec, size_t len)
@@ -243,6 +244,12 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 		sp_recorder_note_write(r, sp_spool_writer_flush(r->spool));
 	}
 	sp_recorder_evict_gone(r, now);
+	/* a segment ends after a whole drain: its samples up to now are in it */
+	if (r->segments && !r->write_error && sp_segments_due(r->segments, r->spool, now)) {
+		struct sp_summary total;
+		sp_recorder_summary(r, &total);
+		sp_recorder_note_write(r, sp_segments_rotate(r->segments, r->spool, &total, now));
+	}
 	if (!err && r->write_error)
 		return r->write_error;
 	return 0;
@@ -297,6 +304,45 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r)
 	return r->events.source;
 }
 
+/* The window into a new snapshot file; keep_open leaves it to the finish. */
+static int snapshot(struct sp_recorder *r, bool keep_open, struct sp_summary *window)
+{
+	struct timespec real;
+	clock_gettime(CLOCK_REALTIME, &real);
+	uint64_t now_us = (uint64_t)real.tv_sec * 1000000 + (uint64_t)real.tv_nsec / 1000;
+	int fd = sp_snapshot_create(r->spool_path, now_us, r->system_wide, r->snapshot_path,
+				    sizeof(r->snapshot_path));
+	if (fd < 0) {
+		r->snapshot_path[0] = '\0';
+		return fd;
+	}
+	return sp_spool_writer_snapshot(r->spool, fd, sp_monotonic_ns(), now_us, keep_open, window);
+}
+
+int sp_recorder_snapshot(struct sp_recorder *r, char *path, size_t size, struct sp_summary *window)
+{
+	struct sp_summary w;
+	if (!r || !r->rolling || r->finished)
+		return -SP_E_BAD_ARG;
+	int err = snapshot(r, false, window ? window : &w);
+	if (!err && path)
+		snprintf(path, size, "%s", r->snapshot_path);
+	return err;
+}
+
+const char *sp_recorder_snapshot_path(const struct sp_recorder *r)
+{
+	return r->snapshot_path;
+}
+
+void sp_recorder_window_memory(const struct sp_recorder *r, uint64_t *window_bytes,
+			       uint64_t *window_samples, uint64_t *dict_bytes)
+{
+	*window_bytes = *window_samples = *dict_bytes = 0;
+	if (r->rolling && r->spool)
+		sp_spool_writer_memory(r->spool, window_bytes, window_samples, dict_bytes);
+}
+
 int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 {
 	if (r->finished)
@@ -320,14 +366,21 @@ int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out)
 	sigaddset(&stop, SIGINT);
 	sigaddset(&stop, SIGTERM);
 	bool held = !pthread_sigmask(SIG_BLOCK, &stop, &old);
-	sp_recorder_store_replaced_images(r);
-	if (r->kept.n)
+	struct sp_summary window;
+	int serr = 0;
+	if (r->rolling)
+		serr = snapshot(r, true, &window);
+	if (!serr)
+		sp_recorder_store_replaced_images(r);
+	if (!serr && r->kept.n)
 		(void)sp_symbolize_perf_maps(r->spool, r->kept.pids, r->kept.fds, r->kept.n,
 					     &r->summary.container_perf_map_frames);
 	if (held)
 		pthread_sigmask(SIG_SETMASK, &old, NULL);
 	r->summary.error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
-	int ferr = sp_spool_writer_finish(r->spool, &r->summary);
+	int ferr = serr ? serr
+		   : r->segments ? sp_segments_finish(r->segments, r->spool, &r->summary)
+		   : sp_spool_writer_finish(r->spool, r->rolling ? &window : &r->summary);
 	if (out)
 		*out = r->summary;
 	return err ? err : ferr;

@@ -107,8 +107,13 @@ static int start_pids(const struct sp_session_opts *o, struct sp_session_result 
 	}
 	return 0;
 half_made:
-	/* A half-made recording is no use: leave no spool behind. */
-	unlink(o->spool_path);
+	/*
+	 * A half-made recording is no use: leave no spool behind (a segment
+	 * directory's partial file goes with its sp_segments; a flight recorder
+	 * wrote nothing, its path being only a template).
+	 */
+	if (!o->record.segments && !o->record.rolling_ns)
+		unlink(o->spool_path);
 	return err;
 }
 

@@ -36,9 +36,10 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 		double cpu = t->cpu_s, peak = t->peak_mib;
 		/* top's display (symbolizing, counting, drawing) runs in the same process */
 		const char *who = t->with_display ? "CPU (recording and display)" : "recorder CPU";
-		if (s->samples)
+		uint64_t taken = t->samples_taken ? t->samples_taken : s->samples;
+		if (taken)
 			fprintf(out, "  %s %.3f s (%.1f us per sample), %.1f MiB peak\n", who,
-				cpu, cpu * 1e6 / (double)s->samples, peak);
+				cpu, cpu * 1e6 / (double)taken, peak);
 		else
 			fprintf(out, "  %s %.3f s, %.1f MiB peak\n", who, cpu, peak);
 	}

@@ -9,7 +9,9 @@
  * (spool_symrec.c), following a spool as it is written (spool_tail.c),
  * stack expansion over the prefix tree (spool_stack.c), the names of the
  * sampling events, in perf's spelling (event_names.c), and the
- * record-by-record dump (spool_dump.c).
+ * record-by-record dump (spool_dump.c), segment directories: their layout,
+ * publication and retention (segments.c) and reading one as a spool
+ * (segment_read.c).
  * May call: util only.
  */
 #ifndef SP_SPOOL_H
@@ -353,7 +355,98 @@ void sp_tail_set_images(struct sp_tail *t, sp_tail_images_fn fn, void (*on_free)
 /* Module id's image (the tail takes fd, closing any earlier one).  0 or -ENOMEM (fd closed). */
 int sp_tail_put_image(struct sp_tail *t, uint32_t module_id, int fd);
 
-/* ---- writer extras for symbol records (spool_writer.c) ----------------- */
+/* ---- segment directories (segments.c) ---------------------------------- */
+
+/* The counters a SUMMARY record stores, besides its arrays: X(field) each (segments sum and split them). */
+#define SP_SUMMARY_COUNTERS(X)                                                 \
+	X(sample_events) X(samples) X(lost_events) X(missing_pid_samples)      \
+	X(missing_tid_samples) X(idle_tid_samples) X(missing_timestamp_samples) \
+	X(empty_stack_samples) X(truncated_frame_markers)                      \
+	X(ignored_user_callchain_frames) X(spliced_stacks) X(code_frames)      \
+	X(fp_frames)
+
+/* d's stored counters plus (or, subtract, minus: at least 0) s's, saturating. */
+void sp_summary_counters_add(struct sp_summary *d, const struct sp_summary *s, bool subtract);
+
+/* Room for a segment's final name and its NUL. */
+#define SP_SEGMENT_NAME_MAX 96
+
+/* One file of a segment directory's layout (sp_segment_list). */
+struct sp_segment_entry {
+	char name[SP_SEGMENT_NAME_MAX + 16];
+	uint64_t seq, start_ms; /* from the name: sequence, UTC start in ms since the epoch */
+	bool partial;           /* .NAME.partial: being written, or left by a killed recorder */
+	bool regular;           /* a regular file (lstat: a symlink is not) */
+	uint32_t uid;
+	uint64_t size;
+};
+
+/*
+ * Is name one of the layout's (stackpulse-YYYYMMDDTHHMMSS.mmmZ-SEQ.spool, or
+ * it as .NAME.partial)?  Its parts into the out-parameters.
+ */
+bool sp_segment_name_parse(const char *name, bool *partial, uint64_t *seq, uint64_t *start_ms);
+/* The layout's files in dirfd, by sequence (a partial after its final name).  0 or -errno. */
+int sp_segment_list(int dirfd, struct sp_segment_entry **out, size_t *n);
+
+/*
+ * Create a flight recorder's snapshot named from tmpl and the wall clock:
+ * "run.spool" gives "run-YYYYMMDDTHHMMSS.mmmZ.spool" (other names get the
+ * stamp appended), "-2" and so on when that exists; O_EXCL, no symlink
+ * followed, mode 0600 when private_file, else 0666 less the umask.  The
+ * name goes to path (size bytes).  The fd, or -errno.
+ */
+int sp_snapshot_create(const char *tmpl, uint64_t wall_us, bool private_file, char *path,
+		       size_t size);
+
+/* ---- writer extras: segments, symbol records (spool_writer.c) ---------- */
+
+/*
+ * A writer on fd (a new, empty file open for writing; the writer owns it from
+ * now on, closing it on failure too).  With segments, the writer keeps
+ * every module, frame, stack node, thread and process fact it is given and
+ * writes each into a file only when that file's first record needs it, under
+ * the file's own ids: sp_spool_writer_rotate then starts a new file that
+ * reports alone (docs/DESIGN.md, decision 13).  Callers hold the ids the
+ * writer returned, whatever file they land in.  0 or -errno.
+ */
+int sp_spool_writer_open_fd(int fd, const struct sp_spool_meta *meta, bool segments,
+			    struct sp_spool_writer **out);
+/*
+ * A flight recorder's writer (docs/DESIGN.md, decision 13): segment mode
+ * with no file; samples, off-CPU intervals and losses are kept in memory
+ * for the last window_ns (by their timestamps), exec and owner facts per
+ * process, until sp_spool_writer_snapshot writes them.  meta is copied.
+ * 0 or -errno.
+ */
+int sp_spool_writer_open_rolling(const struct sp_spool_meta *meta, uint64_t window_ns,
+				 struct sp_spool_writer **out);
+/*
+ * Write the window ending at now_ns (CLOCK_MONOTONIC; now_us the wall
+ * clock then) into fd (taken) as a complete spool: header (its start the
+ * window's), the dictionary records the window needs, its records, and a
+ * summary of its samples and losses (*window).  With keep_open the file
+ * stays the writer's for more records and sp_spool_writer_finish, else it
+ * is finished and the writer goes back to its window.  0 or -errno.
+ */
+int sp_spool_writer_snapshot(struct sp_spool_writer *w, int fd, uint64_t now_ns, uint64_t now_us,
+			     bool keep_open, struct sp_summary *window);
+/*
+ * A flight recorder's memory: the window's ring (bytes and samples in it)
+ * and, about, the dictionaries (modules, frames, stack nodes, threads).
+ */
+void sp_spool_writer_memory(const struct sp_spool_writer *w, uint64_t *window_bytes,
+			    uint64_t *window_samples, uint64_t *dict_bytes);
+/* The stack node (parent, frame), interned as sp_spool_writer_intern_stack's are.  0 or -errno. */
+int sp_spool_writer_intern_node(struct sp_spool_writer *w, uint32_t parent, uint32_t frame,
+				uint32_t *node);
+/*
+ * Segment mode: finish the current file with summary s (as
+ * sp_spool_writer_finish), then go on in fd (taken, closed on failure) with
+ * meta's header and empty dictionaries.  0 or -errno.
+ */
+int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_spool_meta *meta,
+			   const struct sp_summary *s);
 
 /* Append whole, already encoded records (sp_symenc_finish's output).  0 or -errno. */
 int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);

@@ -50,7 +50,79 @@ struct sp_spool_writer {
 	/* (pid << 32 | tid) -> index. */
 	struct sp_map thread_by_id;
 	uint32_t nthreads;
+
+	/* Segment mode (sp_spool_writer_open_fd): the dictionaries, re-emitted per file. */
+	struct wseg *seg;
+	/* Flight recorder (sp_spool_writer_open_rolling): the window's records, in memory. */
+	struct wroll *roll;
 };
+
+/*
+ * A writer in segment mode keeps every dictionary entry it interned (its
+ * global id is what callers hold) and writes one into the current file only
+ * when a record of that file first needs it, under the file's own id: each
+ * segment is a complete spool that reports alone (docs/DESIGN.md, decision 13).
+ */
+#define NOT_HERE UINT32_MAX
+
+struct wfact { /* what a segment re-states about a process */
+	int32_t pid;
+	bool has_owner, has_exec;
+	struct sp_owner owner;
+	struct sp_exec exec;
+	uint64_t gen; /* the segment that has them */
+};
+
+/*
+ * A record of the flight recorder's window, in the writer's ids (type
+ * SP_REC_SAMPLE, SP_REC_OFFCPU or SP_REC_LOST); written out by a snapshot.
+ */
+struct wevent {
+	uint64_t time;   /* the sample's, the interval's start, the loss's */
+	uint64_t value;  /* period, duration or lost count */
+	uint32_t thread, stack, flags;
+	uint8_t type;
+};
+
+struct wroll {
+	uint64_t window_ns;
+	struct wevent *ev; /* a ring: n events from head, oldest first */
+	size_t cap, head, n;
+	uint64_t newest; /* the latest time seen */
+	struct sp_spool_meta meta; /* strings owned below */
+	char *strs[3];
+};
+
+struct wseg {
+	uint64_t gen; /* segments begun */
+	struct sp_buf mod_bytes; /* every MODULE payload, back to back */
+	size_t *mod_off;
+	int32_t *mod_pid;
+	uint32_t *mod_len, *mod_here;
+	uint32_t *mod_same; /* a module's same_bytes_as (the first's id + 1 in the whole recording) */
+	size_t mods_cap;
+	uint32_t *frame_here;
+	size_t frames_cap;
+	uint32_t *node_parent, *node_frame, *node_here; /* by node id; 0 is the empty stack */
+	size_t nodes_cap;
+	int32_t *thr_pid, *thr_tid;
+	char **thr_name;
+	uint32_t *thr_here;
+	size_t thr_cap;
+	struct sp_map fact_by_pid;
+	struct wfact *facts;
+	size_t nfacts, facts_cap;
+	uint32_t *walk; /* nodes to write, leaf first */
+	size_t walk_cap;
+	/* counts in the current file */
+	uint32_t nmodules, nframes, nnodes, nthreads;
+};
+
+/* A flight recorder between snapshots: records go to its window, not to a file. */
+static bool idle(const struct sp_spool_writer *w)
+{
+	return w->roll && w->fd < 0;
+}
 
 /* Append one record (type, length, payload) to the buffer; flush past the threshold. */
 static int emit(struct sp_spool_writer *w, uint8_t type, const uint8_t *payload, size_t len)
@@ -73,6 +145,8 @@ static int emit(struct sp_spool_writer *w, uint8_t type, const uint8_t *payload,
 
 int sp_spool_writer_flush(struct sp_spool_writer *w)
 {
+	if (idle(w))
+		return 0;
 	if (w->err)
 		return w->err;
 	if (w->fd < 0)
@@ -92,6 +166,229 @@ int sp_spool_writer_flush(struct sp_spool_writer *w)
 	}
 	w->out.len = 0;
 	return 0;
+}
+
+/* ---- segment mode ---------------------------------------------------- */
+
+static int emit_frame(struct sp_spool_writer *w, const struct sp_frame *f, uint32_t file_module);
+static int emit_node(struct sp_spool_writer *w, uint32_t back, uint32_t frame);
+static int emit_thread(struct sp_spool_writer *w, int32_t pid, int32_t tid);
+static int emit_name(struct sp_spool_writer *w, uint32_t index, const char *name);
+static int emit_exec(struct sp_spool_writer *w, const struct sp_exec *e);
+static int emit_owner(struct sp_spool_writer *w, const struct sp_owner *o);
+
+static int seg_keep_module(struct sp_spool_writer *w, int32_t pid, const uint8_t *payload,
+			   size_t len, uint32_t same_bytes_as)
+{
+	struct wseg *g = w->seg;
+	size_t n = w->nmodules;
+	if (n >= g->mods_cap) {
+		size_t cap = g->mods_cap;
+		int err = SP_GROW(g->mod_off, n, cap);
+		cap = g->mods_cap;
+		err = err ? err : SP_GROW(g->mod_pid, n, cap);
+		cap = g->mods_cap;
+		err = err ? err : SP_GROW(g->mod_len, n, cap);
+		cap = g->mods_cap;
+		err = err ? err : SP_GROW(g->mod_here, n, cap);
+		cap = g->mods_cap;
+		err = err ? err : SP_GROW(g->mod_same, n, cap);
+		if (err)
+			return err;
+		g->mods_cap = cap;
+	}
+	g->mod_same[n] = same_bytes_as;
+	g->mod_off[n] = g->mod_bytes.len;
+	g->mod_len[n] = (uint32_t)len;
+	g->mod_pid[n] = pid;
+	g->mod_here[n] = NOT_HERE;
+	return sp_buf_append(&g->mod_bytes, payload, len);
+}
+
+static int seg_keep_node(struct sp_spool_writer *w, uint32_t node, uint32_t parent, uint32_t frame)
+{
+	struct wseg *g = w->seg;
+	if (node >= g->nodes_cap) {
+		size_t cap = g->nodes_cap;
+		int err = SP_GROW(g->node_parent, node, cap);
+		cap = g->nodes_cap;
+		err = err ? err : SP_GROW(g->node_frame, node, cap);
+		cap = g->nodes_cap;
+		err = err ? err : SP_GROW(g->node_here, node, cap);
+		if (err)
+			return err;
+		g->nodes_cap = cap;
+	}
+	g->node_parent[node] = parent;
+	g->node_frame[node] = frame;
+	g->node_here[node] = NOT_HERE;
+	return 0;
+}
+
+static int seg_keep_thread(struct sp_spool_writer *w, int32_t pid, int32_t tid)
+{
+	struct wseg *g = w->seg;
+	size_t n = w->nthreads;
+	if (n >= g->thr_cap) {
+		size_t cap = g->thr_cap;
+		int err = SP_GROW(g->thr_pid, n, cap);
+		cap = g->thr_cap;
+		err = err ? err : SP_GROW(g->thr_tid, n, cap);
+		cap = g->thr_cap;
+		err = err ? err : SP_GROW(g->thr_name, n, cap);
+		cap = g->thr_cap;
+		err = err ? err : SP_GROW(g->thr_here, n, cap);
+		if (err)
+			return err;
+		g->thr_cap = cap;
+	}
+	g->thr_pid[n] = pid;
+	g->thr_tid[n] = tid;
+	g->thr_name[n] = NULL;
+	g->thr_here[n] = NOT_HERE;
+	return 0;
+}
+
+/* pid's facts, restated in this file (its exec, its owner) the first time it needs them. */
+static int seg_fact(struct sp_spool_writer *w, int32_t pid, struct wfact **out)
+{
+	struct wseg *g = w->seg;
+	uint32_t i;
+	struct wfact *f;
+	if (sp_map_get(&g->fact_by_pid, (uint64_t)(uint32_t)pid, &i)) {
+		f = &g->facts[i];
+	} else {
+		int err = SP_GROW(g->facts, g->nfacts, g->facts_cap);
+		err = err ? err : sp_map_put(&g->fact_by_pid, (uint64_t)(uint32_t)pid,
+					     (uint32_t)g->nfacts);
+		if (err)
+			return err;
+		f = &g->facts[g->nfacts++];
+		memset(f, 0, sizeof(*f));
+		f->pid = pid;
+		f->gen = g->gen;
+	}
+	if (f->gen != g->gen && !idle(w)) {
+		f->gen = g->gen;
+		int err = f->has_exec ? emit_exec(w, &f->exec) : 0;
+		err = err ? err : f->has_owner ? emit_owner(w, &f->owner) : 0;
+		if (err)
+			return err;
+	}
+	if (out)
+		*out = f;
+	return 0;
+}
+
+static int seg_module(struct sp_spool_writer *w, uint32_t m, uint32_t *out)
+{
+	struct wseg *g = w->seg;
+	if (g->mod_here[m] == NOT_HERE) {
+		/*
+		 * A group of identical files is named by its first module's id in this file: the
+		 * first comes before it here too, and the stored payload gains the local id + 1.
+		 */
+		uint32_t first = 0;
+		int err = g->mod_same[m] ? seg_module(w, g->mod_same[m] - 1, &first) : 0;
+		err = err ? err : g->mod_pid[m] >= 0 ? seg_fact(w, g->mod_pid[m], NULL) : 0;
+		uint8_t *rec = err ? NULL : malloc(g->mod_len[m] + 10);
+		if (!err && !rec)
+			err = -ENOMEM;
+		if (!err) {
+			memcpy(rec, g->mod_bytes.data + g->mod_off[m], g->mod_len[m]);
+			uint8_t *end = g->mod_same[m] ? sp_enc_uvarint(rec + g->mod_len[m], first + 1)
+						      : rec + g->mod_len[m];
+			err = emit(w, SP_REC_MODULE, rec, (size_t)(end - rec));
+		}
+		free(rec);
+		if (err)
+			return err;
+		g->mod_here[m] = g->nmodules++;
+	}
+	*out = g->mod_here[m];
+	return 0;
+}
+
+static int seg_frame(struct sp_spool_writer *w, uint32_t id, uint32_t *out)
+{
+	struct wseg *g = w->seg;
+	if (g->frame_here[id] == NOT_HERE) {
+		const struct sp_frame *f = &w->frames[id].f;
+		uint32_t m = SP_NO_MODULE;
+		int err = f->module_id != SP_NO_MODULE ? seg_module(w, f->module_id, &m) : 0;
+		err = err ? err : emit_frame(w, f, m);
+		if (err)
+			return err;
+		g->frame_here[id] = g->nframes++;
+	}
+	*out = g->frame_here[id];
+	return 0;
+}
+
+/* Stack node id in this file, writing the nodes (and frames) it lacks, root first. */
+static int seg_stack(struct sp_spool_writer *w, uint32_t node, uint32_t *out)
+{
+	struct wseg *g = w->seg;
+	size_t n = 0;
+	for (uint32_t i = node; i && g->node_here[i] == NOT_HERE; i = g->node_parent[i]) {
+		int err = SP_GROW(g->walk, n, g->walk_cap);
+		if (err)
+			return err;
+		g->walk[n++] = i;
+	}
+	while (n--) {
+		uint32_t i = g->walk[n], parent = g->node_parent[i], frame;
+		uint32_t here_parent = parent ? g->node_here[parent] : 0;
+		int err = seg_frame(w, g->node_frame[i], &frame);
+		err = err ? err : emit_node(w, g->nnodes + 1 - here_parent, frame);
+		if (err)
+			return err;
+		g->node_here[i] = ++g->nnodes;
+	}
+	*out = node ? g->node_here[node] : 0;
+	return 0;
+}
+
+static int seg_thread(struct sp_spool_writer *w, uint32_t t, uint32_t *out)
+{
+	struct wseg *g = w->seg;
+	if (g->thr_here[t] == NOT_HERE) {
+		int err = seg_fact(w, g->thr_pid[t], NULL);
+		err = err ? err : emit_thread(w, g->thr_pid[t], g->thr_tid[t]);
+		if (err)
+			return err;
+		g->thr_here[t] = g->nthreads++;
+		if (g->thr_name[t] && (err = emit_name(w, g->thr_here[t], g->thr_name[t])))
+			return err;
+	}
+	*out = g->thr_here[t];
+	return 0;
+}
+
+static void seg_free(struct wseg *g, size_t nthreads)
+{
+	if (!g)
+		return;
+	sp_buf_release(&g->mod_bytes);
+	free(g->mod_off);
+	free(g->mod_pid);
+	free(g->mod_len);
+	free(g->mod_here);
+	free(g->mod_same);
+	free(g->frame_here);
+	free(g->node_parent);
+	free(g->node_frame);
+	free(g->node_here);
+	for (size_t i = 0; g->thr_name && i < nthreads; i++)
+		free(g->thr_name[i]);
+	free(g->thr_pid);
+	free(g->thr_tid);
+	free(g->thr_name);
+	free(g->thr_here);
+	sp_map_release(&g->fact_by_pid);
+	free(g->facts);
+	free(g->walk);
+	free(g);
 }
 
 int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len)
@@ -156,10 +453,25 @@ static int write_meta(struct sp_spool_writer *w, const struct sp_spool_meta *m)
 	return emit(w, SP_REC_META, w->rec.data, (size_t)(p - w->rec.data));
 }
 
-int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
-			 struct sp_spool_writer **out)
+/* The header and META record of a new file, flushed at once: a recorder killed then still leaves a valid spool. */
+static int begin_file(struct sp_spool_writer *w, const struct sp_spool_meta *meta)
 {
-	if (!path || !meta || !out)
+	w->last_timestamp_ns = meta->start_monotonic_ns;
+	w->last_period = meta->sample_period;
+	w->last_offcpu_ns = meta->start_monotonic_ns;
+	uint8_t header[SP_SPOOL_HEADER_LEN];
+	memcpy(header, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN);
+	header[SP_SPOOL_MAGIC_LEN] = SP_SPOOL_VERSION & 0xff;
+	header[SP_SPOOL_MAGIC_LEN + 1] = SP_SPOOL_VERSION >> 8;
+	int err = sp_buf_append(&w->out, header, sizeof(header));
+	err = err ? err : write_meta(w, meta);
+	return err ? err : sp_spool_writer_flush(w);
+}
+
+int sp_spool_writer_open_fd(int fd, const struct sp_spool_meta *meta, bool segments,
+			    struct sp_spool_writer **out)
+{
+	if (fd < 0 || !meta || !out)
 		return -SP_E_BAD_ARG;
 	struct sp_spool_writer *w = calloc(1, sizeof(*w));
 	if (!w)
@@ -169,9 +481,36 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	sp_map_init(&w->frame_by_hash);
 	sp_map_init(&w->stack_by_edge);
 	sp_map_init(&w->thread_by_id);
-	w->last_timestamp_ns = meta->start_monotonic_ns;
-	w->last_period = meta->sample_period;
-	w->last_offcpu_ns = meta->start_monotonic_ns;
+	w->fd = fd;
+	int err = 0;
+	if (segments) {
+		w->seg = calloc(1, sizeof(*w->seg));
+		if (!w->seg)
+			err = -ENOMEM;
+		else {
+			sp_buf_init(&w->seg->mod_bytes);
+			sp_map_init(&w->seg->fact_by_pid);
+			err = seg_keep_node(w, 0, 0, 0);
+			if (!err)
+				w->seg->node_here[0] = 0;
+		}
+	}
+	err = err ? err : begin_file(w, meta);
+	if (err) {
+		/* A failed open writes nothing more: the caller gets an error, not a spool. */
+		w->out.len = 0;
+		sp_spool_writer_free(w);
+		return err;
+	}
+	*out = w;
+	return 0;
+}
+
+int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
+			 struct sp_spool_writer **out)
+{
+	if (!path || !meta || !out)
+		return -SP_E_BAD_ARG;
 	/* Never through another user's symlink, never into a FIFO or device. */
 	/*
 	 * A system-wide spool shows every user's processes: its owner's alone,
@@ -182,31 +521,10 @@ int sp_spool_writer_open(const char *path, const struct sp_spool_meta *meta,
 	 * (sp_spool_is_growing), and a second recording into it is refused
 	 * before it truncates anything.
 	 */
-	w->fd = sp_output_create_locked(path, (meta->flags & SP_META_SYSTEM_WIDE) ? 0600 : 0666);
-	int err = w->fd < 0 ? w->fd : 0;
-	if (err)
-		goto fail;
-	uint8_t header[SP_SPOOL_HEADER_LEN];
-	memcpy(header, SP_SPOOL_MAGIC, SP_SPOOL_MAGIC_LEN);
-	header[SP_SPOOL_MAGIC_LEN] = SP_SPOOL_VERSION & 0xff;
-	header[SP_SPOOL_MAGIC_LEN + 1] = SP_SPOOL_VERSION >> 8;
-	err = sp_buf_append(&w->out, header, sizeof(header));
-	if (err)
-		goto fail;
-	err = write_meta(w, meta);
-	if (err)
-		goto fail;
-	/* Put the header on disk now: a recorder killed at once still leaves a valid spool. */
-	err = sp_spool_writer_flush(w);
-	if (err)
-		goto fail;
-	*out = w;
-	return 0;
-fail:
-	/* A failed open writes nothing more: the caller gets an error, not a spool. */
-	w->out.len = 0;
-	sp_spool_writer_free(w);
-	return err;
+	int fd = sp_output_create_locked(path, (meta->flags & SP_META_SYSTEM_WIDE) ? 0600 : 0666);
+	if (fd < 0)
+		return fd;
+	return sp_spool_writer_open_fd(fd, meta, false, out);
 }
 
 int sp_spool_writer_add_module(struct sp_spool_writer *w, const struct sp_module *m,
@@ -244,14 +562,38 @@ int sp_spool_writer_add_module(struct sp_spool_writer *w, const struct sp_module
 	p = sp_enc_uvarint(p, plen);
 	memcpy(p, path, plen);
 	p += plen;
-	if (m->same_bytes_as) /* appended: older readers ignore it */
-		p = sp_enc_uvarint(p, m->same_bytes_as);
-	err = emit(w, SP_REC_MODULE, w->rec.data, (size_t)(p - w->rec.data));
+	if (w->seg) /* its group's first is named when the module is written to a segment */
+		err = seg_keep_module(w, m->pid, w->rec.data, (size_t)(p - w->rec.data),
+				      m->same_bytes_as);
+	else {
+		if (m->same_bytes_as) /* appended: older readers ignore it */
+			p = sp_enc_uvarint(p, m->same_bytes_as);
+		err = emit(w, SP_REC_MODULE, w->rec.data, (size_t)(p - w->rec.data));
+	}
 	if (err)
 		return err;
 	w->module_base[w->nmodules] = m->start - m->file_offset;
 	*id = (uint32_t)w->nmodules++;
 	return 0;
+}
+
+/* A FRAME record of f, its module being the file's module file_module. */
+static int emit_frame(struct sp_spool_writer *w, const struct sp_frame *f, uint32_t file_module)
+{
+	/*
+	 * rel_ip is almost always abs_ip - start + file_offset (0 for frames
+	 * without a module), so store the difference from that: one byte.
+	 */
+	uint64_t expect = 0;
+	if (f->module_id != SP_NO_MODULE)
+		expect = f->abs_ip - w->module_base[f->module_id];
+	uint8_t rec[4 * SP_VARINT_MAX];
+	uint8_t *p = rec;
+	p = sp_enc_uvarint(p, f->module_id == SP_NO_MODULE ? 0 : (uint64_t)file_module + 1);
+	p = sp_enc_uvarint(p, f->mode);
+	p = sp_enc_uvarint(p, f->abs_ip);
+	p = sp_enc_svarint(p, (int64_t)(expect - f->rel_ip));
+	return emit(w, SP_REC_FRAME, rec, (size_t)(p - rec));
 }
 
 static uint64_t frame_hash(const struct sp_frame *f)
@@ -287,20 +629,13 @@ int sp_spool_writer_intern_frame(struct sp_spool_writer *w, const struct sp_fram
 	if (err)
 		return err;
 
-	/*
-	 * rel_ip is almost always abs_ip - start + file_offset (0 for frames
-	 * without a module), so store the difference from that: one byte.
-	 */
-	uint64_t expect = 0;
-	if (f->module_id != SP_NO_MODULE)
-		expect = f->abs_ip - w->module_base[f->module_id];
-	uint8_t rec[4 * SP_VARINT_MAX];
-	uint8_t *p = rec;
-	p = sp_enc_uvarint(p, f->module_id == SP_NO_MODULE ? 0 : (uint64_t)f->module_id + 1);
-	p = sp_enc_uvarint(p, f->mode);
-	p = sp_enc_uvarint(p, f->abs_ip);
-	p = sp_enc_svarint(p, (int64_t)(expect - f->rel_ip));
-	err = emit(w, SP_REC_FRAME, rec, (size_t)(p - rec));
+	if (w->seg) {
+		err = SP_GROW(w->seg->frame_here, w->nframes, w->seg->frames_cap);
+		if (!err)
+			w->seg->frame_here[w->nframes] = NOT_HERE;
+	} else {
+		err = emit_frame(w, f, f->module_id);
+	}
 	if (err)
 		return err;
 	uint32_t nid = (uint32_t)w->nframes++;
@@ -311,37 +646,58 @@ int sp_spool_writer_intern_frame(struct sp_spool_writer *w, const struct sp_fram
 	return sp_map_put(&w->frame_by_hash, h, nid);
 }
 
+/* A STACK record: the parent distance back nodes, the file's frame id. */
+static int emit_node(struct sp_spool_writer *w, uint32_t back, uint32_t frame)
+{
+	/* Parent as a backward distance: usually 1, as nodes are written root first. */
+	uint8_t rec[2 * SP_VARINT_MAX];
+	uint8_t *p = sp_enc_uvarint(rec, back);
+	p = sp_enc_uvarint(p, frame);
+	return emit(w, SP_REC_STACK, rec, (size_t)(p - rec));
+}
+
+int sp_spool_writer_intern_node(struct sp_spool_writer *w, uint32_t parent, uint32_t frame,
+				uint32_t *node)
+{
+	if (frame >= w->nframes || parent > w->nnodes)
+		return -SP_E_BAD_ARG;
+	uint64_t key = (uint64_t)parent << 32 | frame;
+	if (sp_map_get(&w->stack_by_edge, key, node))
+		return 0;
+	if (w->nnodes >= UINT32_MAX - 1)
+		return -EOVERFLOW;
+	uint32_t next = w->nnodes + 1;
+	int err = w->seg ? seg_keep_node(w, next, parent, frame) : emit_node(w, next - parent, frame);
+	if (err)
+		return err;
+	w->nnodes = next;
+	err = sp_map_put(&w->stack_by_edge, key, next);
+	if (err)
+		return err;
+	*node = next;
+	return 0;
+}
+
 int sp_spool_writer_intern_stack(struct sp_spool_writer *w, const uint32_t *frames,
 				 size_t n, uint32_t *stack_id)
 {
 	uint32_t node = 0;
 	/* Build from the root end so stacks sharing callers share nodes. */
 	for (size_t i = n; i-- > 0;) {
-		uint32_t frame = frames[i];
-		if (frame >= w->nframes)
-			return -SP_E_BAD_ARG;
-		uint64_t key = (uint64_t)node << 32 | frame;
-		uint32_t next;
-		if (!sp_map_get(&w->stack_by_edge, key, &next)) {
-			if (w->nnodes >= UINT32_MAX - 1)
-				return -EOVERFLOW;
-			next = w->nnodes + 1;
-			/* Parent as a backward distance: usually 1, as nodes are written root first. */
-			uint8_t rec[2 * SP_VARINT_MAX];
-			uint8_t *p = sp_enc_uvarint(rec, next - node);
-			p = sp_enc_uvarint(p, frame);
-			int err = emit(w, SP_REC_STACK, rec, (size_t)(p - rec));
-			if (err)
-				return err;
-			w->nnodes = next;
-			err = sp_map_put(&w->stack_by_edge, key, next);
-			if (err)
-				return err;
-		}
-		node = next;
+		int err = sp_spool_writer_intern_node(w, node, frames[i], &node);
+		if (err)
+			return err;
 	}
 	*stack_id = node;
 	return 0;
+}
+
+static int emit_thread(struct sp_spool_writer *w, int32_t pid, int32_t tid)
+{
+	uint8_t rec[2 * SP_VARINT_MAX];
+	uint8_t *p = sp_enc_svarint(rec, pid);
+	p = sp_enc_svarint(p, tid);
+	return emit(w, SP_REC_THREAD, rec, (size_t)(p - rec));
 }
 
 int sp_spool_writer_intern_thread(struct sp_spool_writer *w, int32_t pid, int32_t tid,
@@ -352,15 +708,14 @@ int sp_spool_writer_intern_thread(struct sp_spool_writer *w, int32_t pid, int32_
 		return 0;
 	if (w->nthreads >= UINT32_MAX - 1)
 		return -EOVERFLOW;
-	uint8_t rec[2 * SP_VARINT_MAX];
-	uint8_t *p = sp_enc_svarint(rec, pid);
-	p = sp_enc_svarint(p, tid);
-	int err = emit(w, SP_REC_THREAD, rec, (size_t)(p - rec));
+	int err = w->seg ? seg_keep_thread(w, pid, tid) : emit_thread(w, pid, tid);
 	if (err)
 		return err;
 	*index = w->nthreads++;
 	return sp_map_put(&w->thread_by_id, key, *index);
 }
+
+static int emit_name(struct sp_spool_writer *w, uint32_t index, const char *name);
 
 int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 				    const char *name)
@@ -368,6 +723,21 @@ int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 	if (index >= w->nthreads)
 		return -SP_E_BAD_ARG;
 	name = str_or_empty(name);
+	if (w->seg) {
+		char *copy = strdup(name);
+		if (!copy)
+			return -ENOMEM;
+		free(w->seg->thr_name[index]);
+		w->seg->thr_name[index] = copy;
+		if (w->seg->thr_here[index] == NOT_HERE)
+			return 0; /* written with the thread, when a record of this file needs it */
+		index = w->seg->thr_here[index];
+	}
+	return emit_name(w, index, name);
+}
+
+static int emit_name(struct sp_spool_writer *w, uint32_t index, const char *name)
+{
 	size_t n = strlen(name);
 	int err = sp_buf_reserve(&w->rec, 2 * SP_VARINT_MAX + n);
 	if (err)
@@ -385,12 +755,24 @@ int sp_spool_writer_append_sample(struct sp_spool_writer *w, uint32_t thread,
 	return sp_spool_writer_append_weighted_sample(w, thread, stack_id, timestamp_ns, 0);
 }
 
+static int roll_push(struct sp_spool_writer *w, const struct wevent *e);
+
 int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t thread,
 					   uint32_t stack_id, uint64_t timestamp_ns,
 					   uint64_t period)
 {
 	if (thread >= w->nthreads || stack_id > w->nnodes)
 		return -SP_E_BAD_ARG;
+	if (idle(w))
+		return roll_push(w, &(struct wevent){.time = timestamp_ns, .value = period,
+						     .thread = thread, .stack = stack_id,
+						     .type = SP_REC_SAMPLE});
+	if (w->seg) {
+		int err = seg_thread(w, thread, &thread);
+		err = err ? err : seg_stack(w, stack_id, &stack_id);
+		if (err)
+			return err;
+	}
 	uint8_t rec[4 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, thread);
 	p = sp_enc_uvarint(p, stack_id);
@@ -413,9 +795,20 @@ int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_off
 {
 	if (o->thread >= w->nthreads || o->stack_id > w->nnodes)
 		return -SP_E_BAD_ARG;
+	if (idle(w))
+		return roll_push(w, &(struct wevent){.time = o->start_ns, .value = o->duration_ns,
+						     .thread = o->thread, .stack = o->stack_id,
+						     .flags = o->flags, .type = SP_REC_OFFCPU});
+	uint32_t thread = o->thread, stack_id = o->stack_id;
+	if (w->seg) {
+		int err = seg_thread(w, thread, &thread);
+		err = err ? err : seg_stack(w, stack_id, &stack_id);
+		if (err)
+			return err;
+	}
 	uint8_t rec[5 * SP_VARINT_MAX];
-	uint8_t *p = sp_enc_uvarint(rec, o->thread);
-	p = sp_enc_uvarint(p, o->stack_id);
+	uint8_t *p = sp_enc_uvarint(rec, thread);
+	p = sp_enc_uvarint(p, stack_id);
 	p = sp_enc_svarint(p, (int64_t)(o->start_ns - w->last_offcpu_ns));
 	p = sp_enc_uvarint(p, o->duration_ns);
 	p = sp_enc_uvarint(p, o->flags);
@@ -427,6 +820,21 @@ int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_off
 
 int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec *e)
 {
+	if (w->seg) {
+		struct wfact *f;
+		int err = seg_fact(w, e->pid, &f);
+		if (err)
+			return err;
+		f->has_exec = true;
+		f->exec = *e;
+		if (idle(w))
+			return 0;
+	}
+	return emit_exec(w, e);
+}
+
+static int emit_exec(struct sp_spool_writer *w, const struct sp_exec *e)
+{
 	uint8_t rec[3 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, e->timestamp_ns);
 	p = sp_enc_svarint(p, e->pid);
@@ -435,6 +843,21 @@ int sp_spool_writer_append_exec(struct sp_spool_writer *w, const struct sp_exec 
 }
 
 int sp_spool_writer_append_owner(struct sp_spool_writer *w, const struct sp_owner *o)
+{
+	if (w->seg) {
+		struct wfact *f;
+		int err = seg_fact(w, o->pid, &f);
+		if (err)
+			return err;
+		f->has_owner = true;
+		f->owner = *o;
+		if (idle(w))
+			return 0;
+	}
+	return emit_owner(w, o);
+}
+
+static int emit_owner(struct sp_spool_writer *w, const struct sp_owner *o)
 {
 	uint8_t rec[3 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, o->timestamp_ns);
@@ -446,6 +869,9 @@ int sp_spool_writer_append_owner(struct sp_spool_writer *w, const struct sp_owne
 int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
 				uint64_t timestamp_ns)
 {
+	if (idle(w))
+		return roll_push(w, &(struct wevent){.time = timestamp_ns, .value = count,
+						     .type = SP_REC_LOST});
 	uint8_t rec[2 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, count);
 	p = sp_enc_uvarint(p, timestamp_ns);
@@ -498,10 +924,194 @@ int sp_spool_writer_finish(struct sp_spool_writer *w, const struct sp_summary *s
 	return err;
 }
 
+/* A new file: nothing of the dictionaries is in it yet. */
+static void seg_reset(struct sp_spool_writer *w)
+{
+	struct wseg *g = w->seg;
+	g->gen++;
+	g->nmodules = g->nframes = g->nnodes = g->nthreads = 0;
+	if (w->nmodules)
+		memset(g->mod_here, 0xff, w->nmodules * sizeof(*g->mod_here));
+	if (w->nframes)
+		memset(g->frame_here, 0xff, w->nframes * sizeof(*g->frame_here));
+	memset(g->node_here + 1, 0xff, w->nnodes * sizeof(*g->node_here));
+	if (w->nthreads)
+		memset(g->thr_here, 0xff, w->nthreads * sizeof(*g->thr_here));
+}
+
+/* ---- flight recorder ---------------------------------------------------- */
+
+/* Forget the window's events older than now - window (oldest first). */
+static void roll_evict(struct wroll *r, uint64_t now)
+{
+	while (r->n && r->ev[r->head].time + r->window_ns < now) {
+		r->head = (r->head + 1) % r->cap;
+		r->n--;
+	}
+}
+
+static int roll_push(struct sp_spool_writer *w, const struct wevent *e)
+{
+	struct wroll *r = w->roll;
+	if (e->time > r->newest && e->type != SP_REC_OFFCPU)
+		r->newest = e->time;
+	roll_evict(r, r->newest);
+	if (r->n == r->cap) {
+		size_t cap = r->cap ? r->cap * 2 : 1024;
+		struct wevent *v = malloc(cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		for (size_t i = 0; i < r->n; i++)
+			v[i] = r->ev[(r->head + i) % r->cap];
+		free(r->ev);
+		r->ev = v;
+		r->cap = cap;
+		r->head = 0;
+	}
+	r->ev[(r->head + r->n) % r->cap] = *e;
+	r->n++;
+	return 0;
+}
+
+static void roll_free(struct wroll *r)
+{
+	if (!r)
+		return;
+	free(r->ev);
+	for (size_t i = 0; i < SP_ARRAY_SIZE(r->strs); i++)
+		free(r->strs[i]);
+	free(r);
+}
+
+int sp_spool_writer_open_rolling(const struct sp_spool_meta *meta, uint64_t window_ns,
+				 struct sp_spool_writer **out)
+{
+	if (!meta || !out || !window_ns)
+		return -SP_E_BAD_ARG;
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct sp_spool_writer *w;
+	/* begins a file on /dev/null, which is then dropped: the writer holds no file */
+	int err = sp_spool_writer_open_fd(fd, meta, true, &w);
+	if (err)
+		return err;
+	w->out.len = 0;
+	close(w->fd);
+	w->fd = -1;
+	struct wroll *r = calloc(1, sizeof(*r));
+	const char *strs[] = {meta->command, meta->hostname, meta->kernel_release};
+	for (size_t i = 0; r && i < SP_ARRAY_SIZE(strs); i++)
+		if (!(r->strs[i] = strdup(strs[i] ? strs[i] : "")))
+			err = -ENOMEM;
+	if (!r || err) {
+		roll_free(r);
+		sp_spool_writer_free(w);
+		return -ENOMEM;
+	}
+	r->window_ns = window_ns;
+	r->meta = *meta;
+	r->meta.command = r->strs[0];
+	r->meta.hostname = r->strs[1];
+	r->meta.kernel_release = r->strs[2];
+	w->roll = r;
+	*out = w;
+	return 0;
+}
+
+int sp_spool_writer_snapshot(struct sp_spool_writer *w, int fd, uint64_t now_ns, uint64_t now_us,
+			     bool keep_open, struct sp_summary *window)
+{
+	struct wroll *r = w->roll;
+	if (!r || fd < 0 || w->fd >= 0 || !window) {
+		if (fd >= 0)
+			close(fd);
+		return -SP_E_BAD_ARG;
+	}
+	if (now_ns < r->newest)
+		now_ns = r->newest;
+	roll_evict(r, now_ns);
+	struct sp_spool_meta m = r->meta;
+	uint64_t start = now_ns - r->window_ns;
+	if (now_ns < r->window_ns || start < r->meta.start_monotonic_ns)
+		start = r->meta.start_monotonic_ns;
+	m.start_monotonic_ns = start;
+	m.start_timestamp_us = now_us - (now_ns - start) / 1000;
+	seg_reset(w);
+	w->fd = fd;
+	w->written = 0;
+	w->err = 0;
+	memset(window, 0, sizeof(*window));
+	int err = begin_file(w, &m);
+	for (size_t i = 0; i < r->n && !err; i++) {
+		const struct wevent *e = &r->ev[(r->head + i) % r->cap];
+		if (e->type == SP_REC_SAMPLE) {
+			err = sp_spool_writer_append_weighted_sample(w, e->thread, e->stack, e->time,
+								     e->value);
+			window->samples++;
+		} else if (e->type == SP_REC_OFFCPU) {
+			struct sp_offcpu o = {e->time, e->value, e->thread, e->stack, e->flags};
+			err = sp_spool_writer_append_offcpu(w, &o);
+		} else {
+			err = sp_spool_writer_append_lost(w, e->value, e->time);
+			window->lost_events = sp_u64_add_sat(window->lost_events, e->value);
+		}
+	}
+	window->sample_events = window->samples;
+	if (!err && keep_open)
+		return sp_spool_writer_flush(w);
+	if (!err)
+		err = sp_spool_writer_finish(w, window);
+	/* back to the window, whatever became of the file */
+	if (w->fd >= 0)
+		close(w->fd);
+	w->fd = -1;
+	w->out.len = 0;
+	w->err = 0;
+	return err;
+}
+
+void sp_spool_writer_memory(const struct sp_spool_writer *w, uint64_t *window_bytes,
+			    uint64_t *window_samples, uint64_t *dict_bytes)
+{
+	const struct wroll *r = w->roll;
+	const struct wseg *g = w->seg;
+	uint64_t n = 0;
+	for (size_t i = 0; r && i < r->n; i++)
+		n += r->ev[(r->head + i) % r->cap].type == SP_REC_SAMPLE;
+	*window_samples = n;
+	*window_bytes = r ? r->cap * sizeof(*r->ev) : 0;
+	/* the tables, at their capacity, and the maps at about 16 bytes an entry */
+	uint64_t d = w->frames_cap * sizeof(*w->frames) + w->modules_cap * sizeof(*w->module_base) +
+		     ((uint64_t)w->nframes + w->nnodes + w->nthreads) * 16;
+	if (g)
+		d += g->mod_bytes.cap + g->mods_cap * 24 + g->frames_cap * 4 + g->nodes_cap * 12 +
+		     g->thr_cap * 20 + g->facts_cap * sizeof(*g->facts);
+	*dict_bytes = d;
+}
+
+int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_spool_meta *meta,
+			   const struct sp_summary *s)
+{
+	if (!w->seg || fd < 0 || !meta)
+		return -SP_E_BAD_ARG;
+	int err = sp_spool_writer_finish(w, s);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	seg_reset(w);
+	w->fd = fd;
+	w->written = 0;
+	return begin_file(w, meta);
+}
+
 void sp_spool_writer_free(struct sp_spool_writer *w)
 {
 	if (!w)
 		return;
+	seg_free(w->seg, w->nthreads);
+	roll_free(w->roll);
 	if (w->fd >= 0) {
 		sp_spool_writer_flush(w);
 		close(w->fd);

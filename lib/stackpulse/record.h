@@ -59,6 +59,20 @@ struct sp_record_opts {
 	 * preempted one takes its last CPU sample's (SP_OFFCPU_SAMPLE_STACK).
 	 */
 	bool off_cpu;
+	/*
+	 * Write segments into this directory instead of one spool
+	 * (sp_segments_open; docs/DESIGN.md, decision 13): the recorder begins
+	 * the first, rotates when one is due after a drain, and finishes the
+	 * last.  Borrowed; it must outlive the recorder.  NULL: one spool.
+	 */
+	struct sp_segments *segments;
+	/*
+	 * Flight recorder (docs/DESIGN.md, decision 13): keep only the samples
+	 * of the last rolling_ns in memory and write nothing until
+	 * sp_recorder_snapshot, or the finish, writes the window as a spool
+	 * named from the spool path and the time.  0: record to the spool.
+	 */
+	uint64_t rolling_ns;
 };
 
 struct sp_recorder;
@@ -146,6 +160,25 @@ bool sp_recorder_process_is_active(const struct sp_recorder *r, pid_t pid);
  * The recorder is still to be freed with sp_recorder_free().
  */
 int sp_recorder_finish(struct sp_recorder *r, struct sp_summary *out);
+
+/*
+ * Flight recorder: write the window as a complete spool named from the
+ * spool path and the time now (sp_snapshot_create's form) without stopping;
+ * the name goes to path (size bytes), its samples and losses to *window
+ * (may be NULL).  0, -SP_E_BAD_ARG when not a flight recorder, or -errno.
+ * sp_recorder_finish writes the last one.
+ */
+int sp_recorder_snapshot(struct sp_recorder *r, char *path, size_t size,
+			 struct sp_summary *window);
+/* The last snapshot's path ("" before the first). */
+const char *sp_recorder_snapshot_path(const struct sp_recorder *r);
+/*
+ * A flight recorder's memory: its window's ring in bytes and the samples in
+ * it, and about how many bytes the dictionaries (modules, frames, stacks,
+ * threads) hold.  Zeros when not a flight recorder.
+ */
+void sp_recorder_window_memory(const struct sp_recorder *r, uint64_t *window_bytes,
+			       uint64_t *window_samples, uint64_t *dict_bytes);
 
 /* Release (without finishing: the spool keeps its flushed prefix). NULL ok. */
 void sp_recorder_free(struct sp_recorder *r);
@@ -387,6 +420,11 @@ struct sp_summary_text {
 	double cpu_s;                 /* the recording process's own CPU time, s; < 0: unknown, not shown */
 	double peak_mib;              /* its peak resident memory, MiB */
 	bool with_display;            /* a live view shared the process (top): its CPU is both */
+	/*
+	 * The samples the recorder's CPU went to, when not those written (a
+	 * flight recorder writes only its window's); 0: the samples written.
+	 */
+	uint64_t samples_taken;
 };
 
 /*

@@ -498,4 +498,133 @@ int sp_spool_dump_text(const struct sp_spool *s, FILE *out);
  */
 int sp_spool_dump_json(const struct sp_spool *s, FILE *out);
 
+
+/* ---------------------------------------------------------------------- */
+/* Segment directories: continuous recording (docs/DESIGN.md, decision 13) */
+/* (lib/spool/segments.c writes them, lib/spool/segment_read.c reads)      */
+
+/*
+ * A directory of segments: complete spools named
+ * stackpulse-YYYYMMDDTHHMMSSZ-SEQ.spool (the UTC start, then a sequence
+ * number that goes on across restarts), each written as
+ * .NAME.partial and renamed once finished, so an incomplete segment never
+ * has a final name.  Every segment holds the dictionary records its samples
+ * need and reports alone.
+ */
+struct sp_segments_opts {
+	uint64_t segment_ns;    /* a new segment after this long (0: by size alone) */
+	uint64_t segment_bytes; /* ... or once the segment holds this many bytes (0: by time alone) */
+	uint64_t retain_ns;     /* delete segments that ended more than this long ago; 0: keep */
+	uint64_t retain_bytes;  /* delete the oldest while all together exceed this; 0: keep */
+};
+
+struct sp_segments_stats {
+	uint64_t published;       /* segments finished and renamed by this recording */
+	uint64_t published_bytes; /* their bytes */
+	uint64_t deleted;         /* old segments retention deleted */
+	uint64_t kept, kept_bytes; /* published segments in the directory after the last retention */
+	int retention_error;      /* the last deletion that failed (-errno), else 0 */
+};
+
+struct sp_segments;
+
+/*
+ * Open (creating it, mode 0700, when missing: one level) the segment
+ * directory dir for a recording with o's rotation and retention.  The
+ * directory must be the caller's (or root's) and writable by no other user:
+ * retention deletes files in it.  The next segment takes the sequence after
+ * the highest found (a restart goes on).  Errors: -errno, -ENOTDIR,
+ * -SP_E_SEGMENT_DIR_SHARED, -SP_E_BAD_ARG (neither a time nor a size).
+ */
+int sp_segments_open(const char *dir, const struct sp_segments_opts *o, struct sp_segments **out);
+/*
+ * Create the first segment (.NAME.partial, O_EXCL, mode 0600 for a
+ * system-wide meta, else 0666 less the umask) and a writer in segment mode
+ * on it with meta (copied; its times name the segment).  0 or -errno.
+ */
+int sp_segments_begin(struct sp_segments *g, const struct sp_spool_meta *meta,
+		      struct sp_spool_writer **w);
+/* True when the segment being written has reached its time or size (now_ns: CLOCK_MONOTONIC). */
+bool sp_segments_due(const struct sp_segments *g, const struct sp_spool_writer *w, uint64_t now_ns);
+/*
+ * Finish the current segment with the counters gathered since it began
+ * (total: the recording's so far), publish it (rename), start the next, and
+ * apply retention.  0 or -errno (the writer's state: as
+ * sp_spool_writer_rotate).
+ */
+int sp_segments_rotate(struct sp_segments *g, struct sp_spool_writer *w,
+		       const struct sp_summary *total, uint64_t now_ns);
+/* Finish and publish the last segment (sp_spool_writer_finish), then retention.  0 or -errno. */
+int sp_segments_finish(struct sp_segments *g, struct sp_spool_writer *w,
+		       const struct sp_summary *total);
+void sp_segments_stats(const struct sp_segments *g, struct sp_segments_stats *out);
+/* The directory, as given. */
+const char *sp_segments_dir(const struct sp_segments *g);
+/* Free; a segment begun and never finished (a recording that failed to start) is removed.  NULL ok. */
+void sp_segments_free(struct sp_segments *g);
+
+/* What reading a segment directory met, segment by segment (struct sp_segments_read_opts.note). */
+enum sp_segment_note {
+	SP_SEGMENT_GROWING,  /* a segment being written: read as far as it is complete */
+	SP_SEGMENT_CUT,      /* a partial segment no recorder writes (one killed): its intact prefix */
+	SP_SEGMENT_DAMAGED,  /* unreadable or corrupt (err): skipped */
+	SP_SEGMENT_VANISHED, /* deleted (retention) between listing and reading: skipped */
+	SP_SEGMENT_REFUSED,  /* not a regular file (a symlink, FIFO): skipped */
+};
+
+struct sp_segments_read_opts {
+	/*
+	 * Wall-clock window, µs since the epoch (0: open): only segments that
+	 * may hold samples in [start_us, end_us) are read.
+	 */
+	uint64_t start_us, end_us;
+	void (*note)(void *ctx, const char *name, enum sp_segment_note what, int err);
+	void *ctx;
+};
+
+struct sp_segments_read_stats {
+	size_t listed;  /* segments in the directory (published and partial) */
+	size_t read;    /* read into the profile */
+	size_t skipped; /* damaged, vanished or refused */
+	size_t outside; /* left out by the time window */
+};
+
+/*
+ * Read the segments of dir, oldest first, as one spool: the modules, frames,
+ * stacks and threads of all merged (equal ones once), samples and intervals
+ * in order, timestamps on the first segment's clock (a segment of another
+ * boot is placed by its wall-clock start), summaries summed.  The header is
+ * the first segment's.  Each segment is opened without following symlinks
+ * and validated as sp_spool_open does.  Errors: -errno for dir,
+ * -SP_E_NO_SEGMENTS when none could be read (in the window).
+ */
+int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
+			   struct sp_spool **out, struct sp_segments_read_stats *st);
+
+/*
+ * The newest segment of dir, as "dir/NAME", into path (size bytes): the one
+ * being written (*writing true: its .NAME.partial, renamed when finished),
+ * else the last published.  0, -SP_E_NO_SEGMENTS, -errno.
+ */
+int sp_segments_newest(const char *dir, char *path, size_t size, bool *writing);
+
+/*
+ * Durations and sizes as perf's --switch-output spells them: a bare number
+ * is seconds, or ends in s, m, h or d ("2.5", "30s", "10m", "1d"); a size
+ * ends in B, K, M, G or T (powers of 1024: "500K", "2G").  Each is
+ * positive.  0 or -SP_E_BAD_ARG.  sp_parse_duration_or_size sets the one
+ * given, the other to 0.  (lib/util/units.c)
+ */
+int sp_parse_duration_ns(const char *s, uint64_t *ns);
+int sp_parse_size_bytes(const char *s, uint64_t *bytes);
+int sp_parse_duration_or_size(const char *s, uint64_t *ns, uint64_t *bytes);
+/*
+ * A wall-clock time, s[0, len), into µs since the epoch: "now", "-10m"
+ * (that long before now_us, units as above), ISO 8601
+ * "2024-05-01T03:12:00" with optional fractional seconds and a zone ("Z",
+ * "+02:00"; local time without one), a date alone (its midnight), or
+ * "HH:MM[:SS]" (today).  0 or -SP_E_BAD_ARG.
+ */
+int sp_parse_wall_time_us(const char *s, size_t len, uint64_t now_us, uint64_t *us);
+
 #endif

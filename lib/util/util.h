@@ -10,7 +10,8 @@
  * and Python runtime modules (module_path.c), a process's owner from /proc
  * (procfs.c), online CPUs, perf_event_paranoid, command lines and the PATH
  * search (sysinfo.c), the monotonic clock and re-read pacing (pace.c), opening only regular files in places others control
- * (open_regular.c), and the error table (errors.c).
+ * (open_regular.c), durations, sizes and wall-clock times as users type
+ * them (units.c), and the error table (errors.c).
  * May call: libc and libelf only, never another stage of lib/.
  */
 #ifndef SP_UTIL_H

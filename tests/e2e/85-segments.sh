@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: MIT
+# Continuous recording (docs/DESIGN.md, decision 13): record --segments writes complete
+# segment spools, renamed into place when finished, and --retain deletes the oldest;
+# report DIR reads them as one profile and --time picks the segments a window needs; a
+# recorder killed with SIGKILL leaves every published segment whole.
+. "$(dirname "$0")/lib.sh"
+need_stackpulse
+need_perf_events
+need_workload chain4
+
+# folded_sum FILES...: every stack's count summed over folded files, sorted.
+folded_sum() {
+	cat "$@" | awk '{ n = $NF; s = $0; sub(/[ \t]+[0-9]+[ \t]*$/, "", s); a[s] += n }
+		END { for (k in a) print k " " a[k] }' | sort
+}
+# published DIR: the final names of DIR's segments, oldest first.
+published() {
+	ls "$1" 2>/dev/null | grep -E '^stackpulse-[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9]+\.spool$'
+}
+# whole SPOOL: "1" when SPOOL reads to its end and has its summary trailer.
+whole() {
+	"$SP" dump "$1" 2>/dev/null | awk '/^summary / { s = 1 } /^truncated/ { t = 1 }
+		END { print (s && !t) ? 1 : 0 }'
+}
+# epoch NAME: a segment name's start as seconds since the epoch (ms precision).
+epoch() {
+	t=$(echo "$1" | sed -E 's/^stackpulse-([0-9]{4})([0-9]{2})([0-9]{2})T([0-9]{2})([0-9]{2})([0-9]{2})\.([0-9]{3})Z-.*/\1-\2-\3T\4:\5:\6.\7Z/')
+	date -u -d "$t" +%s.%3N
+}
+iso() {
+	date -u -d "@$1" +%Y-%m-%dT%H:%M:%S.%3NZ
+}
+
+# 1. Segments of 1 s kept for 4 s over 7 s of a busy program: never more than 5 final
+#    names (4 s of ended segments and the one just published), each whole when it appears.
+"$SP" record --segments segs --segment 1 --retain 4s -d 7 -- "$WORKLOADS/chain4" -t 60 \
+	>/dev/null 2>record.err &
+rec=$!
+track_pid "$rec"
+most=0
+bad=
+checked=" "
+while kill -0 "$rec" 2>/dev/null; do
+	names=$(published segs)
+	n=$(echo "$names" | grep -c . || true)
+	[ "$n" -gt "$most" ] && most=$n
+	for f in $names; do
+		case $checked in *" $f "*) continue ;; esac
+		# retention may delete it first: only a file still there counts
+		w=$(whole "segs/$f")
+		[ "$w" = 1 ] || [ ! -e "segs/$f" ] || bad="$bad $f"
+		checked="$checked$f "
+	done
+	sleep 0.2
+done
+wait "$rec"
+rc=$?
+[ "$rc" = 0 ] && ok "record --segments exited 0" || fail "record --segments exited $rc: $(head -c 300 record.err)"
+[ "$most" -le 5 ] && ok "at most $most segments there at once while recording (retention keeps 5)" ||
+	fail "$most segments there at once: retention of 4 s with 1 s segments keeps 5"
+seen=$(echo "$checked" | wc -w)
+[ "$seen" -ge 5 ] && ok "$seen segments published over 7 s" || fail "only $seen segments published over 7 s"
+[ -z "$bad" ] && ok "every segment under a final name was whole when it appeared ($seen checked)" ||
+	fail "segments under a final name without their trailer:$bad"
+ls -a segs | grep -q '\.partial$' && fail "a partial file is left after a clean end: $(ls -a segs)" ||
+	ok "no partial file left after the recording ended"
+grep -q 'segments: .* deleted by --retain' record.err && ok "the summary counts the segments" ||
+	fail "no segment line in record's summary: $(tail -3 record.err)"
+
+# 2. report DIR is the union of its segments.
+names=$(published segs)
+n=$(echo "$names" | grep -c .)
+for f in $names; do "$SP" report --format=folded "segs/$f" >"$f.folded" 2>/dev/null; done
+folded_sum ./*.folded >union.txt
+"$SP" report --format=folded segs >dir.raw 2>dir.err || fail "report DIR exited $?: $(head -c 300 dir.err)"
+folded_sum dir.raw >dir.txt
+total=$(awk '{ t += $NF } END { print t + 0 }' dir.txt)
+if [ "$total" -gt 0 ] && cmp -s union.txt dir.txt; then
+	ok "report DIR equals the sum of its $n segments' folded stacks ($total samples)"
+else
+	fail "report DIR ($total samples) differs from the sum of its $n segments: $(diff union.txt dir.txt | head -5)"
+fi
+set -- $(folded_share dir.raw ';level4$')
+share_at_least "report DIR:" 95 "$1" "$2" "samples in level4"
+
+# 3. --time over the second and third segments (wall clock) reads just those two.
+set -- $names
+if [ $# -ge 4 ]; then
+	s2=$(epoch "$2") s4=$(epoch "$4")
+	from=$(iso "$(awk -v t="$s2" 'BEGIN { printf "%.3f", t + 0.002 }')")
+	to=$(iso "$s4")
+	"$SP" report --format=folded --time "$from,$to" segs >win.raw 2>win.err ||
+		fail "report --time exited $?: $(head -c 300 win.err)"
+	grep -q "read 2 of the $n segments" win.err && ok "--time $from,$to read 2 of the $n segments" ||
+		fail "--time $from,$to: $(cat win.err)"
+	folded_sum "$2.folded" "$3.folded" >two.txt
+	want=$(awk '{ t += $NF } END { print t + 0 }' two.txt)
+	got=$(awk '{ t += $NF } END { print t + 0 }' win.raw)
+	info "--time window: $got samples, the two segments hold $want"
+	[ "$got" -le "$want" ] && [ "$(num_ge "$got" "$(awk -v w="$want" 'BEGIN { print w * 0.9 }')")" = 1 ] &&
+		ok "--time's samples are those of its two segments ($got of $want)" ||
+		fail "--time gave $got samples, its two segments hold $want"
+else
+	fail "only $# segments left to choose a window from"
+fi
+
+# 4. A restart goes on in the same directory; SIGKILL mid-segment leaves the published
+#    segments whole and the partial one named and read as far as it goes.
+last=$(published segs | tail -1 | sed -E 's/.*-0*([0-9]+)\.spool$/\1/')
+"$SP" record --segments segs --segment 1 -- "$WORKLOADS/chain4" -t 60 >/dev/null 2>kill.err &
+rec=$!
+track_pid "$rec"
+i=0
+while [ "$(published segs | wc -l)" -lt $((n + 2)) ] && [ $i -lt 100 ]; do
+	sleep 0.1
+	i=$((i + 1))
+done
+sleep 0.3
+kids=$(pgrep -P "$rec")
+kill -KILL "$rec"
+wait "$rec" 2>/dev/null
+for k in $kids; do kill -KILL "$k" 2>/dev/null; done
+first=$(published segs | sed -E 's/.*-0*([0-9]+)\.spool$/\1/' | awk -v l="$last" '$1 > l' | head -1)
+[ -n "$first" ] && [ "$first" -eq $((last + 1)) ] && ok "the restart went on with segment $first after $last" ||
+	fail "the restart's first segment is '$first', expected $((last + 1))"
+broken=
+for f in $(published segs); do [ "$(whole "segs/$f")" = 1 ] || broken="$broken $f"; done
+[ -z "$broken" ] && ok "after SIGKILL every published segment is whole" || fail "after SIGKILL, not whole:$broken"
+partial=$(ls -a segs | grep '^\.stackpulse-.*\.partial$')
+[ -n "$partial" ] && ok "the segment being written is left as '$partial'" ||
+	fail "no partial segment after SIGKILL: $(ls -a segs)"
+"$SP" report --format=folded segs >killed.raw 2>killed.err || fail "report DIR after SIGKILL exited $?: $(head -c 300 killed.err)"
+grep -q "cut short" killed.err && ok "report names the cut segment: $(grep 'cut short' killed.err | head -1 | cut -c1-120)" ||
+	fail "report did not name the partial segment: $(cat killed.err)"
+
+# 5. report --follow DIR follows each segment as it is written, then the next.
+"$SP" record --segments fseg --segment 1 -d 3 -q -- "$WORKLOADS/chain4" -t 60 >/dev/null 2>&1 &
+track_pid $!
+i=0
+while ! ls -a fseg 2>/dev/null | grep -q '\.partial$' && [ $i -lt 100 ]; do
+	sleep 0.05
+	i=$((i + 1))
+done
+with_timeout 30 "$SP" report --follow=0.3 --rows 2 fseg >follow.out 2>follow.err
+rc=$?
+followed=$(sed -n 's/^--- fseg\/\(.*\.partial\): .*/\1/p' follow.out | sort -u | wc -l)
+[ "$rc" = 0 ] && [ "$followed" -ge 2 ] && ok "report --follow DIR followed $followed segments in turn" ||
+	fail "report --follow DIR exited $rc after $followed segments: $(head -c 300 follow.err)"
+finish

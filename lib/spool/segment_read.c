@@ -178,8 +178,13 @@ static int merge_one(struct merge *g, const struct sp_spool *s)
 	uint32_t *tid = calloc(s->nthreads + 1, sizeof(*tid));
 	if (!mid || !fid || !nid || !tid)
 		err = -ENOMEM;
-	for (size_t i = 0; i < s->nmodules && !err; i++)
-		err = merge_module(g, &s->modules[i], &mid[i]);
+	for (size_t i = 0; i < s->nmodules && !err; i++) {
+		/* A group of identical files is named by its first's merged id (the first names itself). */
+		struct sp_module mod = s->modules[i];
+		uint32_t first = mod.same_bytes_as;
+		mod.same_bytes_as = first && first - 1 < i ? mid[first - 1] + 1 : 0;
+		err = merge_module(g, &mod, &mid[i]);
+	}
 	for (size_t i = 0; i < s->nframes && !err; i++) {
 		struct sp_frame f = s->frames[i];
 		if (f.module_id != SP_NO_MODULE)

@@ -7,6 +7,7 @@
 need_stackpulse
 need_perf_events
 need_workload chain4
+need_workload three_funcs
 
 # folded_sum FILES...: every stack's count summed over folded files, sorted.
 folded_sum() {
@@ -146,4 +147,25 @@ rc=$?
 followed=$(sed -n 's/^--- fseg\/\(.*\.partial\): .*/\1/p' follow.out | sort -u | wc -l)
 [ "$rc" = 0 ] && [ "$followed" -ge 2 ] && ok "report --follow DIR followed $followed segments in turn" ||
 	fail "report --follow DIR exited $rc after $followed segments: $(head -c 300 follow.err)"
+# 6. Copies of a program without a build-id are one module in each segment and in DIR: a
+# segment names a copy's first by the id that first has in that segment.
+if command -v objcopy >/dev/null 2>&1 &&
+	objcopy --remove-section .note.gnu.build-id "$WORKLOADS/three_funcs" nobid1 2>/dev/null; then
+	cp nobid1 nobid2
+	mkdir -m 700 cseg
+	"$SP" record --segments cseg --segment 1 -q -- sh -c "./nobid1 -n 1500 & sleep 0.3; ./nobid2 -n 1500 & wait" \
+		>/dev/null 2>cseg.err || fail "record --segments of two copies exited $?: $(head -c 300 cseg.err)"
+	"$SP" report --format=folded cseg >cseg.folded 2>cseg.rerr ||
+		fail "report DIR of two copies exited $?: $(head -c 300 cseg.rerr)"
+	one=$(grep 'compute_hash' cseg.folded | awk '{ n += $NF } END { print n + 0 }')
+	all=$(awk '{ n += $NF } END { print n + 0 }' cseg.folded)
+	rows=$("$SP" report --rows 20 --stacks 0 cseg 2>/dev/null | grep -c ' compute_hash ')
+	[ "$rows" = 1 ] && ok "the two copies' compute_hash is one row in report DIR" ||
+		fail "compute_hash shows in $rows rows of report DIR"
+	share_at_least 25 "$one" "$all" "DIR's samples in compute_hash"
+	n=$(published cseg | wc -l)
+	[ "$n" -ge 2 ] && ok "the copies ran across $n segments" || info "the copies fit in $n segment"
+else
+	skip "objcopy cannot remove the build-id here: copies without one not checked"
+fi
 finish

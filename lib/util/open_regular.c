@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,4 +311,52 @@ int sp_output_create(const char *path, unsigned int mode)
 int sp_output_create_locked(const char *path, unsigned int mode)
 {
 	return create_output(path, mode, true);
+}
+
+/* Untrusted, for the reason why gives (owner: uid to append, or -1). */
+static void distrust(struct sp_file_trust *t, const char *why, long long owner)
+{
+	t->untrusted = true;
+	if (owner >= 0)
+		snprintf(t->why, sizeof(t->why), "%s %lld", why, owner);
+	else
+		snprintf(t->why, sizeof(t->why), "%s", why);
+}
+
+void sp_file_trust(int fd, struct sp_file_trust *t)
+{
+	struct stat st, dst;
+	char link[64], path[PATH_MAX];
+	*t = (struct sp_file_trust){0};
+	if (fstat(fd, &st))
+		return distrust(t, "not to be checked (fstat failed)", -1);
+	if (st.st_uid != 0)
+		return distrust(t, "owned by uid", st.st_uid);
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return distrust(t, "writable by group or others", -1);
+	if (st.st_nlink == 0)
+		return;
+	/*
+	 * The directory by the path the kernel has for the file (symlinks
+	 * resolved), its last component not followed: another user who could
+	 * replace the file there, or put another one in its place later, makes
+	 * it theirs to influence.
+	 */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return distrust(t, "in a directory that cannot be checked", -1);
+	path[n] = '\0';
+	char *slash = strrchr(path, '/');
+	slash[slash == path ? 1 : 0] = '\0';
+	int dfd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool ok = dfd >= 0 && !fstat(dfd, &dst);
+	if (dfd >= 0)
+		close(dfd);
+	if (!ok)
+		return distrust(t, "in a directory that cannot be checked", -1);
+	if (dst.st_uid != 0)
+		return distrust(t, "in a directory owned by uid", dst.st_uid);
+	if (dst.st_mode & (S_IWGRP | S_IWOTH))
+		distrust(t, "in a directory writable by group or others", -1);
 }

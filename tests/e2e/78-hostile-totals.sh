@@ -198,15 +198,17 @@ kib=$(ru_field f.ru maxrss_kib)
 # 250 MiB: within every per-file bound and, two by two, within the 512 MiB of a
 # pass.  Before: report 2 GB and 7.7 s, the recorder 1,006 MB (it inflates
 # .debug_frame for CFI).  Files another user can influence now share 64 MiB a
-# pass; root's files in root's directories (above) keep 512 MiB.
+# pass; root's files in root's directories (above) keep 512 MiB.  And a fifth
+# library's 100 MiB debug-link candidate, another user's too, is not read for its
+# CRC: such candidates share 64 MiB a pass.
 HBOMB=$((250 << 20))
 mkdir -p hostile
 {
 	echo '#include <time.h>'
-	for i in 1 2 3 4; do echo "void hwork$i(unsigned long n);"; done
+	for i in 1 2 3 4 5; do echo "void hwork$i(unsigned long n);"; done
 	echo 'int main(void) { struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, &t0);'
 	echo ' do {'
-	for i in 1 2 3 4; do echo "  hwork$i(20000);"; done
+	for i in 1 2 3 4 5; do echo "  hwork$i(20000);"; done
 	echo '  clock_gettime(CLOCK_MONOTONIC, &t);'
 	echo ' } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < 0.5);'
 	echo ' return 0; }'
@@ -220,7 +222,13 @@ for i in 1 2 3 4; do
 		skip_all "cannot build hostile library $i: $(head -c 300 cc.err)"
 	rm -f hframe$i.so
 done
-cc -O1 -o hostile/hprog hmain.c -Lhostile -lhw1 -lhw2 -lhw3 -lhw4 -Wl,-rpath,'$ORIGIN' 2>cc.err ||
+# A fifth without a build-id, its debug link finding a sparse 100 MiB candidate (wrong CRC).
+printf 'volatile unsigned long hsink5;\n__attribute__((noinline)) void hwork5(unsigned long n)\n{ for (unsigned long i = 0; i < n; i++) hsink5 += i * 7; }\n' >hw5.c
+cc -shared -fPIC -O1 -g -Wl,--build-id=none -o hostile/libhw5.so hw5.c 2>cc.err &&
+	objcopy --only-keep-debug hostile/libhw5.so hostile/hw5.debug && strip -s hostile/libhw5.so &&
+	objcopy --add-gnu-debuglink=hostile/hw5.debug hostile/libhw5.so && rm -f hostile/hw5.debug &&
+	truncate -s 100M hostile/hw5.debug || skip_all "cannot build hostile library 5: $(head -c 300 cc.err)"
+cc -O1 -o hostile/hprog hmain.c -Lhostile -lhw1 -lhw2 -lhw3 -lhw4 -lhw5 -Wl,-rpath,'$ORIGIN' 2>cc.err ||
 	skip_all "cannot link the hostile program: $(head -c 300 cc.err)"
 chown -R 65534:65534 hostile || skip_all "cannot give the libraries to uid 65534"
 info "hostile libraries: $(wc -c hostile/libhw1.so | cut -d' ' -f1) bytes each"
@@ -240,6 +248,10 @@ bounded "report, another user's four libraries" 100 "$SP" report --format=folded
 grep -q "of those for the 64 MiB that files another user can influence.*(owned by uid 65534" b.err &&
 	ok "report says which budget skipped the sections, and why" ||
 	fail "report: no word of the small budget: $(grep -i inflat b.err | head -c 400)"
+grep -q "1 debug-link candidate not read" b.err &&
+	grep -q "1 of those for the 64 MiB of candidates another user can influence (the first owned by uid 65534)" b.err &&
+	ok "report left another user's 100 MiB debug-link candidate unread, and says why" ||
+	fail "report: no word of the candidate left unread: $(grep -i 'not read\|of those' b.err | head -c 400)"
 grep -q 'hwork1' b.out && ok "another user's libraries are still named (symbol tables)" ||
 	fail "hwork1 is missing: $(folded_top b.out 3)"
 

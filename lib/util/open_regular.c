@@ -313,29 +313,25 @@ int sp_output_create_locked(const char *path, unsigned int mode)
 	return create_output(path, mode, true);
 }
 
-/* Untrusted, for the reason why gives (owner: uid to append, or -1). */
-static void distrust(struct sp_file_trust *t, const char *why, long long owner)
-{
-	t->untrusted = true;
-	if (owner >= 0)
-		snprintf(t->why, sizeof(t->why), "%s %lld", why, owner);
-	else
-		snprintf(t->why, sizeof(t->why), "%s", why);
-}
-
-void sp_file_trust(int fd, struct sp_file_trust *t)
+/*
+ * Why another user can influence the file open on fd (*uid set to the owner
+ * to name, else -1), or NULL when no one but root can.
+ */
+static const char *untrusted_because(int fd, long long *uid)
 {
 	struct stat st, dst;
 	char link[64], path[PATH_MAX];
-	*t = (struct sp_file_trust){0};
+	*uid = -1;
 	if (fstat(fd, &st))
-		return distrust(t, "not to be checked (fstat failed)", -1);
-	if (st.st_uid != 0)
-		return distrust(t, "owned by uid", st.st_uid);
+		return "not to be checked (fstat failed)";
+	if (st.st_uid != 0) {
+		*uid = st.st_uid;
+		return "owned by uid";
+	}
 	if (st.st_mode & (S_IWGRP | S_IWOTH))
-		return distrust(t, "writable by group or others", -1);
+		return "writable by group or others";
 	if (st.st_nlink == 0)
-		return;
+		return NULL;
 	/*
 	 * The directory by the path the kernel has for the file (symlinks
 	 * resolved), its last component not followed: another user who could
@@ -345,7 +341,7 @@ void sp_file_trust(int fd, struct sp_file_trust *t)
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	ssize_t n = readlink(link, path, sizeof(path) - 1);
 	if (n <= 0 || path[0] != '/')
-		return distrust(t, "in a directory that cannot be checked", -1);
+		return "in a directory that cannot be checked";
 	path[n] = '\0';
 	char *slash = strrchr(path, '/');
 	slash[slash == path ? 1 : 0] = '\0';
@@ -354,9 +350,23 @@ void sp_file_trust(int fd, struct sp_file_trust *t)
 	if (dfd >= 0)
 		close(dfd);
 	if (!ok)
-		return distrust(t, "in a directory that cannot be checked", -1);
-	if (dst.st_uid != 0)
-		return distrust(t, "in a directory owned by uid", dst.st_uid);
+		return "in a directory that cannot be checked";
+	if (dst.st_uid != 0) {
+		*uid = dst.st_uid;
+		return "in a directory owned by uid";
+	}
 	if (dst.st_mode & (S_IWGRP | S_IWOTH))
-		distrust(t, "in a directory writable by group or others", -1);
+		return "in a directory writable by group or others";
+	return NULL;
+}
+
+void sp_file_trust(int fd, struct sp_file_trust *t)
+{
+	long long uid;
+	const char *why = untrusted_because(fd, &uid);
+	*t = (struct sp_file_trust){.untrusted = why != NULL};
+	if (why && uid >= 0)
+		snprintf(t->why, sizeof(t->why), "%s %lld", why, uid);
+	else if (why)
+		snprintf(t->why, sizeof(t->why), "%s", why);
 }

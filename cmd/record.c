@@ -844,6 +844,15 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 			    not_inflated == 1 ? "it claims" : "each claims",
 			    SP_INFLATE_SECTION_MAX >> 20, SP_INFLATE_RUN_MAX >> 20,
 			    not_inflated == 1 ? "its module was" : "their modules were");
+	const char *untrusted_file, *untrusted_why;
+	uint64_t untrusted = sp_recorder_sections_untrusted(rec, &untrusted_file, &untrusted_why);
+	if (untrusted)
+		sp_cli_warn("%" PRIu64 " of those for the %" PRIu64 " MiB that module files another "
+			    "user can influence may inflate together in a run, first '%s' (%s; "
+			    "root's files in root's directories have %" PRIu64 " MiB)",
+			    untrusted, SP_INFLATE_UNTRUSTED_RUN_MAX >> 20,
+			    untrusted_file ? untrusted_file : "?",
+			    untrusted_why ? untrusted_why : "?", SP_INFLATE_RUN_MAX >> 20);
 }
 
 static void session_notice(void *ctx, enum sp_session_notice what, pid_t pid, int err)

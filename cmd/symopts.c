@@ -133,6 +133,14 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->sections_over_run_budget,
 			    st->sections_not_inflated == 1 ? "is" : "are",
 			    st->sections_not_inflated == 1 ? "it" : "they");
+	if (st->sections_over_untrusted_budget)
+		sp_cli_warn("%" PRIu64 " of those for the %" PRIu64 " MiB that files another user "
+			    "can influence may inflate together in a run, first in '%s' (%s; root's "
+			    "files in root's directories have %" PRIu64 " MiB)",
+			    st->sections_over_untrusted_budget, SP_INFLATE_UNTRUSTED_RUN_MAX >> 20,
+			    st->section_untrusted_file ? st->section_untrusted_file : "?",
+			    st->section_untrusted_why ? st->section_untrusted_why : "?",
+			    SP_INFLATE_RUN_MAX >> 20);
 	if (st->cache_size_invalid)
 		sp_cli_warn("STACKPULSE_CACHE_SIZE '%s' not understood (bytes, or a number with K, M, "
 			    "G or T): the cache is kept within %" PRIu64 " MiB", st->cache_size_invalid,
@@ -156,4 +164,9 @@ void sp_cli_warn_symbol_sources(const struct sp_symbolizer_stats *st,
 			    st->debug_files_over_crc_budget,
 			    st->debug_files_over_crc_budget == 1 ? "" : "s",
 			    SP_DEBUGLINK_CRC_RUN_MAX >> 20);
+	if (st->debug_files_over_untrusted_crc_budget)
+		sp_cli_warn("%" PRIu64 " of those for the %" PRIu64 " MiB of candidates another user "
+			    "can influence (the first %s)", st->debug_files_over_untrusted_crc_budget,
+			    SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX >> 20,
+			    st->debug_file_untrusted_why ? st->debug_file_untrusted_why : "?");
 }

@@ -224,7 +224,12 @@ struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f)
 	struct sp_modfile *owner = f->cfi_owner ? f->cfi_owner : f;
 	if (!owner->cfi_tried) {
 		owner->cfi_tried = true;
-		if (!owner->info_ok || sp_cfi_table_new(owner->elf, &owner->inflate, &owner->cfi))
+		/* Another user's file draws on the smaller budget (SP_INFLATE_UNTRUSTED_RUN_MAX). */
+		struct sp_file_trust trust;
+		if (owner->info_ok)
+			sp_file_trust(owner->fd, &trust);
+		if (!owner->info_ok ||
+		    sp_cfi_table_new(owner->elf, &trust, &owner->inflate, &owner->cfi))
 			owner->cfi = NULL;
 	}
 	return owner->cfi;

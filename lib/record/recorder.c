@@ -294,6 +294,24 @@ uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const ch
 	return n;
 }
 
+uint64_t sp_recorder_sections_untrusted(const struct sp_recorder *r, const char **first,
+					const char **why)
+{
+	uint64_t n = 0;
+	const struct sp_modfile *found = NULL;
+	for (size_t i = 0; i < r->files.nfiles; i++) {
+		const struct sp_modfile *f = r->files.files[i];
+		if (f->inflate.over_untrusted && !found)
+			found = f;
+		n += f->inflate.over_untrusted;
+	}
+	if (first)
+		*first = found ? found->path : NULL;
+	if (why)
+		*why = found ? found->inflate.untrusted_why : NULL;
+	return n;
+}
+
 bool sp_recorder_counts_kernel_time(const struct sp_recorder *r)
 {
 	return !r->events.kernel_denied;

@@ -48,6 +48,8 @@ static int load(struct sp_ann_image *img, const struct sp_module *m, int fd, con
 {
 	struct stat st;
 	Elf *elf = NULL;
+	struct sp_file_trust trust;
+	sp_file_trust(fd, &trust);
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    !(elf = elf_begin(fd, ELF_C_READ_MMAP, NULL)) || sp_elf_info_read(elf, &img->info)) {
 		*why = "not a readable ELF file";
@@ -76,7 +78,7 @@ static int load(struct sp_ann_image *img, const struct sp_module *m, int fd, con
 	struct sp_inflate_stats ist;
 	img->elf = dwfl_module_getelf(img->mod, &bias);
 	/* Compressed sections past stackpulse.h's inflation bounds are hidden from libdw. */
-	if (!img->elf || sp_elf_bound_inflation(img->elf, NULL, &ist)) {
+	if (!img->elf || sp_elf_bound_inflation(img->elf, NULL, &trust, &ist)) {
 		*why = "malformed ELF file";
 		fd = -1; /* libdwfl's */
 		goto fail;

@@ -137,6 +137,15 @@ enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
  */
 uint64_t sp_recorder_sections_not_inflated(const struct sp_recorder *r, const char **first);
 /*
+ * Of those, the sections left unread for SP_INFLATE_UNTRUSTED_RUN_MAX alone:
+ * module files another user can influence (owned by a user other than root,
+ * or in a directory such a user can write).  *first and *why (may be NULL)
+ * get the first such file's path and the reason ("owned by uid 1000"),
+ * borrowed from r, or NULL.
+ */
+uint64_t sp_recorder_sections_untrusted(const struct sp_recorder *r, const char **first,
+					const char **why);
+/*
  * Targets' perf maps read only to their first 8 MiB (or 131,072 lines)
  * while recording, because they grew past that: memory per process stays
  * bounded and re-reading never starves the recorder; the JIT functions past

@@ -288,6 +288,19 @@ void sp_symbolizer_free(struct sp_symbolizer *sym);
 #define SP_INFLATE_RUN_MAX ((uint64_t)512 << 20)
 #define SP_INFLATE_PROCESS_MAX ((uint64_t)1 << 30)
 /*
+ * A file another user can influence (owned by a user other than root,
+ * writable by group or others, or in a directory that is not root's or that
+ * group or others can write: sp_file_trust) draws on a smaller budget as
+ * well: all such files of a pass inflate at most SP_INFLATE_UNTRUSTED_RUN_MAX
+ * together, and such debug-link candidates are read at most
+ * SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX together.  Root's files in root's
+ * directories (distribution debug files, which can be large) keep the full
+ * budgets; four libraries of another user claiming 250 MiB each no longer
+ * cost a report or a recording half a gigabyte.
+ */
+#define SP_INFLATE_UNTRUSTED_RUN_MAX ((uint64_t)64 << 20)
+#define SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX ((uint64_t)64 << 20)
+/*
  * MiniDebugInfo (.gnu_debugdata: an xz-compressed ELF file holding only a
  * symbol table, which libdwfl unpacks whole for a stripped module): xz's
  * sizes are claims its decoder checks only at the end, so the section is
@@ -345,6 +358,12 @@ struct sp_symbolizer_stats {
 	/* Of those, refused unread: past what was left of SP_DEBUGLINK_CRC_RUN_MAX (this symbolizer) or SP_DEBUGLINK_CRC_PROCESS_MAX. */
 	uint64_t debug_files_over_crc_budget;
 	/*
+	 * Of those, refused for SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX (candidates
+	 * another user can influence), and why the first was such (sp_file_trust).
+	 */
+	uint64_t debug_files_over_untrusted_crc_budget;
+	const char *debug_file_untrusted_why;
+	/*
 	 * Compressed sections of module and debug files skipped, never
 	 * inflated: over SP_INFLATE_SECTION_MAX, SP_INFLATE_FILE_MAX or what
 	 * was left of SP_INFLATE_RUN_MAX (names, inline chains or lines they
@@ -353,6 +372,12 @@ struct sp_symbolizer_stats {
 	 */
 	uint64_t sections_not_inflated, sections_over_run_budget;
 	const char *section_not_inflated_file;
+	/*
+	 * Of those, skipped for SP_INFLATE_UNTRUSTED_RUN_MAX (files another user
+	 * can influence), the first such file and why (sp_file_trust), or NULL.
+	 */
+	uint64_t sections_over_untrusted_budget;
+	const char *section_untrusted_file, *section_untrusted_why;
 	/*
 	 * The cache's size bound in bytes (cache_max_bytes, STACKPULSE_CACHE_SIZE
 	 * or SP_CACHE_DEFAULT_MAX); cache_size_invalid is STACKPULSE_CACHE_SIZE

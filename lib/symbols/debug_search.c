@@ -23,6 +23,14 @@ void sp_sym_note_not_inflated(struct elf_names *names, const struct sp_inflate_s
 	uint32_t n = ist->over_limit;
 	names->stats->sections_not_inflated += n;
 	names->stats->sections_over_run_budget += ist->over_run;
+	names->stats->sections_over_untrusted_budget += ist->over_untrusted;
+	if (ist->over_untrusted && path && !names->stats->section_untrusted_file) {
+		names->stats->section_untrusted_file = sp_arena_strndup(names->strings, path,
+									strlen(path));
+		names->stats->section_untrusted_why =
+			sp_arena_strndup(names->strings, ist->untrusted_why,
+					 strlen(ist->untrusted_why));
+	}
 	if (n && path && !names->stats->section_not_inflated_file)
 		names->stats->section_not_inflated_file = sp_arena_strndup(names->strings, path,
 									 strlen(path));

@@ -220,7 +220,9 @@ int sp_debug_cache_open(const char *cache_dir, uint64_t cache_max, const uint8_t
 	if (elf_kind(in) != ELF_K_ELF)
 		goto out;
 	/* Nothing past the bounds may reach libdw: hidden here, so left out of any copy. */
-	if (sp_elf_bound_inflation(in, NULL, &out->inflate)) {
+	struct sp_file_trust trust;
+	sp_file_trust(fd, &trust);
+	if (sp_elf_bound_inflation(in, NULL, &trust, &out->inflate)) {
 		out->refused = true;
 		goto out;
 	}

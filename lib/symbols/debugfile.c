@@ -35,15 +35,31 @@
  */
 static uint64_t crc_read;
 
-/* Take size bytes from the CRC budgets: false, and nothing taken, when they do not fit. */
-static bool take_crc_budget(uint64_t size)
+/*
+ * Take size bytes from the CRC budgets (and, for a candidate another user
+ * can influence, from SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX): false, and nothing
+ * taken, when they do not fit.
+ */
+static bool take_crc_budget(uint64_t size, const struct sp_file_trust *trust)
 {
 	struct sp_budget_account *a = sp_budget_charged();
+	if (trust->untrusted && !sp_budget_take(&a->crc_read_untrusted,
+						SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX, size, true)) {
+		__atomic_add_fetch(&a->crc_refused_untrusted, 1, __ATOMIC_RELAXED);
+		/* The first refusal's reason, written once whatever the threads. */
+		if (!__atomic_exchange_n(&a->crc_why_set, 1, __ATOMIC_RELAXED))
+			snprintf(a->crc_untrusted_why, sizeof(a->crc_untrusted_why), "%s",
+				 trust->why);
+		__atomic_add_fetch(&a->crc_refused, 1, __ATOMIC_RELAXED);
+		return false;
+	}
 	if (sp_budget_take(&a->crc_read, SP_DEBUGLINK_CRC_RUN_MAX, size, true)) {
 		if (sp_budget_take(&crc_read, SP_DEBUGLINK_CRC_PROCESS_MAX, size, true))
 			return true;
 		__atomic_sub_fetch(&a->crc_read, size, __ATOMIC_RELAXED);
 	}
+	if (trust->untrusted)
+		__atomic_sub_fetch(&a->crc_read_untrusted, size, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&a->crc_refused, 1, __ATOMIC_RELAXED);
 	return false;
 }
@@ -107,8 +123,11 @@ bool sp_debug_file_matches(const struct sp_debug_query *q, int fd)
 	}
 	/* Without a build-id only the debug link's CRC can tell. */
 	uint32_t crc;
+	struct sp_file_trust trust;
+	if (q->debuglink && st.st_size <= DEBUGLINK_CRC_MAX)
+		sp_file_trust(fd, &trust);
 	return q->debuglink && st.st_size <= DEBUGLINK_CRC_MAX &&
-	       take_crc_budget((uint64_t)st.st_size) &&
+	       take_crc_budget((uint64_t)st.st_size, &trust) &&
 	       file_crc32(fd, (uint64_t)st.st_size, &crc) && crc == q->debuglink_crc;
 }
 

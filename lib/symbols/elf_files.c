@@ -61,6 +61,9 @@ static uint8_t open_image(struct elf_names *names, struct file_entry *f, int fd)
 	struct stat st;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		goto close_fd;
+	/* Another user's file draws on the smaller budget (SP_INFLATE_UNTRUSTED_RUN_MAX). */
+	struct sp_file_trust trust;
+	sp_file_trust(fd, &trust);
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf)
 		goto close_fd;
@@ -71,7 +74,7 @@ static uint8_t open_image(struct elf_names *names, struct file_entry *f, int fd)
 	 * the inflation bounds is not used.  Processes map ET_EXEC and ET_DYN.
 	 */
 	struct sp_inflate_stats ist;
-	if (!err && (sp_elf_bound_inflation_probe(elf, NULL, &ist) ||
+	if (!err && (sp_elf_bound_inflation_probe(elf, NULL, &trust, &ist) ||
 		     (f->info.e_type == ET_REL && ist.over_limit)))
 		err = -SP_E_ELF_MALFORMED;
 	f->own_dwarf = !err && has_debug_info(elf);
@@ -116,7 +119,7 @@ static uint8_t open_image(struct elf_names *names, struct file_entry *f, int fd)
 	 */
 	Dwarf_Addr bias;
 	Elf *main = dwfl_module_getelf(f->mod, &bias);
-	if (!main || sp_elf_bound_inflation(main, NULL, &ist)) {
+	if (!main || sp_elf_bound_inflation(main, NULL, &trust, &ist)) {
 		dwfl_end(f->dwfl);
 		f->dwfl = NULL;
 		f->mod = NULL;

@@ -204,6 +204,9 @@ void sp_symbolizer_stats(const struct sp_symbolizer *sym, struct sp_symbolizer_s
 {
 	*out = sym->stats;
 	out->debug_files_over_crc_budget = sym->elf.budget.crc_refused;
+	out->debug_files_over_untrusted_crc_budget = sym->elf.budget.crc_refused_untrusted;
+	out->debug_file_untrusted_why = sym->elf.budget.crc_refused_untrusted
+						? sym->elf.budget.crc_untrusted_why : NULL;
 	sp_stack_cache_add_stats(sym->stacks, out);
 }
 

@@ -240,7 +240,8 @@ bool sp_cfi_table_rewrites_ra(const struct sp_cfi_table *t, uint64_t svma)
 	return false;
 }
 
-int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_table **out)
+int sp_cfi_table_new(Elf *elf, const struct sp_file_trust *trust, struct sp_inflate_stats *skipped,
+		     struct sp_cfi_table **out)
 {
 	struct sp_cfi_table *t;
 	struct sp_inflate_stats unused;
@@ -268,7 +269,7 @@ int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_t
 	 * (compressed by clang -gz, legitimately) is inflated only within
 	 * SP_INFLATE_SECTION_MAX.  When hiding fails, .debug_frame goes unread.
 	 */
-	if (!sp_elf_bound_inflation(elf, frame_section, skipped) &&
+	if (!sp_elf_bound_inflation(elf, frame_section, trust, skipped) &&
 	    (has_section(elf, ".debug_frame") || has_section(elf, ".zdebug_frame"))) {
 		t->dw = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
 		if (t->dw)

@@ -157,7 +157,7 @@ static int build_table(struct jd_table *t, const uint8_t *eh, size_t len, uint64
 	sp_elf_init();
 	Elf *elf = elf_memory((char *)img, total);
 	struct sp_cfi_table *cfi = NULL;
-	if (!elf || sp_cfi_table_new(elf, NULL, &cfi)) {
+	if (!elf || sp_cfi_table_new(elf, NULL, NULL, &cfi)) {
 		if (elf)
 			elf_end(elf);
 		free(img);

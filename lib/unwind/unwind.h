@@ -49,12 +49,15 @@ struct sp_cfi_table;
  * Build a lazily compiled rule table over elf's .eh_frame (and .debug_frame
  * when present).  The table keeps elf borrowed: elf must outlive it.  No
  * other compressed section of elf is ever inflated, and .debug_frame only
- * within SP_INFLATE_SECTION_MAX: the others are hidden in elf's section
+ * within SP_INFLATE_SECTION_MAX (and SP_INFLATE_UNTRUSTED_RUN_MAX when trust,
+ * which may be NULL for root's own, says another user can influence the
+ * file): the others are hidden in elf's section
  * headers (sp_elf_bound_inflation, in memory only), and *skipped (may be
  * NULL) counts a .debug_frame left unread for its size (over_limit), even
  * on failure.  Returns -SP_E_NO_CFI when the file has no usable CFI at all.
  */
-int sp_cfi_table_new(Elf *elf, struct sp_inflate_stats *skipped, struct sp_cfi_table **out);
+int sp_cfi_table_new(Elf *elf, const struct sp_file_trust *trust, struct sp_inflate_stats *skipped,
+		     struct sp_cfi_table **out);
 void sp_cfi_table_free(struct sp_cfi_table *t);
 
 /*

@@ -19,6 +19,7 @@
 
 #include <errno.h>
 #include <lzma.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -157,6 +158,8 @@ void sp_budget_account_renew(struct sp_budget_account *a)
 {
 	__atomic_store_n(&a->inflated, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&a->crc_read, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->inflated_untrusted, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&a->crc_read_untrusted, 0, __ATOMIC_RELAXED);
 }
 
 void sp_budget_account_release(struct sp_budget_account *a)
@@ -165,20 +168,34 @@ void sp_budget_account_release(struct sp_budget_account *a)
 	__atomic_sub_fetch(&run_inflated, held, __ATOMIC_RELAXED);
 }
 
-/* Take size from the pass's and the process's inflation budgets, or from neither. */
-static bool take_inflation(uint64_t size, bool take)
+/*
+ * Take size from the pass's and the process's inflation budgets, and for a
+ * file another user can influence from the pass's SP_INFLATE_UNTRUSTED_RUN_MAX
+ * too, or from none: INFLATE_OK, or the budget that refused it.
+ */
+enum { INFLATE_OK, INFLATE_OVER_RUN, INFLATE_OVER_UNTRUSTED };
+static int take_inflation(uint64_t size, bool take, bool untrusted)
 {
 	struct sp_budget_account *a = sp_budget_charged();
-	if (!sp_budget_take(&a->inflated, SP_INFLATE_RUN_MAX, size, take))
-		return false;
-	if (!sp_budget_take(&run_inflated, SP_INFLATE_PROCESS_MAX, size, take)) {
+	if (untrusted &&
+	    !sp_budget_take(&a->inflated_untrusted, SP_INFLATE_UNTRUSTED_RUN_MAX, size, take))
+		return INFLATE_OVER_UNTRUSTED;
+	int r = INFLATE_OK;
+	if (!sp_budget_take(&a->inflated, SP_INFLATE_RUN_MAX, size, take)) {
+		r = INFLATE_OVER_RUN;
+	} else if (!sp_budget_take(&run_inflated, SP_INFLATE_PROCESS_MAX, size, take)) {
 		if (take)
 			__atomic_sub_fetch(&a->inflated, size, __ATOMIC_RELAXED);
-		return false;
+		r = INFLATE_OVER_RUN;
+	}
+	if (r != INFLATE_OK) {
+		if (untrusted && take)
+			__atomic_sub_fetch(&a->inflated_untrusted, size, __ATOMIC_RELAXED);
+		return r;
 	}
 	if (take)
 		__atomic_add_fetch(&a->held, size, __ATOMIC_RELAXED);
-	return true;
+	return INFLATE_OK;
 }
 
 bool sp_budget_take(uint64_t *used, uint64_t max, uint64_t size, bool take)
@@ -200,8 +217,10 @@ uint64_t sp_elf_inflate_run_used(void)
 }
 
 static int bound_inflation(Elf *elf, bool (*want)(const char *name),
-			   struct sp_inflate_stats *st, bool take)
+			   const struct sp_file_trust *trust, struct sp_inflate_stats *st,
+			   bool take)
 {
+	bool untrusted = trust && trust->untrusted;
 	*st = (struct sp_inflate_stats){0};
 	size_t shstrndx;
 	if (elf_kind(elf) != ELF_K_ELF)
@@ -212,6 +231,7 @@ static int bound_inflation(Elf *elf, bool (*want)(const char *name),
 	Elf_Scn *scn = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		uint64_t size;
+		int over;
 		GElf_Shdr sh;
 		const char *name = gelf_getshdr(scn, &sh) && shstrndx != SIZE_MAX
 					   ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
@@ -229,10 +249,16 @@ static int bound_inflation(Elf *elf, bool (*want)(const char *name),
 			keep = false;
 			st->over_limit++;
 			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
-		} else if (!take_inflation(size, take)) {
+		} else if ((over = take_inflation(size, take, untrusted)) != INFLATE_OK) {
 			keep = false;
 			st->over_limit++;
-			st->over_run++;
+			if (over == INFLATE_OVER_UNTRUSTED) {
+				st->over_untrusted++;
+				snprintf(st->untrusted_why, sizeof(st->untrusted_why), "%s",
+					 trust->why);
+			} else {
+				st->over_run++;
+			}
 			st->over_limit_bytes = sp_u64_add_sat(st->over_limit_bytes, size);
 		} else {
 			st->kept++;
@@ -246,13 +272,13 @@ static int bound_inflation(Elf *elf, bool (*want)(const char *name),
 }
 
 int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
-			   struct sp_inflate_stats *st)
+			   const struct sp_file_trust *trust, struct sp_inflate_stats *st)
 {
-	return bound_inflation(elf, want, st, true);
+	return bound_inflation(elf, want, trust, st, true);
 }
 
 int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
-				 struct sp_inflate_stats *st)
+				 const struct sp_file_trust *trust, struct sp_inflate_stats *st)
 {
-	return bound_inflation(elf, want, st, false);
+	return bound_inflation(elf, want, trust, st, false);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -310,4 +311,62 @@ int sp_output_create(const char *path, unsigned int mode)
 int sp_output_create_locked(const char *path, unsigned int mode)
 {
 	return create_output(path, mode, true);
+}
+
+/*
+ * Why another user can influence the file open on fd (*uid set to the owner
+ * to name, else -1), or NULL when no one but root can.
+ */
+static const char *untrusted_because(int fd, long long *uid)
+{
+	struct stat st, dst;
+	char link[64], path[PATH_MAX];
+	*uid = -1;
+	if (fstat(fd, &st))
+		return "not to be checked (fstat failed)";
+	if (st.st_uid != 0) {
+		*uid = st.st_uid;
+		return "owned by uid";
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return "writable by group or others";
+	if (st.st_nlink == 0)
+		return NULL;
+	/*
+	 * The directory by the path the kernel has for the file (symlinks
+	 * resolved), its last component not followed: another user who could
+	 * replace the file there, or put another one in its place later, makes
+	 * it theirs to influence.
+	 */
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	ssize_t n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0 || path[0] != '/')
+		return "in a directory that cannot be checked";
+	path[n] = '\0';
+	char *slash = strrchr(path, '/');
+	slash[slash == path ? 1 : 0] = '\0';
+	int dfd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	bool ok = dfd >= 0 && !fstat(dfd, &dst);
+	if (dfd >= 0)
+		close(dfd);
+	if (!ok)
+		return "in a directory that cannot be checked";
+	if (dst.st_uid != 0) {
+		*uid = dst.st_uid;
+		return "in a directory owned by uid";
+	}
+	if (dst.st_mode & (S_IWGRP | S_IWOTH))
+		return "in a directory writable by group or others";
+	return NULL;
+}
+
+void sp_file_trust(int fd, struct sp_file_trust *t)
+{
+	long long uid;
+	const char *why = untrusted_because(fd, &uid);
+	*t = (struct sp_file_trust){.untrusted = why != NULL};
+	if (why && uid >= 0)
+		snprintf(t->why, sizeof(t->why), "%s %lld", why, uid);
+	else if (why)
+		snprintf(t->why, sizeof(t->why), "%s", why);
 }

@@ -210,7 +210,25 @@ struct sp_inflate_stats {
 	uint32_t over_run;         /* of those, hidden for the pass's or the process's budget */
 	uint64_t over_limit_bytes; /* their claimed sizes, summed (saturating) */
 	uint32_t unwanted;         /* hidden because the caller's want() refused them */
+	/* Of over_limit, hidden for SP_INFLATE_UNTRUSTED_RUN_MAX alone (not in over_run). */
+	uint32_t over_untrusted;
+	char untrusted_why[64];    /* then why the file is another user's to influence */
 };
+
+/*
+ * Can a user other than root influence the file open on fd?  Its owner and
+ * mode (fstat), then its directory, found from the descriptor
+ * (/proc/self/fd) without following a symlink: untrusted when the file is
+ * not root's or group/others may write it, or its directory is not root's
+ * or group/others may write it (sticky or not), or the directory cannot be
+ * checked.  An unlinked file of root's has no directory to be replaced
+ * through.  why says which, for warnings ("owned by uid 1000").
+ */
+struct sp_file_trust {
+	bool untrusted;
+	char why[64];
+};
+void sp_file_trust(int fd, struct sp_file_trust *t);
 
 /*
  * Bound what libelf and libdw may later inflate from elf (stackpulse.h,
@@ -221,19 +239,21 @@ struct sp_inflate_stats {
  * no longer fits in what is left of the process's SP_INFLATE_RUN_MAX (taken
  * from it for good when the section is kept, across files), is hidden: its
  * header in elf's memory becomes SHT_NOBITS without SHF_COMPRESSED, so
- * dwarf_begin_elf and libdwfl skip it; the file is not written.  Call it
+ * dwarf_begin_elf and libdwfl skip it; the file is not written.  A file
+ * whose trust (NULL: root's own) says another user can influence it takes
+ * its claims from SP_INFLATE_UNTRUSTED_RUN_MAX as well.  Call it
  * before the Elf reaches libdw.  Fills *st.  0, or -SP_E_ELF_MALFORMED when
  * some section could not be hidden (then elf must not reach libdw).
  */
 int sp_elf_bound_inflation(Elf *elf, bool (*want)(const char *name),
-			   struct sp_inflate_stats *st);
+			   const struct sp_file_trust *trust, struct sp_inflate_stats *st);
 /*
  * The same for a handle that is ended without inflating anything (a look at
  * a file before libdw opens it again): what is left of SP_INFLATE_RUN_MAX is
  * checked, never taken, so that the file is charged once.
  */
 int sp_elf_bound_inflation_probe(Elf *elf, bool (*want)(const char *name),
-				 struct sp_inflate_stats *st);
+				 const struct sp_file_trust *trust, struct sp_inflate_stats *st);
 /*
  * What one pass of reading names (a symbolizer: one spool's names, each side
  * of report --diff; renewed at each refresh of top) took of the per-pass
@@ -247,6 +267,11 @@ struct sp_budget_account {
 	uint64_t crc_read;    /* debug-link candidates read for their CRC this pass, bytes */
 	uint64_t crc_refused; /* candidates refused unread for a budget (counted for good) */
 	uint64_t held;        /* inflated bytes still charged to the process's total */
+	/* The same for files another user can influence (sp_file_trust), this pass. */
+	uint64_t inflated_untrusted, crc_read_untrusted;
+	uint64_t crc_refused_untrusted; /* of crc_refused, for SP_DEBUGLINK_CRC_UNTRUSTED_RUN_MAX */
+	int crc_why_set;                /* crc_untrusted_why is being or was written */
+	char crc_untrusted_why[64];     /* why the first of those was untrusted */
 };
 /*
  * Charge what this thread inflates and reads for CRCs to a (NULL: the

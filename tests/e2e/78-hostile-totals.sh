@@ -8,7 +8,10 @@
 #  - four libraries without a build-id, stripped, whose debug links find two
 #    sparse 300 MiB candidates each (wrong CRC): every report read 2.4 GB for the
 #    CRCs; now a run reads at most 512 MiB of candidates and says how many it
-#    left unread.
+#    left unread;
+#  - four libraries of another user whose .debug_frame and .debug_info each
+#    inflate to 250 MiB: files another user can influence share 64 MiB a pass,
+#    in report and in the recorder, which say which budget and why.
 . "$(dirname "$0")/lib.sh"
 # Under AddressSanitizer (make check-sanitize) every command runs several times slower
 # and with shadow memory: the time, memory and lost-sample bounds are multiplied by SLOW
@@ -188,6 +191,69 @@ kib=$(ru_field f.ru maxrss_kib)
 	[ "$kib" -lt $((48 * 1024 * SLOW)) ] &&
 	ok "report --follow, 8,000 processes: $cpu s of CPU, $((kib / 1024)) MiB" ||
 	fail "report --follow, 8,000 processes: $cpu s of CPU, ${kib:-?} KiB"
+
+# --- another user's libraries: the small budget --------------------
+# Four libraries of about 512 KB, owned by another user (nobody) in that user's
+# directory, each with a zlib .debug_frame and .debug_info that really inflate to
+# 250 MiB: within every per-file bound and, two by two, within the 512 MiB of a
+# pass.  Before: report 2 GB and 7.7 s, the recorder 1,006 MB (it inflates
+# .debug_frame for CFI).  Files another user can influence now share 64 MiB a
+# pass; root's files in root's directories (above) keep 512 MiB.  And a fifth
+# library's 100 MiB debug-link candidate, another user's too, is not read for its
+# CRC: such candidates share 64 MiB a pass.
+HBOMB=$((250 << 20))
+mkdir -p hostile
+{
+	echo '#include <time.h>'
+	for i in 1 2 3 4 5; do echo "void hwork$i(unsigned long n);"; done
+	echo 'int main(void) { struct timespec t0, t; clock_gettime(CLOCK_MONOTONIC, &t0);'
+	echo ' do {'
+	for i in 1 2 3 4 5; do echo "  hwork$i(20000);"; done
+	echo '  clock_gettime(CLOCK_MONOTONIC, &t);'
+	echo ' } while ((t.tv_sec - t0.tv_sec) + (t.tv_nsec - t0.tv_nsec) / 1e9 < 0.5);'
+	echo ' return 0; }'
+} >hmain.c
+for i in 1 2 3 4; do
+	printf 'volatile unsigned long hsink%s;\n__attribute__((noinline)) void hwork%s(unsigned long n)\n{ for (unsigned long i = 0; i < n; i++) hsink%s += i * 7; }\n' \
+		$i $i $i >hw$i.c
+	cc -shared -fPIC -O1 -Wl,--build-id -o hplain$i.so hw$i.c 2>cc.err &&
+		with_timeout 60 python3 "$E2E_DIR/elf-bomb.py" hplain$i.so hframe$i.so .debug_frame $HBOMB 2>>cc.err &&
+		with_timeout 60 python3 "$E2E_DIR/elf-bomb.py" hframe$i.so hostile/libhw$i.so .debug_info $HBOMB 2>>cc.err ||
+		skip_all "cannot build hostile library $i: $(head -c 300 cc.err)"
+	rm -f hframe$i.so
+done
+# A fifth without a build-id, its debug link finding a sparse 100 MiB candidate (wrong CRC).
+printf 'volatile unsigned long hsink5;\n__attribute__((noinline)) void hwork5(unsigned long n)\n{ for (unsigned long i = 0; i < n; i++) hsink5 += i * 7; }\n' >hw5.c
+cc -shared -fPIC -O1 -g -Wl,--build-id=none -o hostile/libhw5.so hw5.c 2>cc.err &&
+	objcopy --only-keep-debug hostile/libhw5.so hostile/hw5.debug && strip -s hostile/libhw5.so &&
+	objcopy --add-gnu-debuglink=hostile/hw5.debug hostile/libhw5.so && rm -f hostile/hw5.debug &&
+	truncate -s 100M hostile/hw5.debug || skip_all "cannot build hostile library 5: $(head -c 300 cc.err)"
+cc -O1 -o hostile/hprog hmain.c -Lhostile -lhw1 -lhw2 -lhw3 -lhw4 -lhw5 -Wl,-rpath,'$ORIGIN' 2>cc.err ||
+	skip_all "cannot link the hostile program: $(head -c 300 cc.err)"
+chown -R 65534:65534 hostile || skip_all "cannot give the libraries to uid 65534"
+info "hostile libraries: $(wc -c hostile/libhw1.so | cut -d' ' -f1) bytes each"
+with_timeout 120 "$RU" hrec.ru "$SP" record -F 499 -o hostile.spool -- ./hostile/hprog >/dev/null 2>hrec.err ||
+	fail "record of another user's libraries exited $?: $(head -c 300 hrec.err)"
+info "record: $(cat hrec.ru)"
+peak=$(record_peak_mib hrec.err)
+wall=$(ru_field hrec.ru wall_s)
+[ -n "$peak" ] && [ "$(num_ge $((200 * SLOW)) "$peak")" = 1 ] &&
+	[ "$(num_ge "$(awk -v k=$SLOW 'BEGIN { print 2 * k }')" "${wall:-99}")" = 1 ] &&
+	ok "record, another user's four libraries: recorder peak $peak MiB, $wall s (bounds $((200 * SLOW)) MiB, $((2 * SLOW)) s)" ||
+	fail "record, another user's four libraries: recorder peak ${peak:-?} MiB, ${wall:-?} s: $(head -c 300 hrec.err)"
+grep -q "of those for the 64 MiB that module files another user can influence.*(owned by uid 65534" hrec.err &&
+	ok "record says which budget skipped the .debug_frame sections, and why" ||
+	fail "record: no word of the small budget: $(grep -i inflat hrec.err | head -c 400)"
+bounded "report, another user's four libraries" 100 "$SP" report --format=folded hostile.spool
+grep -q "of those for the 64 MiB that files another user can influence.*(owned by uid 65534" b.err &&
+	ok "report says which budget skipped the sections, and why" ||
+	fail "report: no word of the small budget: $(grep -i inflat b.err | head -c 400)"
+grep -q "1 debug-link candidate not read" b.err &&
+	grep -q "1 of those for the 64 MiB of candidates another user can influence (the first owned by uid 65534)" b.err &&
+	ok "report left another user's 100 MiB debug-link candidate unread, and says why" ||
+	fail "report: no word of the candidate left unread: $(grep -i 'not read\|of those' b.err | head -c 400)"
+grep -q 'hwork1' b.out && ok "another user's libraries are still named (symbol tables)" ||
+	fail "hwork1 is missing: $(folded_top b.out 3)"
 
 # --- small ones --------------------------------------------------
 "$SP" record -c 9223372036854775807 -- true >/dev/null 2>c.err

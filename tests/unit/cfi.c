@@ -161,7 +161,7 @@ Test(cfi, loader_entry_is_root)
 	if (!ld)
 		cr_skip_test("no ld-linux mapped (static test binary?)");
 	cr_assert_not_null(gelf_getehdr(ld->elf, &eh));
-	cr_assert_eq(sp_cfi_table_new(ld->elf, NULL, &t), 0);
+	cr_assert_eq(sp_cfi_table_new(ld->elf, NULL, NULL, &t), 0);
 	for (uint64_t off = 0; off < 16; off++) {
 		const struct sp_cfi_row *row = sp_cfi_table_lookup(t, eh.e_entry + off, &hit);
 
@@ -373,7 +373,7 @@ Test(cfi, restore_state_row_does_not_cover_epilogue)
 	const struct sp_cfi_row *row;
 	bool hit;
 
-	cr_assert_eq(sp_cfi_table_new(mod->file->elf, NULL, &t), 0);
+	cr_assert_eq(sp_cfi_table_new(mod->file->elf, NULL, NULL, &t), 0);
 	row = sp_cfi_table_lookup(t, (uintptr_t)&fx_remember_body + 1 - bias, &hit);
 	cr_assert_not_null(row);
 	cr_assert_eq(row->cfa_off, 24);
@@ -442,13 +442,13 @@ Test(cfi, file_without_cfi_is_refused)
 	sp_elf_init();
 	elf = elf_memory((char *)&eh, sizeof(eh));
 	cr_assert_not_null(elf);
-	cr_assert_eq(sp_cfi_table_new(elf, NULL, &t), -SP_E_NO_CFI);
+	cr_assert_eq(sp_cfi_table_new(elf, NULL, NULL, &t), -SP_E_NO_CFI);
 	cr_assert_null(t);
 	elf_end(elf);
 
 	eh.e_machine = EM_AARCH64;
 	elf = elf_memory((char *)&eh, sizeof(eh));
-	cr_assert_eq(sp_cfi_table_new(elf, NULL, &t), -SP_E_ELF_MALFORMED);
+	cr_assert_eq(sp_cfi_table_new(elf, NULL, NULL, &t), -SP_E_ELF_MALFORMED);
 	elf_end(elf);
 	sp_cfi_table_free(NULL);
 }
@@ -587,7 +587,7 @@ Test(cfi, compressed_debug_frame_within_the_bound_only)
 		cr_skip_test("the toolchain left .debug_frame uncompressed with -gz=zlib");
 	}
 	off_t chdr_at = (off_t)sh.sh_offset;
-	cr_assert_eq(sp_cfi_table_new(elf, &st, &t), 0);
+	cr_assert_eq(sp_cfi_table_new(elf, NULL, &st, &t), 0);
 	cr_assert_eq(st.over_limit, 0);
 	cr_assert_eq(st.kept, 1);
 	cr_assert_gt(st.unwanted, 0, "the compressed .debug_info and others");
@@ -622,7 +622,7 @@ Test(cfi, compressed_debug_frame_within_the_bound_only)
 	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	cr_assert_not_null(elf);
 	t = NULL;
-	cr_assert_eq(sp_cfi_table_new(elf, &st, &t), -SP_E_NO_CFI);
+	cr_assert_eq(sp_cfi_table_new(elf, NULL, &st, &t), -SP_E_NO_CFI);
 	cr_assert_null(t);
 	cr_assert_eq(st.over_limit, 1);
 	cr_assert_eq(st.over_limit_bytes, claim);

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <lzma.h>
 #include <zlib.h>
@@ -187,7 +188,7 @@ Test(elf_inflate, sections_past_the_bounds_are_hidden_in_memory_only)
 	int fd;
 	Elf *e = open_elf(&fd);
 	struct sp_inflate_stats st;
-	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, NULL, &st), 0);
 	cr_assert_eq(st.over_limit, 2);
 	cr_assert_eq(st.over_limit_bytes, 812 * MIB);
 	cr_assert_eq(st.kept, 1);
@@ -204,7 +205,7 @@ Test(elf_inflate, sections_past_the_bounds_are_hidden_in_memory_only)
 	cr_assert_neq(sh.sh_flags & SHF_COMPRESSED, 0);
 	/* The kept one still inflates; a second pass finds nothing more to hide. */
 	cr_assert_eq(elf_compress(section(e, ".debug_line", &sh), 0, 0), 1);
-	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, NULL, &st), 0);
 	cr_assert_eq(st.over_limit, 0);
 	elf_end(e);
 	close(fd);
@@ -233,7 +234,7 @@ Test(elf_inflate, one_run_s_files_share_a_budget_in_section_order)
 	int fd;
 	Elf *e = open_elf(&fd);
 	struct sp_inflate_stats st;
-	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, NULL, &st), 0);
 	cr_assert_eq(st.kept, 3);
 	cr_assert_eq(st.kept_bytes, 424 * MIB);
 	cr_assert_eq(st.over_limit, 1);
@@ -251,7 +252,7 @@ Test(elf_inflate, one_run_s_files_share_a_budget_in_section_order)
 	const struct sec more[] = {Z(".debug_info", 100 * MIB), Z(".debug_line", 80 * MIB)};
 	write_elf(more, 2);
 	e = open_elf(&fd);
-	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, NULL, &st), 0);
 	cr_assert_eq(st.kept, 1);
 	cr_assert_eq(st.over_run, 1);
 	cr_assert_eq(sp_elf_inflate_run_used(), 504 * MIB);
@@ -259,6 +260,71 @@ Test(elf_inflate, one_run_s_files_share_a_budget_in_section_order)
 	cr_assert_eq(sh.sh_type, SHT_NOBITS);
 	elf_end(e);
 	close(fd);
+}
+
+/* Files another user can influence: told apart by owner and directory, and given 64 MiB a pass. */
+Test(elf_inflate, another_user_s_files_share_a_smaller_budget)
+{
+	struct sp_budget_account a = {0};
+	sp_budget_charge_to(&a);
+	const struct sec secs[] = {
+		Z(".debug_info", 40 * MIB), Z(".debug_line", 40 * MIB), Z(".debug_str", 20 * MIB),
+	};
+	write_elf(secs, 3);
+	int fd;
+	Elf *e = open_elf(&fd);
+	/* The test file sits in /tmp, which everyone may write (sticky or not). */
+	struct sp_file_trust trust;
+	sp_file_trust(fd, &trust);
+	cr_assert(trust.untrusted);
+	cr_assert_str_eq(trust.why, "in a directory writable by group or others");
+	struct sp_inflate_stats st;
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, &trust, &st), 0);
+	cr_assert_eq(st.kept, 2);
+	cr_assert_eq(st.kept_bytes, 60 * MIB);
+	cr_assert_eq(st.over_limit, 1);
+	cr_assert_eq(st.over_untrusted, 1);
+	cr_assert_eq(st.over_run, 0);
+	cr_assert_str_eq(st.untrusted_why, trust.why);
+	cr_assert_eq(a.inflated, 60 * MIB);
+	elf_end(e);
+	close(fd);
+
+	/* Root's own file draws on the pass's 512 MiB alone: 200 MiB more fits. */
+	const struct sec big[] = {Z(".debug_info", 200 * MIB)};
+	write_elf(big, 1);
+	e = open_elf(&fd);
+	cr_assert_eq(sp_elf_bound_inflation(e, NULL, NULL, &st), 0);
+	cr_assert_eq(st.kept, 1);
+	cr_assert_eq(a.inflated, 260 * MIB);
+	elf_end(e);
+	close(fd);
+	sp_budget_charge_to(NULL);
+	sp_budget_account_release(&a);
+
+	/* Owned by another user; root's in a directory of root's that no one else may write. */
+	if (geteuid() == 0) {
+		fd = open(path, O_RDONLY);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(fchown(fd, 65534, 65534), 0);
+		sp_file_trust(fd, &trust);
+		cr_assert(trust.untrusted);
+		cr_assert_str_eq(trust.why, "owned by uid 65534");
+		close(fd);
+		char dir[] = "/tmp/sp-trust-XXXXXX", file[64];
+		cr_assert_not_null(mkdtemp(dir));
+		snprintf(file, sizeof(file), "%s/f", dir);
+		fd = open(file, O_RDWR | O_CREAT | O_EXCL, 0644);
+		cr_assert_geq(fd, 0);
+		sp_file_trust(fd, &trust);
+		cr_expect(!trust.untrusted, "%s", trust.why);
+		cr_assert_eq(chmod(dir, 0775), 0);
+		sp_file_trust(fd, &trust);
+		cr_expect(trust.untrusted);
+		close(fd);
+		unlink(file);
+		rmdir(dir);
+	}
 }
 
 static bool only_frames(const char *name)
@@ -277,7 +343,7 @@ Test(elf_inflate, sections_the_caller_does_not_want_are_hidden_uncounted)
 	int fd;
 	Elf *e = open_elf(&fd);
 	struct sp_inflate_stats st;
-	cr_assert_eq(sp_elf_bound_inflation(e, only_frames, &st), 0);
+	cr_assert_eq(sp_elf_bound_inflation(e, only_frames, NULL, &st), 0);
 	cr_assert_eq(st.unwanted, 1);
 	cr_assert_eq(st.over_limit, 0);
 	cr_assert_eq(st.kept, 1);
@@ -364,7 +430,7 @@ Test(elf_inflate, minidebuginfo_is_decoded_within_its_bound_only)
 		cr_expect_eq(claim, cases[i].claim, "case %zu: %llu", i, (unsigned long long)claim);
 		size_t index = elf_ndxscn(scn);
 		struct sp_inflate_stats st;
-		cr_assert_eq(sp_elf_bound_inflation(e, NULL, &st), 0);
+		cr_assert_eq(sp_elf_bound_inflation(e, NULL, NULL, &st), 0);
 		cr_assert_not_null(gelf_getshdr(elf_getscn(e, index), &sh));
 		cr_expect_eq(sh.sh_type == SHT_NOBITS, cases[i].hidden, "case %zu", i);
 		/* libdwfl looks it up by name only: a hidden one has none. */

@@ -78,7 +78,7 @@ static inline struct ls_file *ls_file_get(struct ls_map *m, const char *path)
 		close(f->fd);
 		return NULL;
 	}
-	if (sp_cfi_table_new(f->elf, NULL, &f->cfi) != 0)
+	if (sp_cfi_table_new(f->elf, NULL, NULL, &f->cfi) != 0)
 		f->cfi = NULL;
 	f->path = strdup(path);
 	m->nfiles++;
@@ -141,7 +141,7 @@ static inline void ls_map_reset_cfi(struct ls_map *m)
 		struct ls_file *f = &m->files[i];
 
 		sp_cfi_table_free(f->cfi);
-		if (sp_cfi_table_new(f->elf, NULL, &f->cfi) != 0)
+		if (sp_cfi_table_new(f->elf, NULL, NULL, &f->cfi) != 0)
 			f->cfi = NULL;
 	}
 	for (size_t i = 0; i < m->nmods; i++)

@@ -350,6 +350,33 @@ static size_t first_bad_return(const uint64_t *pcs, size_t n, const uint64_t *ra
 	return n;
 }
 
+/*
+ * The modules the frames of one stack went through, most recent first: a
+ * stack's frames mostly stay in a few modules (a program, its runtime's
+ * library, libc), so most frames find theirs here without the lookup.  find
+ * gives each pc the module whose [start, end) holds it, and the modules do not
+ * change during one unwind, so the answer is the one find would give.
+ */
+#define MODS_SEEN 4
+
+struct mods_seen {
+	const struct sp_unwind_module *m[MODS_SEEN];
+};
+
+static const struct sp_unwind_module *find_seen(struct mods_seen *c, sp_find_module_fn find,
+						void *ctx, uint64_t pc)
+{
+	for (unsigned i = 0; i < MODS_SEEN && c->m[i]; i++)
+		if (pc - c->m[i]->start < c->m[i]->end - c->m[i]->start)
+			return c->m[i];
+	const struct sp_unwind_module *m = find(ctx, pc);
+	if (m) {
+		memmove(&c->m[1], &c->m[0], (MODS_SEEN - 1) * sizeof(c->m[0]));
+		c->m[0] = m;
+	}
+	return m;
+}
+
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
@@ -366,6 +393,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	uint32_t fp = 0;
 	/* bit j: pcs[j] is a return address - 1 (for first_bad_return) */
 	uint64_t ra_bit[RA_CHECKED / 64] = {0};
+	struct mods_seen seen = {0};
 
 	if (!(r.valid & BIT(SP_DW_RIP))) {
 		why = SP_STOP_NO_REGS;
@@ -383,7 +411,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			why = SP_STOP_MAX_DEPTH;
 			break;
 		}
-		m = find(ctx, lookup);
+		m = find_seen(&seen, find, ctx, lookup);
 		if (!m) {
 			if (k == 0)
 				pcs[k++] = pc;

@@ -25,6 +25,8 @@
 #define CALLEE_SAVED \
 	(BIT(SP_DW_RBX) | BIT(SP_DW_RBP) | BIT(SP_DW_R12) | BIT(SP_DW_R13) | BIT(SP_DW_R14) | \
 	 BIT(SP_DW_R15))
+/* The low bit of each register's 2-bit rule in sp_cfi_row.saved. */
+#define SAVED_LOW_BITS (0x5555u & ((1u << (2 * SP_CFI_NSAVED)) - 1))
 #define CONTINUE SP_STOP_COUNT_ /* step result: the caller's registers are ready */
 
 static const uint8_t saved_regs[SP_CFI_NSAVED] = {
@@ -110,31 +112,33 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 	}
 
 	uint32_t valid = r->valid & CALLEE_SAVED;
-	/* SP_CFI_SAME is 0: visit only the registers this frame changed */
-	for (unsigned bits = row->saved; bits; ) {
+	/*
+	 * SP_CFI_SAME is 0: visit only the registers this frame changed, a rule
+	 * at a time (each register has one, so the order changes nothing; a
+	 * failed read ends the unwind, r unused).  lo and hi hold each rule's
+	 * low and high bit at its field's low bit.
+	 */
+	unsigned lo = row->saved & SAVED_LOW_BITS, hi = (unsigned)(row->saved >> 1) & SAVED_LOW_BITS;
+	for (unsigned bits = hi & ~lo; bits; bits &= bits - 1) { /* SP_CFI_AT_CFA */
 		unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
 		uint64_t at = cfa + (int64_t)row->saved_off[i];
 
-		switch ((bits >> (2 * i)) & 3) {
-		case SP_CFI_UNDEF:
-			valid &= ~BIT(reg);
-			break;
-		case SP_CFI_AT_CFA:
-			if (at < old_sp)
-				break; /* popped already: the register holds the slot's value */
-			rc = sp_stack_read(stack, at, &v);
-			if (rc)
-				return rc;
-			r->regs[reg] = v;
-			valid |= BIT(reg);
-			break;
-		case SP_CFI_VAL_CFA:
-			r->regs[reg] = at;
-			valid |= BIT(reg);
-			break;
-		}
-		bits &= ~(3u << (2 * i));
+		if (at < old_sp)
+			continue; /* popped already: the register holds the slot's value */
+		rc = sp_stack_read(stack, at, &v);
+		if (rc)
+			return rc;
+		r->regs[reg] = v;
+		valid |= BIT(reg);
 	}
+	for (unsigned bits = hi & lo; bits; bits &= bits - 1) { /* SP_CFI_VAL_CFA */
+		unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
+
+		r->regs[reg] = cfa + (int64_t)row->saved_off[i];
+		valid |= BIT(reg);
+	}
+	for (unsigned bits = lo & ~hi; bits; bits &= bits - 1) /* SP_CFI_UNDEF */
+		valid &= ~BIT(saved_regs[(unsigned)__builtin_ctz(bits) / 2]);
 	r->regs[SP_DW_RSP] = cfa;
 	r->regs[SP_DW_RIP] = ra;
 	r->valid = valid | BIT(SP_DW_RSP) | BIT(SP_DW_RIP);

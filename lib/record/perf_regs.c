@@ -5,25 +5,25 @@
 #include <asm/perf_regs.h>
 
 /*
- * perf bit -> DWARF number (SysV x86-64 ABI, figure 3.36); -1 for the bits
- * we never ask for (flags, segment and vector registers).
+ * perf bit -> DWARF number + 1 (SysV x86-64 ABI, figure 3.36); 0 for the
+ * bits we never ask for (flags, segment and vector registers).  A table, as
+ * every sample maps its 17 registers through it.
  */
+static const unsigned char dwarf1_of_perf[64] = {
+	[PERF_REG_X86_AX] = SP_DW_RAX + 1, [PERF_REG_X86_BX] = SP_DW_RBX + 1,
+	[PERF_REG_X86_CX] = SP_DW_RCX + 1, [PERF_REG_X86_DX] = SP_DW_RDX + 1,
+	[PERF_REG_X86_SI] = SP_DW_RSI + 1, [PERF_REG_X86_DI] = SP_DW_RDI + 1,
+	[PERF_REG_X86_BP] = SP_DW_RBP + 1, [PERF_REG_X86_SP] = SP_DW_RSP + 1,
+	[PERF_REG_X86_IP] = SP_DW_RIP + 1,
+	[PERF_REG_X86_R8] = SP_DW_R8 + 1, [PERF_REG_X86_R9] = SP_DW_R9 + 1,
+	[PERF_REG_X86_R10] = SP_DW_R10 + 1, [PERF_REG_X86_R11] = SP_DW_R11 + 1,
+	[PERF_REG_X86_R12] = SP_DW_R12 + 1, [PERF_REG_X86_R13] = SP_DW_R13 + 1,
+	[PERF_REG_X86_R14] = SP_DW_R14 + 1, [PERF_REG_X86_R15] = SP_DW_R15 + 1,
+};
+
 static int dwarf_of_perf(unsigned bit)
 {
-	switch (bit) {
-	case PERF_REG_X86_AX: return SP_DW_RAX;
-	case PERF_REG_X86_BX: return SP_DW_RBX;
-	case PERF_REG_X86_CX: return SP_DW_RCX;
-	case PERF_REG_X86_DX: return SP_DW_RDX;
-	case PERF_REG_X86_SI: return SP_DW_RSI;
-	case PERF_REG_X86_DI: return SP_DW_RDI;
-	case PERF_REG_X86_BP: return SP_DW_RBP;
-	case PERF_REG_X86_SP: return SP_DW_RSP;
-	case PERF_REG_X86_IP: return SP_DW_RIP;
-	case PERF_REG_X86_R8 ... PERF_REG_X86_R15:
-		return SP_DW_R8 + (int)(bit - PERF_REG_X86_R8);
-	default: return -1;
-	}
+	return bit < 64 ? (int)dwarf1_of_perf[bit] - 1 : -1;
 }
 
 uint64_t sp_perf_regs_mask(void)
@@ -46,12 +46,10 @@ void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs 
 	unsigned i = 0;
 
 	*out = (struct sp_regs){ 0 };
-	for (unsigned bit = 0; bit < 64; bit++) {
-		int dw;
+	/* only the set bits: a sample's 17 registers, not 64 tests (once per sample) */
+	for (; mask; mask &= mask - 1) {
+		int dw = dwarf_of_perf((unsigned)__builtin_ctzll(mask));
 
-		if (!(mask & (1ULL << bit)))
-			continue;
-		dw = dwarf_of_perf(bit);
 		if (dw >= 0) {
 			out->regs[dw] = perf_regs[i];
 			out->valid |= 1u << dw;

@@ -25,6 +25,8 @@
 #define CALLEE_SAVED \
 	(BIT(SP_DW_RBX) | BIT(SP_DW_RBP) | BIT(SP_DW_R12) | BIT(SP_DW_R13) | BIT(SP_DW_R14) | \
 	 BIT(SP_DW_R15))
+/* The low bit of each register's 2-bit rule in sp_cfi_row.saved. */
+#define SAVED_LOW_BITS (0x5555u & ((1u << (2 * SP_CFI_NSAVED)) - 1))
 #define CONTINUE SP_STOP_COUNT_ /* step result: the caller's registers are ready */
 
 static const uint8_t saved_regs[SP_CFI_NSAVED] = {
@@ -110,31 +112,33 @@ static unsigned step(const struct sp_cfi_table *t, const struct sp_cfi_row *row,
 	}
 
 	uint32_t valid = r->valid & CALLEE_SAVED;
-	/* SP_CFI_SAME is 0: visit only the registers this frame changed */
-	for (unsigned bits = row->saved; bits; ) {
+	/*
+	 * SP_CFI_SAME is 0: visit only the registers this frame changed, a rule
+	 * at a time (each register has one, so the order changes nothing; a
+	 * failed read ends the unwind, r unused).  lo and hi hold each rule's
+	 * low and high bit at its field's low bit.
+	 */
+	unsigned lo = row->saved & SAVED_LOW_BITS, hi = (unsigned)(row->saved >> 1) & SAVED_LOW_BITS;
+	for (unsigned bits = hi & ~lo; bits; bits &= bits - 1) { /* SP_CFI_AT_CFA */
 		unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
 		uint64_t at = cfa + (int64_t)row->saved_off[i];
 
-		switch ((bits >> (2 * i)) & 3) {
-		case SP_CFI_UNDEF:
-			valid &= ~BIT(reg);
-			break;
-		case SP_CFI_AT_CFA:
-			if (at < old_sp)
-				break; /* popped already: the register holds the slot's value */
-			rc = sp_stack_read(stack, at, &v);
-			if (rc)
-				return rc;
-			r->regs[reg] = v;
-			valid |= BIT(reg);
-			break;
-		case SP_CFI_VAL_CFA:
-			r->regs[reg] = at;
-			valid |= BIT(reg);
-			break;
-		}
-		bits &= ~(3u << (2 * i));
+		if (at < old_sp)
+			continue; /* popped already: the register holds the slot's value */
+		rc = sp_stack_read(stack, at, &v);
+		if (rc)
+			return rc;
+		r->regs[reg] = v;
+		valid |= BIT(reg);
 	}
+	for (unsigned bits = hi & lo; bits; bits &= bits - 1) { /* SP_CFI_VAL_CFA */
+		unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
+
+		r->regs[reg] = cfa + (int64_t)row->saved_off[i];
+		valid |= BIT(reg);
+	}
+	for (unsigned bits = lo & ~hi; bits; bits &= bits - 1) /* SP_CFI_UNDEF */
+		valid &= ~BIT(saved_regs[(unsigned)__builtin_ctz(bits) / 2]);
 	r->regs[SP_DW_RSP] = cfa;
 	r->regs[SP_DW_RIP] = ra;
 	r->valid = valid | BIT(SP_DW_RSP) | BIT(SP_DW_RIP);
@@ -350,6 +354,33 @@ static size_t first_bad_return(const uint64_t *pcs, size_t n, const uint64_t *ra
 	return n;
 }
 
+/*
+ * The modules the frames of one stack went through, most recent first: a
+ * stack's frames mostly stay in a few modules (a program, its runtime's
+ * library, libc), so most frames find theirs here without the lookup.  find
+ * gives each pc the module whose [start, end) holds it, and the modules do not
+ * change during one unwind, so the answer is the one find would give.
+ */
+#define MODS_SEEN 4
+
+struct mods_seen {
+	const struct sp_unwind_module *m[MODS_SEEN];
+};
+
+static const struct sp_unwind_module *find_seen(struct mods_seen *c, sp_find_module_fn find,
+						void *ctx, uint64_t pc)
+{
+	for (unsigned i = 0; i < MODS_SEEN && c->m[i]; i++)
+		if (pc - c->m[i]->start < c->m[i]->end - c->m[i]->start)
+			return c->m[i];
+	const struct sp_unwind_module *m = find(ctx, pc);
+	if (m) {
+		memmove(&c->m[1], &c->m[0], (MODS_SEEN - 1) * sizeof(c->m[0]));
+		c->m[0] = m;
+	}
+	return m;
+}
+
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
@@ -366,6 +397,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	uint32_t fp = 0;
 	/* bit j: pcs[j] is a return address - 1 (for first_bad_return) */
 	uint64_t ra_bit[RA_CHECKED / 64] = {0};
+	struct mods_seen seen = {0};
 
 	if (!(r.valid & BIT(SP_DW_RIP))) {
 		why = SP_STOP_NO_REGS;
@@ -383,7 +415,7 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			why = SP_STOP_MAX_DEPTH;
 			break;
 		}
-		m = find(ctx, lookup);
+		m = find_seen(&seen, find, ctx, lookup);
 		if (!m) {
 			if (k == 0)
 				pcs[k++] = pc;

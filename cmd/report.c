@@ -652,8 +652,8 @@ static int report_diff(struct report_args *a)
 		} else {
 			warn_symbols(sym[1], &a->sym);
 			if (res.regressed && !rc) {
-				sp_cli_note("%zu function%s grew more than %g%% beyond noise, first "
-					    "'%s' (%.2fx)", res.regressed, res.regressed == 1 ? "" : "s",
+				sp_cli_note("%zu function%s grew more than %g%% beyond sampling noise, "
+					    "first '%s' (%.2fx)", res.regressed, res.regressed == 1 ? "" : "s",
 					    a->report.diff_max_increase,
 					    res.first_name ? res.first_name : "?", res.first_ratio);
 				rc = SP_EXIT_REGRESSED;

@@ -209,7 +209,7 @@ static void pair_alone(struct sp_diff *d)
 	d->nrows = k;
 }
 
-/* The gate: grew by more than the limit, beyond noise, over the floor in either spool. */
+/* The gate: grew by more than the limit, beyond sampling noise, over the floor in either spool. */
 static bool regressed(const struct sp_report_opts *opts, const struct sp_diff_row *r)
 {
 	const struct sp_diff_measure *m = opts->diff_gate_of == SP_SORT_TOTAL ? &r->total : &r->self;
@@ -420,16 +420,17 @@ static void write_gate(const struct sp_diff *d, const struct sp_report_opts *opt
 {
 	if (!opts->diff_gate)
 		return;
-	fprintf(out, "Gate:       %s > +%g%% beyond noise, over %g%%: ",
-		opts->diff_gate_of == SP_SORT_TOTAL ? "total" : "self", opts->diff_max_increase,
-		opts->diff_min_share);
+	int used = fprintf(out, "Gate:       %s > +%g%% beyond sampling noise, over %g%%: ",
+			   opts->diff_gate_of == SP_SORT_TOTAL ? "total" : "self",
+			   opts->diff_max_increase, opts->diff_min_share);
 	if (!d->regressed) {
 		fputs("none\n", out);
 		return;
 	}
 	/* the first of them, the rest in the table (the line stays within 80 columns) */
-	fprintf(out, "%zu function%s, ", d->regressed, d->regressed == 1 ? "" : "s");
-	sp_text_put_func(out, sp_diff_row_func(d, &d->rows[0]), 24, false);
+	used += fprintf(out, "%zu function%s, ", d->regressed, d->regressed == 1 ? "" : "s");
+	int width = 80 - used - (int)strlen(", ...");
+	sp_text_put_func(out, sp_diff_row_func(d, &d->rows[0]), (size_t)(width < 12 ? 12 : width), false);
 	fputs(d->regressed > 1 ? ", ...\n" : "\n", out);
 }
 

@@ -44,6 +44,12 @@ echo "$first" | grep -q 'x\*' && ok "its change is marked beyond noise" || fail 
 grep -q "compute_hash" slow.err && ok "stderr names compute_hash" || fail "stderr: $(cat slow.err)"
 grep -q '^Gate: .*1 function, compute_hash' slow.txt && ok "the Gate line names it" ||
 	fail "Gate line: $(grep Gate slow.txt)"
+# the bound is sampling noise only, and both lines say so
+grep -q '^Gate: .* beyond sampling noise, ' slow.txt && grep -q 'beyond sampling noise' slow.err &&
+	ok "the Gate line and stderr say 'beyond sampling noise'" ||
+	fail "Gate line / stderr: $(grep Gate slow.txt) / $(cat slow.err)"
+awk 'length > 80 { bad = 1 } END { exit bad }' slow.txt && ok "the text fits 80 columns" ||
+	fail "lines over 80 columns: $(awk 'length > 80' slow.txt)"
 
 # JSON: parses, and says the same
 "$SP" report --diff base.spool slow.spool --max-increase 20 --format=json >slow.json 2>/dev/null

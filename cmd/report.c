@@ -166,7 +166,7 @@ static const struct argp_option options[] = {
 	{"input", 'i', "FILE", 0, "the spool to read, as the SPOOL argument", 5},
 	{"stdio", OPT_STDIO, NULL, 0, "text on standard output: the default here", 5},
 	{"children", OPT_CHILDREN, NULL, 0, "sort by total (children included): --sort=total", 5},
-	{"no-children", OPT_NO_CHILDREN, NULL, 0, "sort by self: --sort=self (the default)", 5},
+	{"no-children", OPT_NO_CHILDREN, NULL, 0, "sorts by self: --sort=self (the default); the Total column stays", 5},
 	{NULL, 'g', "caller|callee", 0, "caller: the top-down --tree; callee: the bottom-up "
 					 "--inverted", 5},
 	{"header", OPT_HEADER, NULL, 0, "the text report always starts with its header", 5},

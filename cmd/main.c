@@ -91,8 +91,9 @@ void sp_cli_perf_spellings(int argc, char **argv, const struct sp_cli_spelling *
 			if (!strncmp(arg, t->perf, n) && (!arg[n] || arg[n] == '=')) {
 				sp_cli_note("unrecognized option '%s' (perf's): stackpulse spells this "
 					    "%s", t->perf, t->ours);
-				fprintf(stderr, "Try 'stackpulse %s --help' for more information.\n",
-					sp_cli_subcommand ? sp_cli_subcommand : "--help");
+				/* argp's own "Try `... --help' or `... --usage'" line, and its exit */
+				static const struct argp none = {0};
+				argp_help(&none, stderr, ARGP_HELP_SEE | ARGP_HELP_EXIT_ERR, argv[0]);
 				exit(SP_EXIT_USAGE);
 			}
 		}

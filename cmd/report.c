@@ -304,6 +304,32 @@ static bool filter_given(const struct sp_report_filter *f)
 	       f->has_start || f->has_end;
 }
 
+/*
+ * perf report's --sort keys without a table of their own here: what to type
+ * instead, for the first of a list (comm,dso) that has one; NULL for none.
+ */
+static const char *perf_sort_hint(const char *keys)
+{
+	static const struct sp_cli_spelling hints[] = {
+		{"comm", "--group-by=process (a section per process, named by its "
+			 "command) or --group-by=thread"},
+		{"pid", "--group-by=process (a section per process)"},
+		{"tid", "--group-by=thread (a section per thread)"},
+		{"dso", "--module NAME (one module's functions); no table per module: "
+			"the function table names each one's module (--sort=dso,sym)"},
+		{"srcline", "--by=line"},
+		{NULL, NULL},
+	};
+	for (const char *k = keys; *k;) {
+		size_t n = strcspn(k, ",");
+		for (const struct sp_cli_spelling *h = hints; h->perf; h++)
+			if (strlen(h->perf) == n && !strncmp(k, h->perf, n))
+				return h->ours;
+		k += n + (k[n] == ',');
+	}
+	return NULL;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct report_args *a = state->input;
@@ -392,8 +418,12 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			a->report.sort = SP_SORT_NAME;
 		else if (!strcmp(arg, "sym") || !strcmp(arg, "dso,sym"))
 			a->report.sort = SP_SORT_SELF; /* perf's keys: the function table */
+		else if (perf_sort_hint(arg))
+			argp_error(state, "unknown sort key '%.*s%s' (perf's): stackpulse spells this %s",
+				   SP_CLI_ECHO(arg), perf_sort_hint(arg));
 		else
-			argp_error(state, "unknown sort key '%s': expected self, total or name", arg);
+			argp_error(state, "unknown sort key '%.*s%s': expected self, total or name",
+				   SP_CLI_ECHO(arg));
 		break;
 	case OPT_BY:
 		if (!strcmp(arg, "function"))

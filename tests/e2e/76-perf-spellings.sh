@@ -3,7 +3,8 @@
 # -e EVENT:u/:k record what stackpulse's own spelling records; report -i/--input,
 # --stdio, --children/--no-children, --sort=sym and dso,sym, -g caller|callee and
 # --header give the same bytes as stackpulse's spelling; --stacks 0 hides the stacks;
-# other perf options name what to type instead; a Python run without a perf map gets a hint.
+# other perf options and sort keys (comm, pid, tid, dso) name what to type instead, with
+# argp's usage line; a Python run without a perf map gets a hint.
 . "$(dirname "$0")/lib.sh"
 need_stackpulse
 need_perf_events
@@ -68,6 +69,20 @@ for o in "--dsos=libc.so.6" "-S level4" "--comms=x" "-T" "--tui"; do
 	rc=$?
 	[ "$rc" = 2 ] && grep -q "stackpulse spells this" hint.err && ok "report $o: $(head -n 1 hint.err | sed 's/.*spells this //')" ||
 		fail "report $o: exit $rc, $(head -c 200 hint.err)"
+done
+# and its usage errors end as argp's own do
+grep -q "^Try \`stackpulse report --help' or \`stackpulse report --usage'" hint.err &&
+	ok "its usage error ends with argp's 'Try ... --help' or ... --usage'" ||
+	fail "the usage error's last lines: $(tail -n 2 hint.err)"
+# perf's sort keys without a table here name what stackpulse has instead
+for k in comm:--group-by=process pid:--group-by=process tid:--group-by=thread dso:--module \
+	comm,dso:--group-by=process; do
+	"$SP" report --sort=${k%%:*} own.spool >/dev/null 2>hint.err
+	rc=$?
+	[ "$rc" = 2 ] && grep -q "stackpulse spells this ${k#*:}" hint.err &&
+		grep -q "^Try \`stackpulse report --help'" hint.err &&
+		ok "report --sort=${k%%:*}: $(head -n 1 hint.err | sed 's/.*spells this //')" ||
+		fail "report --sort=${k%%:*}: exit $rc, $(head -c 300 hint.err)"
 done
 "$SP" record -t 1 >/dev/null 2>hint.err
 [ $? = 2 ] && grep -q "spells this -p PID" hint.err && ok "record -t: points at -p PID" || fail "record -t: $(head -c 200 hint.err)"

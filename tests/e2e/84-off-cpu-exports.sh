@@ -105,6 +105,14 @@ sorted=$(sort -c -n times 2>&1 && echo yes)
 	ok "perf-script --metric=wall holds the samples and the intervals, in time order" ||
 	fail "perf-script --metric=wall: $(grep -c ' cpu-clock:$' wall.script) samples, $(grep -c ' offcpu-time:$' wall.script) intervals, time order: $sorted"
 
+# --- flame graph: every amount in the time metric's unit ----------------------------------
+"$SP" report --metric=wall --format=flamegraph -o wall.svg ws.spool 2>/dev/null
+head=$(grep -o 'y="62">[^<]*' wall.svg)
+echo "$head" | grep -q 'Wall time: [0-9.]* ms ([0-9]* off-CPU intervals' && ! echo "$head" | grep -q 'Samples:' &&
+	grep -q "function plural(n) { return (n / 1000).toFixed(1) + ' ms'; }" wall.svg && ! grep -q "' samples'" wall.svg &&
+	ok "flame graph --metric=wall: the header and the frames' texts say ms, not samples" ||
+	fail "flame graph --metric=wall: header '${head#*>}', plural: $(grep -o 'function plural[^}]*' wall.svg)"
+
 # --- unprivileged, at perf_event_paranoid 2: blocked threads' stacks read while they sleep --
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null 2>&1 || ! id nobody >/dev/null 2>&1; then
 	skip "not root, no setpriv or no user nobody: the unprivileged recording needs them"

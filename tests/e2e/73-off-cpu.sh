@@ -22,6 +22,10 @@ main=$("$SP" dump ws.spool 2>/dev/null | awk '/^thread / { split($3, p, "="); sp
 [ -n "$main" ] || { fail "no main thread in the spool"; finish; }
 n=$("$SP" dump ws.spool 2>/dev/null | grep -c '^off-cpu ')
 [ "$n" -gt 50 ] && ok "the spool holds $n off-CPU intervals" || fail "only $n off-CPU intervals recorded"
+said=$(awk '/ off-CPU intervals? written, [0-9]+ incomplete/ { print $1 }' record.err)
+[ "$said" = "$n" ] && grep -q 'sample events; the others context switches' record.err &&
+	ok "record's summary gives the $n intervals written and what the other sample events were" ||
+	fail "record's summary: '$said' intervals for $n: $(grep -E 'written' record.err | tr '\n' ' ')"
 bytes=$(wc -c <ws.spool)
 info "spool: $bytes bytes for $n intervals and $("$SP" dump ws.spool | grep -c '^sample ') samples"
 

@@ -540,9 +540,10 @@ static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 
 /* The summary of a finished recording, with what this process spent on it. */
 static void print_summary(const struct sp_cli_record_args *a, const char *path,
-			  const struct sp_summary *s, enum sp_event_source source,
-			  bool counts_kernel_time, double elapsed)
+			  const struct sp_summary *s, const struct sp_recorder *rec, double elapsed)
 {
+	enum sp_event_source source = sp_recorder_event_source(rec);
+	bool counts_kernel_time = sp_recorder_counts_kernel_time(rec);
 	struct sp_summary_text t = {
 		.subcommand = sp_cli_subcommand,
 		.spool_path = path,
@@ -556,7 +557,9 @@ static void print_summary(const struct sp_cli_record_args *a, const char *path,
 		.cpu_s = -1,
 		.with_display = !strcmp(sp_cli_subcommand, "top"),
 		.samples_taken = a->opts.rolling_ns ? s->sample_events : 0,
+		.off_cpu = a->opts.off_cpu,
 	};
+	sp_recorder_offcpu_counts(rec, &t.offcpu_intervals, &t.offcpu_incomplete);
 	struct stat st;
 	if (a->opts.segments) {
 		struct sp_segments_stats sst;
@@ -823,8 +826,7 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 		spool_write_error(a->output, res->error, true);
 	else if (!res->error && !a->quiet)
 		print_summary(a, a->opts.rolling_ns ? sp_recorder_snapshot_path(rec) : a->output,
-			      &s, sp_recorder_event_source(rec),
-			      sp_recorder_counts_kernel_time(rec), (double)res->elapsed_ns / 1e9);
+			      &s, rec, (double)res->elapsed_ns / 1e9);
 	if (!res->error && !a->quiet && a->opts.rolling_ns)
 		print_window(a, rec, c->snapshots);
 	uint64_t maps_cut = sp_recorder_perf_maps_cut(rec);

@@ -274,6 +274,13 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out)
 	out->error_stats[SP_ERR_MODULE_UNREADABLE] = r->files.unreadable;
 }
 
+void sp_recorder_offcpu_counts(const struct sp_recorder *r, uint64_t *intervals,
+			       uint64_t *incomplete)
+{
+	*intervals = r->summary_offcpu.intervals;
+	*incomplete = r->summary_offcpu.incomplete;
+}
+
 uint64_t sp_recorder_perf_maps_cut(const struct sp_recorder *r)
 {
 	(void)r;

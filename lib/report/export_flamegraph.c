@@ -617,8 +617,21 @@ static const char script[] =
 	"  $('reset').classList.toggle('off', z === root);\n"
 	"}\n"
 	"/* Small shares keep two decimals, so 7 of 17165 reads 0.04%, not 0.0%. */\n"
-	"function pct(n, of) { var p = of ? 100 * n / of : 0; return p.toFixed(p > 0 && p < 1 ? 2 : 1) + '%'; }\n"
-	"function plural(n) { return n + (n === 1 ? ' sample' : ' samples'); }\n"
+	"function pct(n, of) { var p = of ? 100 * n / of : 0; return p.toFixed(p > 0 && p < 1 ? 2 : 1) + '%'; }\n";
+
+/*
+ * The script's plural(): n of the widths with their unit, as the header says
+ * them (milliseconds of a time metric's microseconds, as the text views).
+ * Between script and script_end.
+ */
+static const char plural_samples[] =
+	"function plural(n) { return n + (n === 1 ? ' sample' : ' samples'); }\n";
+static const char plural_events[] =
+	"function plural(n) { return n + (n === 1 ? ' event' : ' events'); }\n";
+static const char plural_time[] =
+	"function plural(n) { return (n / 1000).toFixed(1) + ' ms'; }\n";
+
+static const char script_end[] =
 	"var term = '';\n"
 	"function search(t) {\n"
 	"  term = t || '';\n"
@@ -734,15 +747,30 @@ static int write_header(struct flamegraph *fg, const struct geometry *g,
 			return err;
 	}
 	fputs("</text>\n", out);
+	/* Every amount in the unit of the widths: samples, events or a time metric's ms. */
+	const char *quantity = a->metric == SP_METRIC_WALL	 ? "Wall time"
+			    : a->metric == SP_METRIC_OFF_CPU ? "Off-CPU time"
+			    : u.weighted		      ? "Events"
+							      : "Samples";
+	char total[40], truncated[40], empty[40];
+	sp_agg_format_count(a, a->samples, total, sizeof(total));
+	sp_agg_format_count(a, a->truncated_samples, truncated, sizeof(truncated));
+	sp_agg_format_count(a, a->empty_samples, empty, sizeof(empty));
 	fprintf(out,
-		"<text class=\"head\" xml:space=\"preserve\" x=\"%d\" y=\"62\">Duration: %.3f s   Samples: %" PRIu64
-		" (lost %" PRIu64 ")   Truncated: %.1f%% (%" PRIu64 ")   Empty: %.1f%% (%" PRIu64
-		")   Event: %s",
-		PAD, (double)(a->last_ns - a->first_ns) / 1e9, a->samples,
-		sp_spool_lost_total(a->spool), pct(a->truncated_samples, a->samples),
-		a->truncated_samples, pct(a->empty_samples, a->samples), a->empty_samples, event);
-	if (g->total != a->samples)
-		fprintf(out, "   Shown: %" PRIu64, g->total);
+		"<text class=\"head\" xml:space=\"preserve\" x=\"%d\" y=\"62\">Duration: %.3f s   %s: %s",
+		PAD, (double)(a->last_ns - a->first_ns) / 1e9, quantity, total);
+	if (a->metric != SP_METRIC_CPU)
+		fprintf(out, " (%" PRIu64 " off-CPU interval%s, lost %" PRIu64 ")", a->nintervals,
+			a->nintervals == 1 ? "" : "s", sp_spool_lost_total(a->spool));
+	else
+		fprintf(out, " (lost %" PRIu64 ")", sp_spool_lost_total(a->spool));
+	fprintf(out, "   Truncated: %.1f%% (%s)   Empty: %.1f%% (%s)   Event: %s",
+		pct(a->truncated_samples, a->samples), truncated,
+		pct(a->empty_samples, a->samples), empty, event);
+	if (g->total != a->samples) {
+		sp_agg_format_count(a, g->total, total, sizeof(total));
+		fprintf(out, "   Shown: %s", total);
+	}
 	fputs("</text>\n", out);
 
 	/* Legend: one swatch per kind, in the middle of each range. */
@@ -795,8 +823,11 @@ static int write_svg(struct flamegraph *fg, const struct sp_report_opts *opts, F
 	for (int i = 0; i < 4; i++)
 		fprintf(out, "<text x=\"6\" y=\"%d\"%s> </text>", 16 + 16 * i,
 			i ? "" : " class=\"tn\"");
-	fprintf(out, "</g>\n<script type=\"text/ecmascript\"><![CDATA[\n%s]]></script>\n</svg>\n",
-		script);
+	const char *plural = fg->a->metric != SP_METRIC_CPU ? plural_time
+			     : fg->a->unit.weighted	    ? plural_events
+							    : plural_samples;
+	fprintf(out, "</g>\n<script type=\"text/ecmascript\"><![CDATA[\n%s%s%s]]></script>\n</svg>\n",
+		script, plural, script_end);
 	return ferror(out) ? -EIO : 0;
 }
 

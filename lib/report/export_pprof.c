@@ -84,11 +84,14 @@ enum {
 	MAP_INLINE_FRAMES = 1u << 3,
 };
 
-/* One Location: a distinct (module, address), or the truncation marker. */
+/* A location without an address: the truncation marker, an interval's cause frame. */
+enum { LOC_CODE, LOC_TRUNCATED, LOC_BLOCKED, LOC_PREEMPTED };
+
+/* One Location: a distinct (module, address), or a marker (LOC_*). */
 struct loc {
 	uint32_t frame_id; /* the first frame met there; it names the location */
 	uint32_t module;   /* spool module id, or SP_NO_MODULE */
-	bool marker;
+	uint32_t marker;   /* LOC_* */
 };
 
 struct loc_key {
@@ -104,7 +107,7 @@ struct pprof {
 	struct sp_intern modnames;  /* module display names, only to keep functions apart */
 	struct sp_intern functions; /* (name, file, module) string ids -> function id - 1 */
 	struct sp_intern locations; /* struct loc_key -> location id - 1 */
-	struct sp_intern groups;    /* (thread index, stack id) -> sample */
+	struct sp_intern groups;    /* (thread index, stack id, LOC_* cause) -> sample */
 	struct loc *locs;
 	size_t locs_cap;
 	uint64_t *group_count;
@@ -234,7 +237,7 @@ static int location_of(struct pprof *p, uint32_t frame_id, uint32_t *index)
 	key.module = SP_NO_MODULE;
 	if (fr->mode == SP_FRAME_TRUNCATED) {
 		/* Every marker is one "[truncated]" location, as in the folded view. */
-		key.marker = 1;
+		key.marker = LOC_TRUNCATED;
 	} else {
 		if (fr->module_id < sp_spool_module_count(p->s))
 			key.module = fr->module_id;
@@ -256,6 +259,23 @@ static int location_of(struct pprof *p, uint32_t frame_id, uint32_t *index)
 	p->frame_loc[frame_id] = v + 1;
 	*index = v;
 	return 0;
+}
+
+/* The location of an interval's cause frame (LOC_BLOCKED, LOC_PREEMPTED), made on first use. */
+static int cause_location(struct pprof *p, uint32_t cause, uint32_t *index)
+{
+	struct loc_key key;
+	memset(&key, 0, sizeof(key));
+	key.module = SP_NO_MODULE;
+	key.marker = cause;
+	bool added;
+	int err = sp_intern(&p->locations, &key, sizeof(key), index, &added);
+	if (!err && added)
+		err = sp_array_reserve((void **)&p->locs, &p->locs_cap, (size_t)*index + 1,
+				       sizeof(*p->locs));
+	if (!err && added)
+		p->locs[*index] = (struct loc){.module = SP_NO_MODULE, .marker = cause};
+	return err;
 }
 
 /* Function id of one line, made on first use. */
@@ -312,11 +332,14 @@ static int label(struct pprof *p, struct sp_buf *msg, const char *key, const cha
 	return err ? err : pb_message(msg, SAMPLE_LABEL, &p->sub);
 }
 
-/* Add one sample or interval of thread at stack sid weighing w to its (thread, stack) group. */
-static int group_add(struct pprof *p, uint32_t thread, uint32_t sid, uint64_t w)
+/*
+ * Add one sample (cause LOC_CODE) or interval (LOC_BLOCKED, LOC_PREEMPTED) of
+ * thread at stack sid weighing w to its (thread, stack, cause) group.
+ */
+static int group_add(struct pprof *p, uint32_t thread, uint32_t sid, uint32_t cause, uint64_t w)
 {
 	/* Stacks spelled twice in the spool (same frames) are one sample. */
-	uint32_t key[2] = {thread, sid ? p->a->stack_canon[sid] : 0};
+	uint32_t key[3] = {thread, sid ? p->a->stack_canon[sid] : 0, cause};
 	uint32_t g;
 	bool added;
 	int err = sp_intern(&p->groups, key, sizeof(key), &g, &added);
@@ -346,13 +369,15 @@ static int group_samples(struct pprof *p)
 			continue; /* filtered out */
 		const struct sp_sample *smp = sp_spool_sample(p->s, i);
 		uint32_t sid = smp->stack_id < a->nstacks ? smp->stack_id : 0;
-		err = group_add(p, smp->thread, sid,
+		err = group_add(p, smp->thread, sid, LOC_CODE,
 				a->metric != SP_METRIC_CPU ? a->unit.period : sp_sample_weight(&a->unit, smp));
 	}
 	for (size_t i = 0; !err && a->metric != SP_METRIC_CPU && i < sp_spool_offcpu_count(p->s); i++) {
 		const struct sp_offcpu *o = sp_spool_offcpu(p->s, i);
+		/* Under its cause frame, as in every other view: off-CPU time never merges with CPU time. */
 		if (sp_agg_interval_kept(a, o))
 			err = group_add(p, o->thread, o->stack_id < a->nstacks ? o->stack_id : 0,
+					o->flags & SP_OFFCPU_PREEMPTED ? LOC_PREEMPTED : LOC_BLOCKED,
 					o->duration_ns);
 	}
 	return err;
@@ -371,7 +396,7 @@ static int encode_samples(struct pprof *p, uint64_t scale)
 			continue;
 		}
 		size_t klen;
-		uint32_t key[2];
+		uint32_t key[3];
 		memcpy(key, sp_intern_key(&p->groups, g, &klen), sizeof(key));
 		const struct sp_thread *t = sp_spool_thread(p->s, key[0]);
 		const uint32_t *fr;
@@ -379,6 +404,11 @@ static int encode_samples(struct pprof *p, uint64_t scale)
 		msg.len = 0;
 		/* Location ids, leaf first, as profile.proto wants them. */
 		p->packed.len = 0;
+		if (key[2] != LOC_CODE) {
+			uint32_t li;
+			if (!(err = cause_location(p, key[2], &li)))
+				err = sp_buf_put_uvarint(&p->packed, (uint64_t)li + 1);
+		}
 		for (size_t i = 0; !err && i < depth; i++) {
 			uint32_t li;
 			if (!(err = location_of(p, fr[i], &li)))
@@ -411,7 +441,12 @@ static int encode_samples(struct pprof *p, uint64_t scale)
 	return err;
 }
 
-static const struct sp_resolved_frame truncated = {.name = "[truncated]", .module = ""};
+/* The names of the markers' locations, by LOC_*. */
+static const struct sp_resolved_frame markers[] = {
+	[LOC_TRUNCATED] = {.name = "[truncated]", .module = ""},
+	[LOC_BLOCKED] = {.name = "[blocked]", .module = ""},
+	[LOC_PREEMPTED] = {.name = "[preempted]", .module = ""},
+};
 
 static int encode_locations(struct pprof *p)
 {
@@ -429,7 +464,7 @@ static int encode_locations(struct pprof *p)
 		if (!err && !l->marker)
 			err = pb_varint(&msg, LOCATION_ADDRESS, fr->abs_ip);
 		/* Lines: inlined functions first, the function holding the code last. */
-		const struct sp_resolved_frame *lines = &truncated;
+		const struct sp_resolved_frame *lines = &markers[l->marker];
 		size_t nlines = 1;
 		if (!err && !l->marker)
 			err = sp_symbolizer_resolve_all(p->a->sym, l->frame_id, &lines, &nlines);

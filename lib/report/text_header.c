@@ -325,6 +325,20 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	fprintf(out, "Duration:   %.3f s\n", secs);
 	fprintf(out, "Samples:    %" PRIu64 " (lost %" PRIu64 ")\n", a->nsampled,
 		sp_spool_lost_total(s));
+	/* A time metric counts microseconds, shown as ms (docs/DESIGN.md, decision 12). */
+	if (a->metric != SP_METRIC_CPU) {
+		char amount[40];
+		sp_agg_format_amount(a, a->samples, amount, sizeof(amount));
+		fprintf(out, "Metric:     %s time (ms): %s in ", a->metric == SP_METRIC_WALL ? "wall" : "off-CPU",
+			amount);
+		if (a->metric == SP_METRIC_WALL)
+			fprintf(out, "%" PRIu64 " CPU sample%s and %" PRIu64 " off-CPU interval%s\n",
+				a->nsampled, a->nsampled == 1 ? "" : "s", a->nintervals,
+				a->nintervals == 1 ? "" : "s");
+		else
+			fprintf(out, "%" PRIu64 " interval%s; CPU samples not counted\n", a->nintervals,
+				a->nintervals == 1 ? "" : "s");
+	}
 	/* docs/DESIGN.md, decision 12: a counted event's samples weigh their periods. */
 	if (a->unit.weighted)
 		fprintf(out, "Events:     %" PRIu64 " %s (each sample weighs its period;"
@@ -332,11 +346,14 @@ void sp_text_header(const struct sp_agg *a, const struct sp_report_opts *opts, F
 	sp_text_filters(a, opts, out);
 	sp_text_offcpu_header(a, out);
 	write_processes(a, opts, out);
-	const char *of = sp_sample_unit_noun(&a->unit, 2);
-	fprintf(out, "Empty:      %.1f%% of %s had no stack (%" PRIu64 ")\n",
-		pct(a->empty_samples, a->samples), of, a->empty_samples);
-	fprintf(out, "Truncated:  %.1f%% of %s had a truncated stack (%" PRIu64 ")\n",
-		pct(a->truncated_samples, a->samples), of, a->truncated_samples);
+	const char *of = a->metric != SP_METRIC_CPU ? "the time" : sp_sample_unit_noun(&a->unit, 2);
+	char empty[40], truncated[40];
+	sp_agg_format_count(a, a->empty_samples, empty, sizeof(empty));
+	sp_agg_format_count(a, a->truncated_samples, truncated, sizeof(truncated));
+	fprintf(out, "Empty:      %.1f%% of %s had no stack (%s)\n",
+		pct(a->empty_samples, a->samples), of, empty);
+	fprintf(out, "Truncated:  %.1f%% of %s had a truncated stack (%s)\n",
+		pct(a->truncated_samples, a->samples), of, truncated);
 	/* A recording cut short has no summary trailer: its counters were never written. */
 	if (sum) {
 		write_counters(sum, meta && (meta->flags & SP_META_SYSTEM_WIDE), out);

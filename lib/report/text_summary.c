@@ -19,14 +19,22 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 			 sp_event_counts_time(t->source) ? "ns" : "events");
 	else
 		snprintf(rate, sizeof(rate), "at %u Hz", sp_record_opts_frequency(o));
+	/* With --off-cpu, context-switch samples are sample events too: their stacks are the intervals'. */
+	const char *switches = t->off_cpu && s->sample_events > s->samples
+				       ? "; the others context switches, their stacks the intervals'"
+				       : "";
 	fprintf(out,
 		"stackpulse %s: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
-		"  %" PRIu64 " samples written (of %" PRIu64 " sample events), %" PRIu64
+		"  %" PRIu64 " samples written (of %" PRIu64 " sample events%s), %" PRIu64
 		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
 		t->subcommand, t->spool_path, kib, per_sample, t->elapsed_s, sp_event_name(t->source), rate,
 		s->samples,
-		s->sample_events, s->lost_events, s->empty_stack_samples,
+		s->sample_events, switches, s->lost_events, s->empty_stack_samples,
 		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
+	if (t->off_cpu)
+		fprintf(out, "  %" PRIu64 " off-CPU interval%s written, %" PRIu64 " incomplete (cut by"
+			     " the recording's ends or lost records)\n", t->offcpu_intervals,
+			t->offcpu_intervals == 1 ? "" : "s", t->offcpu_incomplete);
 	/*
 	 * The recorder's own CPU (draining, unwinding, writing) and peak resident
 	 * memory (the perf rings are locked kernel pages it does not count), not

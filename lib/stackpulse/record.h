@@ -128,6 +128,14 @@ void sp_recorder_summary(const struct sp_recorder *r, struct sp_summary *out);
 enum sp_event_source sp_recorder_event_source(const struct sp_recorder *r);
 
 /*
+ * record --off-cpu: the off-CPU intervals written so far into *intervals,
+ * and into *incomplete those of them cut by the recording's start or end or
+ * by lost records (their time is the part seen).  Both 0 without --off-cpu.
+ */
+void sp_recorder_offcpu_counts(const struct sp_recorder *r, uint64_t *intervals,
+			       uint64_t *incomplete);
+
+/*
  * Compressed .debug_frame sections the recorder left unread because they
  * claim to inflate past SP_INFLATE_SECTION_MAX (or SP_INFLATE_FILE_MAX, or
  * what is left of the process's SP_INFLATE_RUN_MAX):
@@ -434,6 +442,9 @@ struct sp_summary_text {
 	 * flight recorder writes only its window's); 0: the samples written.
 	 */
 	uint64_t samples_taken;
+	bool off_cpu;                 /* record --off-cpu: the intervals below are said */
+	/* Off-CPU intervals written, and of them incomplete (sp_recorder_offcpu_counts). */
+	uint64_t offcpu_intervals, offcpu_incomplete;
 };
 
 /*

@@ -22,6 +22,10 @@ main=$("$SP" dump ws.spool 2>/dev/null | awk '/^thread / { split($3, p, "="); sp
 [ -n "$main" ] || { fail "no main thread in the spool"; finish; }
 n=$("$SP" dump ws.spool 2>/dev/null | grep -c '^off-cpu ')
 [ "$n" -gt 50 ] && ok "the spool holds $n off-CPU intervals" || fail "only $n off-CPU intervals recorded"
+said=$(awk '/ off-CPU intervals? written, [0-9]+ incomplete/ { print $1 }' record.err)
+[ "$said" = "$n" ] && grep -q 'sample events; the others context switches' record.err &&
+	ok "record's summary gives the $n intervals written and what the other sample events were" ||
+	fail "record's summary: '$said' intervals for $n: $(grep -E 'written' record.err | tr '\n' ' ')"
 bytes=$(wc -c <ws.spool)
 info "spool: $bytes bytes for $n intervals and $("$SP" dump ws.spool | grep -c '^sample ') samples"
 
@@ -57,6 +61,11 @@ info "off-CPU: burn_cpu $ob% of the main thread's off-CPU time; preempted $pre o
 	ok "--metric=off-cpu: burn_cpu $ob% (under 2%, or within what preemption explains: $pre_pct%)" ||
 	fail "--metric=off-cpu: burn_cpu has $ob% of off-CPU time, more than preemption's $pre_pct% + 2"
 grep -q '^Off-CPU: .* intervals' off.txt && ok "the header gives off-CPU totals" || fail "no Off-CPU header line"
+grep -q '^Metric:     off-CPU time (ms): [0-9.]* ms in [0-9]* intervals' off.txt &&
+	grep -q '^Metric:     wall time (ms): [0-9.]* ms in [0-9]* CPU samples and [0-9]* off-CPU intervals' wall.txt &&
+	grep -q '^Empty:      .* of the time had no stack ([0-9.]* ms)' off.txt &&
+	ok "the header names the metric and its unit, with its intervals" ||
+	fail "header: $(grep -E '^(Metric|Empty):' off.txt wall.txt | tr '\n' ' ')"
 # Blocked or sleeping time is apart from preempted time: a [blocked] or [preempted] leaf.
 bb=$(share off.folded ';burn_cpu;.*\[blocked\]$')
 [ "$(awk -v b="$bb" 'BEGIN { print (b < 2) ? 1 : 0 }')" = 1 ] &&

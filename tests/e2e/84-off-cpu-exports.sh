@@ -105,6 +105,31 @@ sorted=$(sort -c -n times 2>&1 && echo yes)
 	ok "perf-script --metric=wall holds the samples and the intervals, in time order" ||
 	fail "perf-script --metric=wall: $(grep -c ' cpu-clock:$' wall.script) samples, $(grep -c ' offcpu-time:$' wall.script) intervals, time order: $sorted"
 
+# --- flame graph: every amount in the time metric's unit ----------------------------------
+"$SP" report --metric=wall --format=flamegraph -o wall.svg ws.spool 2>/dev/null
+head=$(grep -o 'y="62">[^<]*' wall.svg)
+echo "$head" | grep -q 'Wall time: [0-9.]* ms ([0-9]* off-CPU intervals' && ! echo "$head" | grep -q 'Samples:' &&
+	grep -q "function plural(n) { return (n / 1000).toFixed(1) + ' ms'; }" wall.svg && ! grep -q "' samples'" wall.svg &&
+	ok "flame graph --metric=wall: the header and the frames' texts say ms, not samples" ||
+	fail "flame graph --metric=wall: header '${head#*>}', plural: $(grep -o 'function plural[^}]*' wall.svg)"
+
+# --- pprof: intervals under their cause frame, in nanoseconds of the metric ----------------
+if command -v go >/dev/null 2>&1 && go tool pprof -h >/dev/null 2>&1; then
+	"$SP" report --metric=off-cpu --format=pprof -o off.pb.gz ws.spool 2>/dev/null
+	"$SP" report --metric=wall --format=pprof -o wall.pb.gz ws.spool 2>/dev/null
+	leaves() { go tool pprof -traces "$1" 2>/dev/null | awk '/^ +[0-9.]+[a-zµ]*s +/ { n++; if ($2 == "[blocked]" || $2 == "[preempted]") c++ } END { print n + 0, c + 0 }'; }
+	set -- $(leaves off.pb.gz) $(leaves wall.pb.gz)
+	types=$(go tool pprof -raw off.pb.gz 2>/dev/null | grep -m1 '^samples/count')
+	info "pprof: off-cpu $2 of $1 traces under a cause frame, wall $4 of $3; sample types: $types"
+	[ "$1" -gt 0 ] && [ "$1" = "$2" ] && [ "${types%\[dflt\]}" = "samples/count off-cpu/nanoseconds" ] &&
+		ok "pprof --metric=off-cpu: off-cpu/nanoseconds, every trace's leaf [blocked] or [preempted]" ||
+		fail "pprof --metric=off-cpu: $2 of $1 traces under a cause frame, types '$types'"
+	[ "$4" -gt 0 ] && [ "$4" -lt "$3" ] && ok "pprof --metric=wall: intervals under a cause frame, CPU samples apart ($4 of $3)" ||
+		fail "pprof --metric=wall: $4 of $3 traces under a cause frame"
+else
+	skip "go not found in PATH (go tool pprof reads the pprof files)"
+fi
+
 # --- unprivileged, at perf_event_paranoid 2: blocked threads' stacks read while they sleep --
 if [ "$(id -u)" != 0 ] || ! command -v setpriv >/dev/null 2>&1 || ! id nobody >/dev/null 2>&1; then
 	skip "not root, no setpriv or no user nobody: the unprivileged recording needs them"

@@ -141,6 +141,9 @@ int sp_segments_open(const char *dir, const struct sp_segments_opts *o, struct s
 	/* retention deletes here: nobody else may put files in it */
 	if (!err && ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022)))
 		err = -SP_E_SEGMENT_DIR_SHARED;
+	/* segments are created there: refuse now, not once the target runs */
+	if (!err && faccessat(fd, ".", W_OK | X_OK, AT_EACCESS))
+		err = -errno;
 	struct sp_segments *g = err ? NULL : calloc(1, sizeof(*g));
 	if (!err && (!g || !(g->dir = strdup(dir))))
 		err = -ENOMEM;

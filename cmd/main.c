@@ -141,7 +141,7 @@ int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, stru
 	struct sp_segments_read_opts o = {start_us, end_us, segment_note, (void *)path};
 	struct sp_segments_read_stats rs;
 	int err = sp_spool_open_segments(path, &o, out, &rs);
-	if (err == -SP_E_NO_SEGMENTS && rs.outside)
+	if ((err == -SP_E_NO_SEGMENTS || !err) && rs.outside && rs.outside == rs.listed)
 		sp_cli_note("none of the %zu segments of '%s' lies in the --time window", rs.listed,
 			    path);
 	else if (!err && (rs.skipped || rs.outside))

@@ -595,8 +595,10 @@ struct sp_segments_read_stats {
  * in order, timestamps on the first segment's clock (a segment of another
  * boot is placed by its wall-clock start), summaries summed.  The header is
  * the first segment's.  Each segment is opened without following symlinks
- * and validated as sp_spool_open does.  Errors: -errno for dir,
- * -SP_E_NO_SEGMENTS when none could be read (in the window).
+ * and validated as sp_spool_open does.  A window that misses every segment
+ * reads the first (counted in st->outside and st->read): a profile with no
+ * sample in the window, as a spool gives.  Errors: -errno for dir,
+ * -SP_E_NO_SEGMENTS when none could be read.
  */
 int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
 			   struct sp_spool **out, struct sp_segments_read_stats *st);

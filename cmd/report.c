@@ -62,6 +62,8 @@ struct report_args {
 	const char *output;
 	const char *diff_path;
 	double follow_s;    /* --follow: a fresh table every follow_s seconds; 0: once */
+	const char *follow_dir;  /* --follow DIR: the directory whose segment is followed */
+	const char *follow_name; /* its final name, "DIR/NAME", shown in the headers */
 	uint32_t window_s;  /* --window, with --follow */
 	bool gate_of_given, min_share_given;
 	const char *format_name; /* --format's word, for an error */
@@ -725,6 +727,18 @@ static void follow_amount(const struct sp_live *live, uint32_t metric, uint64_t 
 }
 
 /*
+ * Whether --follow DIR's segment, finished, has a successor being written
+ * (a rotation creates the next before it finishes the last).
+ */
+static bool next_segment(const struct report_args *a)
+{
+	char path[4096];
+	bool writing = false;
+	return a->follow_dir && !sp_segments_newest(a->follow_dir, path, sizeof(path), &writing) &&
+	       writing && strcmp(path, a->spool_path);
+}
+
+/*
  * report --follow: the spool read as it grows (a tail), a fresh function
  * table every interval, work per table proportional to the new samples,
  * until the trailer comes or Ctrl-C.
@@ -788,9 +802,11 @@ static int report_follow(struct report_args *a)
 		growing = growing && !over;
 		char label[16], amount[96];
 		follow_amount(live, a->report.metric, all, win, amount, sizeof(amount));
-		fprintf(out, "--- %s: %s in the last %s (%s) ---\n", a->spool_path, amount,
+		fprintf(out, "--- %s: %s in the last %s (%s) ---\n",
+			a->follow_name ? a->follow_name : a->spool_path, amount,
 			sp_live_window_label(live, label, sizeof(label)),
-			over ? "recording over" : growing ? "still being written" : "no longer written");
+			over ? (next_segment(a) ? "segment finished" : "recording over")
+			     : growing ? "still being written" : "no longer written");
 		err = sp_live_write_table(live, &v, a->report.max_rows, follow_width(a, out), out);
 		fflush(out);
 		/* done with the trailer, or when no writer holds it any more (a killed recorder) */
@@ -844,9 +860,17 @@ static int report_follow_dir(struct report_args *a)
 		}
 		idle = 0;
 		snprintf(last, sizeof(last), "%s", path);
+		/* "DIR/.NAME.partial" shown by the name it is published under, "DIR/NAME" */
+		char shown[4096];
+		const char *base = strrchr(path, '/') + 1;
+		snprintf(shown, sizeof(shown), "%.*s%.*s", (int)(base - path), path,
+			 (int)(strlen(base) - 1 - strlen(".partial")), base + 1);
 		a->spool_path = path;
+		a->follow_dir = dir;
+		a->follow_name = shown;
 		rc = report_follow(a);
 		a->spool_path = dir;
+		a->follow_dir = a->follow_name = NULL;
 		if (rc)
 			break;
 	}

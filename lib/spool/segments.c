@@ -352,8 +352,18 @@ int sp_segments_finish(struct sp_segments *g, struct sp_spool_writer *w,
 		return -SP_E_BAD_ARG;
 	struct sp_summary d;
 	since(&d, total ? total : &g->base, &g->base);
+	/* a stop just after a rotation leaves a segment of nothing: unless it is the only one */
+	bool empty = !sp_spool_writer_events(w) && g->stats.published;
 	int err = sp_spool_writer_finish(w, &d);
-	int perr = publish(g);
+	int perr = 0;
+	if (empty && !err) {
+		char partial[SP_SEGMENT_NAME_MAX + 16];
+		snprintf(partial, sizeof(partial), ".%s" PARTIAL, g->cur);
+		unlinkat(g->dirfd, partial, 0);
+		g->writing = false;
+	} else {
+		perr = publish(g);
+	}
 	retain(g, wall_us());
 	return err ? err : perr;
 }

@@ -164,6 +164,14 @@ over=$(grep -c '(recording over) ---$' follow.out)
 [ "$finished" -ge $((followed - 1)) ] && [ "$over" = 1 ] && grep '^--- ' follow.out | tail -1 | grep -q '(recording over)' &&
 	ok "'segment finished' $finished times, 'recording over' once, at the end" ||
 	fail "'segment finished' $finished times, 'recording over' $over times over $followed segments"
+# A stop just after a rotation publishes no segment of nothing (-d 3 with 1 s segments).
+empty=""
+for f in $(published fseg); do
+	"$SP" report --format=folded "fseg/$f" 2>/dev/null | awk '{ n += $NF } END { exit n > 0 ? 1 : 0 }' &&
+		empty="$empty $f"
+done
+[ -z "$empty" ] && ok "every published segment holds samples ($(published fseg | wc -l))" ||
+	fail "published with no sample:$empty"
 # 6. Copies of a program without a build-id are one module in each segment and in DIR: a
 # segment names a copy's first by the id that first has in that segment.
 if command -v objcopy >/dev/null 2>&1 &&

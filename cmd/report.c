@@ -612,13 +612,21 @@ static int open_spool(const char *path, struct report_args *a, struct sp_spool *
 		      struct sp_symbolizer **sym)
 {
 	const struct sp_symbolizer_opts *so = &a->sym;
+	struct sp_segments_read_stats rs;
 	int err = sp_cli_open_spool(path, a->wall_start ? a->wall_start_us : 0,
-				    a->wall_end ? a->wall_end_us : 0, spool);
+				    a->wall_end ? a->wall_end_us : 0, spool, &rs);
 	if (err == -SP_E_NO_SEGMENTS)
 		return sp_cli_error("cannot read '%s': %s", path, sp_strerror(err));
 	if (err)
 		return sp_cli_error("cannot open spool '%s': %s", path, sp_strerror(err));
 	place_wall_time(a, *spool);
+	/* a directory's header names --time's wall-clock window and the segments read */
+	if (rs.listed) {
+		a->report.filter.wall_start_us = a->wall_start ? a->wall_start_us : 0;
+		a->report.filter.wall_end_us = a->wall_end ? a->wall_end_us : 0;
+		a->report.filter.segments_read = rs.read;
+		a->report.filter.segments_listed = rs.listed;
+	}
 	if (!sp_spool_summary(*spool) && sp_spool_is_growing(path))
 		sp_cli_note("spool '%s' is still being written (a recording is running): reporting "
 			    "the %zu samples written so far; --follow keeps up with it",

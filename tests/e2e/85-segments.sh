@@ -94,6 +94,9 @@ if [ $# -ge 4 ]; then
 		fail "report --time exited $?: $(head -c 300 win.err)"
 	grep -q "read 2 of the $n segments" win.err && ok "--time $from,$to read 2 of the $n segments" ||
 		fail "--time $from,$to: $(cat win.err)"
+	"$SP" report --time "$from,$to" segs 2>/dev/null | grep -q "^Filters: *time $from to $to (2 of $n segments read)" &&
+		ok "the header gives the window in UTC and the segments read" ||
+		fail "header: $("$SP" report --time "$from,$to" segs 2>&1 | grep -A1 '^Filters')"
 	folded_sum "$2.folded" "$3.folded" >two.txt
 	want=$(awk '{ t += $NF } END { print t + 0 }' two.txt)
 	got=$(awk '{ t += $NF } END { print t + 0 }' win.raw)

@@ -146,7 +146,7 @@ int cmd_annotate(int argc, char **argv)
 	struct sp_annotate_result res = {0};
 	FILE *out = NULL;
 	int rc = SP_EXIT_FAILURE;
-	int err = sp_cli_open_spool(a.spool_path, 0, 0, &spool);
+	int err = sp_cli_open_spool(a.spool_path, 0, 0, &spool, NULL);
 	if (err) {
 		rc = sp_cli_error("cannot open spool '%s': %s", a.spool_path, sp_strerror(err));
 		goto out;

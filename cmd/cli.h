@@ -125,9 +125,11 @@ FILE *sp_cli_open_output(const char *path);
 /*
  * Open a spool, or a segment directory (record --segments) as one profile,
  * reading only the segments that may hold [start_us, end_us) (wall clock,
- * 0: open) and saying which were skipped and why.  0 or -errno / -SP_E_*.
+ * 0: open) and saying which were skipped and why; a directory's counts into
+ * *rs (NULL: not wanted; zeroed for a spool).  0 or -errno / -SP_E_*.
  */
-int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, struct sp_spool **out);
+int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, struct sp_spool **out,
+		      struct sp_segments_read_stats *rs);
 /* What to add to an error creating an output: why a symlink or FIFO is refused; else "". */
 const char *sp_cli_output_hint(int err);
 /* Close an output from sp_cli_open_output, reporting write errors.  0 or SP_EXIT_FAILURE. */

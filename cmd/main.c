@@ -134,15 +134,20 @@ static void segment_note(void *ctx, const char *name, enum sp_segment_note what,
 	}
 }
 
-int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, struct sp_spool **out)
+int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, struct sp_spool **out,
+		      struct sp_segments_read_stats *counts)
 {
 	struct stat st;
+	struct sp_segments_read_stats rs = {0};
+	if (counts)
+		*counts = rs;
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
 		return sp_spool_open(path, out);
 	struct sp_segments_read_opts o = {start_us, end_us, segment_note, (void *)path};
-	struct sp_segments_read_stats rs;
 	int err = sp_spool_open_segments(path, &o, out, &rs);
-	if (err == -SP_E_NO_SEGMENTS && rs.outside)
+	if (counts)
+		*counts = rs;
+	if ((err == -SP_E_NO_SEGMENTS || !err) && rs.outside && rs.outside == rs.listed)
 		sp_cli_note("none of the %zu segments of '%s' lies in the --time window", rs.listed,
 			    path);
 	else if (!err && (rs.skipped || rs.outside))

@@ -462,11 +462,23 @@ static int output_refused(const char *path)
 	return 0;
 }
 
+static int segments_error(const char *dir, int err);
+
 /* An attach failure with what to do about it. */
 static int attach_error(int err, const struct sp_cli_record_args *a, pid_t pid)
 {
 	uint32_t freq = sp_record_opts_frequency(&a->opts);
-	int out_err = -err == EACCES || -err == EPERM || -err == EROFS ? output_refused(a->output) : 0;
+	/* a segment directory refused its first segment: not a perf-events failure */
+	if (a->segments_dir && (-err == EACCES || -err == EPERM || -err == EROFS)) {
+		int dfd = open(a->segments_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		int derr = dfd < 0 || faccessat(dfd, ".", W_OK | X_OK, AT_EACCESS) ? -errno : 0;
+		if (dfd >= 0)
+			close(dfd);
+		if (derr)
+			return segments_error(a->segments_dir, derr);
+	}
+	int out_err = (-err == EACCES || -err == EPERM || -err == EROFS) && !a->segments_dir
+			      ? output_refused(a->output) : 0;
 	if (out_err == EACCES || out_err == EPERM || out_err == EROFS)
 		return sp_cli_error("cannot create spool '%s': %s; record to another place with -o",
 				    a->output, strerror(out_err));

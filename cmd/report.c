@@ -62,6 +62,8 @@ struct report_args {
 	const char *output;
 	const char *diff_path;
 	double follow_s;    /* --follow: a fresh table every follow_s seconds; 0: once */
+	const char *follow_dir;  /* --follow DIR: the directory whose segment is followed */
+	const char *follow_name; /* its final name, "DIR/NAME", shown in the headers */
 	uint32_t window_s;  /* --window, with --follow */
 	bool gate_of_given, min_share_given;
 	const char *format_name; /* --format's word, for an error */
@@ -640,13 +642,21 @@ static int open_spool(const char *path, struct report_args *a, struct sp_spool *
 		      struct sp_symbolizer **sym)
 {
 	const struct sp_symbolizer_opts *so = &a->sym;
+	struct sp_segments_read_stats rs;
 	int err = sp_cli_open_spool(path, a->wall_start ? a->wall_start_us : 0,
-				    a->wall_end ? a->wall_end_us : 0, spool);
+				    a->wall_end ? a->wall_end_us : 0, spool, &rs);
 	if (err == -SP_E_NO_SEGMENTS)
 		return sp_cli_error("cannot read '%s': %s", path, sp_strerror(err));
 	if (err)
 		return sp_cli_error("cannot open spool '%s': %s", path, sp_strerror(err));
 	place_wall_time(a, *spool);
+	/* a directory's header names --time's wall-clock window and the segments read */
+	if (rs.listed) {
+		a->report.filter.wall_start_us = a->wall_start ? a->wall_start_us : 0;
+		a->report.filter.wall_end_us = a->wall_end ? a->wall_end_us : 0;
+		a->report.filter.segments_read = rs.read;
+		a->report.filter.segments_listed = rs.listed;
+	}
 	if (!sp_spool_summary(*spool) && sp_spool_is_growing(path))
 		sp_cli_note("spool '%s' is still being written (a recording is running): reporting "
 			    "the %zu samples written so far; --follow keeps up with it",
@@ -755,6 +765,18 @@ static void follow_amount(const struct sp_live *live, uint32_t metric, uint64_t 
 }
 
 /*
+ * Whether --follow DIR's segment, finished, has a successor being written
+ * (a rotation creates the next before it finishes the last).
+ */
+static bool next_segment(const struct report_args *a)
+{
+	char path[4096];
+	bool writing = false;
+	return a->follow_dir && !sp_segments_newest(a->follow_dir, path, sizeof(path), &writing) &&
+	       writing && strcmp(path, a->spool_path);
+}
+
+/*
  * report --follow: the spool read as it grows (a tail), a fresh function
  * table every interval, work per table proportional to the new samples,
  * until the trailer comes or Ctrl-C.
@@ -818,9 +840,11 @@ static int report_follow(struct report_args *a)
 		growing = growing && !over;
 		char label[16], amount[96];
 		follow_amount(live, a->report.metric, all, win, amount, sizeof(amount));
-		fprintf(out, "--- %s: %s in the last %s (%s) ---\n", a->spool_path, amount,
+		fprintf(out, "--- %s: %s in the last %s (%s) ---\n",
+			a->follow_name ? a->follow_name : a->spool_path, amount,
 			sp_live_window_label(live, label, sizeof(label)),
-			over ? "recording over" : growing ? "still being written" : "no longer written");
+			over ? (next_segment(a) ? "segment finished" : "recording over")
+			     : growing ? "still being written" : "no longer written");
 		err = sp_live_write_table(live, &v, a->report.max_rows, follow_width(a, out), out);
 		fflush(out);
 		/* done with the trailer, or when no writer holds it any more (a killed recorder) */
@@ -874,9 +898,17 @@ static int report_follow_dir(struct report_args *a)
 		}
 		idle = 0;
 		snprintf(last, sizeof(last), "%s", path);
+		/* "DIR/.NAME.partial" shown by the name it is published under, "DIR/NAME" */
+		char shown[4096];
+		const char *base = strrchr(path, '/') + 1;
+		snprintf(shown, sizeof(shown), "%.*s%.*s", (int)(base - path), path,
+			 (int)(strlen(base) - 1 - strlen(".partial")), base + 1);
 		a->spool_path = path;
+		a->follow_dir = dir;
+		a->follow_name = shown;
 		rc = report_follow(a);
 		a->spool_path = dir;
+		a->follow_dir = a->follow_name = NULL;
 		if (rc)
 			break;
 	}

@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define LINE_COLUMNS SP_TEXT_COLUMNS /* the header's width */
 #define pct sp_text_pct
@@ -180,6 +181,18 @@ static void put_ids(char *buf, size_t cap, const int32_t *ids, size_t n)
 		len += (size_t)snprintf(buf + len, cap - len, "%s%" PRId32, i ? "," : "", ids[i]);
 }
 
+/* us since the epoch as UTC ISO 8601 with ms, into buf (40 bytes). */
+static const char *utc(uint64_t us, char *buf)
+{
+	time_t secs = (time_t)(us / 1000000);
+	struct tm tm;
+	if (!gmtime_r(&secs, &tm))
+		return "?";
+	size_t n = strftime(buf, 40, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, 40 - n, ".%03uZ", (unsigned)(us / 1000 % 1000));
+	return buf;
+}
+
 void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, FILE *out)
 {
 	const struct sp_report_filter *f = &opts->filter;
@@ -204,7 +217,15 @@ void sp_text_filters(const struct sp_agg *a, const struct sp_report_opts *opts, 
 		put_item(&l, "focus '%.60s'", f->focus);
 	if (f->exclude)
 		put_item(&l, "exclude '%.60s'", f->exclude);
-	if (f->has_start && f->has_end)
+	char from[40], to[40];
+	if (f->segments_listed && (f->wall_start_us || f->wall_end_us) &&
+	    (!f->has_start || f->wall_start_us) && (!f->has_end || f->wall_end_us))
+		put_item(&l, "time %s%s%s%s (%zu of %zu segments read)",
+			 f->has_end ? "" : "from ", f->has_start ? utc(f->wall_start_us, from) : "",
+			 f->has_end ? (f->has_start ? " to " : "until ") : "",
+			 f->has_end ? utc(f->wall_end_us, to) : "", f->segments_read,
+			 f->segments_listed);
+	else if (f->has_start && f->has_end)
 		put_item(&l, "time %g-%g s", (double)f->start_ns / 1e9, (double)f->end_ns / 1e9);
 	else if (f->has_start)
 		put_item(&l, "time from %g s", (double)f->start_ns / 1e9);

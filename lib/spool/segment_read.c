@@ -332,6 +332,25 @@ static int read_segment(int dirfd, const struct sp_segment_entry *e,
 	return 0;
 }
 
+/* Read one segment into the merge: 0 (read or skipped, as st counts) or -errno. */
+static int read_one(int dirfd, const struct sp_segment_entry *e,
+		    const struct sp_segments_read_opts *o, struct merge *g,
+		    struct sp_segments_read_stats *st)
+{
+	struct sp_spool *s = NULL;
+	int r = read_segment(dirfd, e, o, &s);
+	if (r < 0)
+		return r;
+	if (r) {
+		st->skipped++;
+		return 0;
+	}
+	int err = merge_one(g, s);
+	sp_spool_free(s);
+	st->read++;
+	return err;
+}
+
 int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
 			   struct sp_spool **out, struct sp_segments_read_stats *st)
 {
@@ -348,6 +367,7 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 	size_t n = 0;
 	int err = sp_segment_list(dirfd, &v, &n);
 	struct merge g = {.fd = -1};
+	size_t first_outside = SIZE_MAX;
 	sp_map_init(&g.mod_index);
 	sp_arena_init(&g.strings);
 	if (!err) {
@@ -373,22 +393,19 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 		if ((o && o->end_us && start_us >= o->end_us) ||
 		    (o && o->start_us && end_us <= o->start_us)) {
 			st->outside++;
+			if (first_outside == SIZE_MAX)
+				first_outside = i;
 			continue;
 		}
-		struct sp_spool *s = NULL;
-		int r = read_segment(dirfd, &v[i], o, &s);
-		if (r < 0) {
-			err = r;
-			break;
-		}
-		if (r) {
-			st->skipped++;
-			continue;
-		}
-		err = merge_one(&g, s);
-		sp_spool_free(s);
-		st->read++;
+		err = read_one(dirfd, &v[i], o, &g, st);
 	}
+	/*
+	 * The window misses every segment: the first is read (still counted
+	 * outside) so that the profile is there and its window empty, as with
+	 * a spool whose span the window misses.
+	 */
+	if (!err && !g.w && st->outside && first_outside != SIZE_MAX)
+		err = read_one(dirfd, &v[first_outside], o, &g, st);
 	if (!err && !g.w)
 		err = -SP_E_NO_SEGMENTS;
 	if (!err)

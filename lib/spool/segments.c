@@ -141,6 +141,9 @@ int sp_segments_open(const char *dir, const struct sp_segments_opts *o, struct s
 	/* retention deletes here: nobody else may put files in it */
 	if (!err && ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & 022)))
 		err = -SP_E_SEGMENT_DIR_SHARED;
+	/* segments are created there: refuse now, not once the target runs */
+	if (!err && faccessat(fd, ".", W_OK | X_OK, AT_EACCESS))
+		err = -errno;
 	struct sp_segments *g = err ? NULL : calloc(1, sizeof(*g));
 	if (!err && (!g || !(g->dir = strdup(dir))))
 		err = -ENOMEM;
@@ -349,8 +352,18 @@ int sp_segments_finish(struct sp_segments *g, struct sp_spool_writer *w,
 		return -SP_E_BAD_ARG;
 	struct sp_summary d;
 	since(&d, total ? total : &g->base, &g->base);
+	/* a stop just after a rotation leaves a segment of nothing: unless it is the only one */
+	bool empty = !sp_spool_writer_events(w) && g->stats.published;
 	int err = sp_spool_writer_finish(w, &d);
-	int perr = publish(g);
+	int perr = 0;
+	if (empty && !err) {
+		char partial[SP_SEGMENT_NAME_MAX + 16];
+		snprintf(partial, sizeof(partial), ".%s" PARTIAL, g->cur);
+		unlinkat(g->dirfd, partial, 0);
+		g->writing = false;
+	} else {
+		perr = publish(g);
+	}
 	retain(g, wall_us());
 	return err ? err : perr;
 }

@@ -26,6 +26,7 @@ struct sp_spool_writer {
 	struct sp_buf out; /* whole records not yet written */
 	struct sp_buf rec; /* scratch payload for records with strings */
 	uint64_t written;
+	uint64_t events; /* SAMPLE, OFFCPU and LOST records in the file */
 	uint64_t last_timestamp_ns;
 	uint64_t last_period; /* the period a SAMPLE without one weighs */
 	uint64_t last_offcpu_ns; /* base of the next OFFCPU's start delta */
@@ -419,6 +420,11 @@ uint64_t sp_spool_writer_bytes(const struct sp_spool_writer *w)
 	return w->written;
 }
 
+uint64_t sp_spool_writer_events(const struct sp_spool_writer *w)
+{
+	return w->events;
+}
+
 static const char *str_or_empty(const char *s)
 {
 	return s ? s : "";
@@ -785,6 +791,7 @@ int sp_spool_writer_append_weighted_sample(struct sp_spool_writer *w, uint32_t t
 	int err = emit(w, SP_REC_SAMPLE, rec, (size_t)(p - rec));
 	if (err)
 		return err;
+	w->events++;
 	w->last_timestamp_ns = timestamp_ns;
 	if (changed)
 		w->last_period = period;
@@ -813,8 +820,10 @@ int sp_spool_writer_append_offcpu(struct sp_spool_writer *w, const struct sp_off
 	p = sp_enc_uvarint(p, o->duration_ns);
 	p = sp_enc_uvarint(p, o->flags);
 	int err = emit(w, SP_REC_OFFCPU, rec, (size_t)(p - rec));
-	if (!err)
+	if (!err) {
 		w->last_offcpu_ns = o->start_ns;
+		w->events++;
+	}
 	return err;
 }
 
@@ -875,7 +884,9 @@ int sp_spool_writer_append_lost(struct sp_spool_writer *w, uint64_t count,
 	uint8_t rec[2 * SP_VARINT_MAX];
 	uint8_t *p = sp_enc_uvarint(rec, count);
 	p = sp_enc_uvarint(p, timestamp_ns);
-	return emit(w, SP_REC_LOST, rec, (size_t)(p - rec));
+	int err = emit(w, SP_REC_LOST, rec, (size_t)(p - rec));
+	w->events += !err;
+	return err;
 }
 
 static int write_summary(struct sp_spool_writer *w, const struct sp_summary *s)
@@ -1102,7 +1113,7 @@ int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_sp
 	}
 	seg_reset(w);
 	w->fd = fd;
-	w->written = 0;
+	w->written = w->events = 0;
 	return begin_file(w, meta);
 }
 

@@ -65,6 +65,13 @@ struct sp_report_filter {
 	 */
 	bool has_start, has_end;
 	uint64_t start_ns, end_ns;
+	/*
+	 * For the header of a segment directory's report (segments_listed > 0):
+	 * the window's wall-clock sides given (us since the epoch, UTC; 0: that
+	 * side relative or open) and the segments read of those listed.
+	 */
+	uint64_t wall_start_us, wall_end_us;
+	size_t segments_read, segments_listed;
 };
 
 struct sp_report_opts {

@@ -281,6 +281,9 @@ int sp_spool_writer_flush(struct sp_spool_writer *w);
 /* Bytes written to the file so far (after the last flush). */
 uint64_t sp_spool_writer_bytes(const struct sp_spool_writer *w);
 
+/* SAMPLE, OFFCPU and LOST records written into the file (a segment's, since its start). */
+uint64_t sp_spool_writer_events(const struct sp_spool_writer *w);
+
 /*
  * Append the summary trailer, flush, fsync and close.  The writer stays
  * allocated; free it with sp_spool_writer_free().
@@ -554,7 +557,12 @@ bool sp_segments_due(const struct sp_segments *g, const struct sp_spool_writer *
  */
 int sp_segments_rotate(struct sp_segments *g, struct sp_spool_writer *w,
 		       const struct sp_summary *total, uint64_t now_ns);
-/* Finish and publish the last segment (sp_spool_writer_finish), then retention.  0 or -errno. */
+/*
+ * Finish and publish the last segment (sp_spool_writer_finish), then
+ * retention; a last segment with no SAMPLE, OFFCPU or LOST record (a stop
+ * just after a rotation) is removed instead, unless it is the recording's
+ * only one.  0 or -errno.
+ */
 int sp_segments_finish(struct sp_segments *g, struct sp_spool_writer *w,
 		       const struct sp_summary *total);
 void sp_segments_stats(const struct sp_segments *g, struct sp_segments_stats *out);
@@ -595,8 +603,10 @@ struct sp_segments_read_stats {
  * in order, timestamps on the first segment's clock (a segment of another
  * boot is placed by its wall-clock start), summaries summed.  The header is
  * the first segment's.  Each segment is opened without following symlinks
- * and validated as sp_spool_open does.  Errors: -errno for dir,
- * -SP_E_NO_SEGMENTS when none could be read (in the window).
+ * and validated as sp_spool_open does.  A window that misses every segment
+ * reads the first (counted in st->outside and st->read): a profile with no
+ * sample in the window, as a spool gives.  Errors: -errno for dir,
+ * -SP_E_NO_SEGMENTS when none could be read.
  */
 int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
 			   struct sp_spool **out, struct sp_segments_read_stats *st);

@@ -94,6 +94,9 @@ if [ $# -ge 4 ]; then
 		fail "report --time exited $?: $(head -c 300 win.err)"
 	grep -q "read 2 of the $n segments" win.err && ok "--time $from,$to read 2 of the $n segments" ||
 		fail "--time $from,$to: $(cat win.err)"
+	"$SP" report --time "$from,$to" segs 2>/dev/null | grep -q "^Filters: *time $from to $to (2 of $n segments read)" &&
+		ok "the header gives the window in UTC and the segments read" ||
+		fail "header: $("$SP" report --time "$from,$to" segs 2>&1 | grep -A1 '^Filters')"
 	folded_sum "$2.folded" "$3.folded" >two.txt
 	want=$(awk '{ t += $NF } END { print t + 0 }' two.txt)
 	got=$(awk '{ t += $NF } END { print t + 0 }' win.raw)
@@ -101,6 +104,15 @@ if [ $# -ge 4 ]; then
 	[ "$got" -le "$want" ] && [ "$(num_ge "$got" "$(awk -v w="$want" 'BEGIN { print w * 0.9 }')")" = 1 ] &&
 		ok "--time's samples are those of its two segments ($got of $want)" ||
 		fail "--time gave $got samples, its two segments hold $want"
+	# A window before every segment: a note, no sample, exit 0, as for a spool.
+	early=$(iso "$(awk -v t="$(epoch "$1")" 'BEGIN { printf "%.3f", t - 100 }')")
+	late=$(iso "$(awk -v t="$(epoch "$1")" 'BEGIN { printf "%.3f", t - 50 }')")
+	"$SP" report --time "$early,$late" segs >none.out 2>none.err
+	rc=$?
+	[ "$rc" = 0 ] && grep -q "none of the $n segments of 'segs' lies in the --time window" none.err &&
+		! grep -q 'cannot read' none.err && grep -q '^No samples\.' none.out &&
+		ok "a window missing every segment: one note, No samples., exit 0" ||
+		fail "a window missing every segment exited $rc: $(cat none.err; tail -2 none.out)"
 else
 	fail "only $# segments left to choose a window from"
 fi
@@ -144,9 +156,25 @@ while ! ls -a fseg 2>/dev/null | grep -q '\.partial$' && [ $i -lt 100 ]; do
 done
 with_timeout 30 "$SP" report --follow=0.3 --rows 2 fseg >follow.out 2>follow.err
 rc=$?
-followed=$(sed -n 's/^--- fseg\/\(.*\.partial\): .*/\1/p' follow.out | sort -u | wc -l)
+followed=$(sed -n 's/^--- fseg\/\(stackpulse-[^:/]*\.spool\): .*/\1/p' follow.out | sort -u | wc -l)
 [ "$rc" = 0 ] && [ "$followed" -ge 2 ] && ok "report --follow DIR followed $followed segments in turn" ||
 	fail "report --follow DIR exited $rc after $followed segments: $(head -c 300 follow.err)"
+# Headers name a segment as published, say when it is finished, and the end once, at the end.
+grep '^--- ' follow.out | grep -q 'partial' && fail "a header names a partial file: $(grep -m1 partial follow.out)" ||
+	ok "headers name segments by their published names"
+finished=$(grep -c '(segment finished) ---$' follow.out)
+over=$(grep -c '(recording over) ---$' follow.out)
+[ "$finished" -ge $((followed - 1)) ] && [ "$over" = 1 ] && grep '^--- ' follow.out | tail -1 | grep -q '(recording over)' &&
+	ok "'segment finished' $finished times, 'recording over' once, at the end" ||
+	fail "'segment finished' $finished times, 'recording over' $over times over $followed segments"
+# A stop just after a rotation publishes no segment of nothing (-d 3 with 1 s segments).
+empty=""
+for f in $(published fseg); do
+	"$SP" report --format=folded "fseg/$f" 2>/dev/null | awk '{ n += $NF } END { exit n > 0 ? 1 : 0 }' &&
+		empty="$empty $f"
+done
+[ -z "$empty" ] && ok "every published segment holds samples ($(published fseg | wc -l))" ||
+	fail "published with no sample:$empty"
 # 6. Copies of a program without a build-id are one module in each segment and in DIR: a
 # segment names a copy's first by the id that first has in that segment.
 if command -v objcopy >/dev/null 2>&1 &&
@@ -168,4 +196,24 @@ if command -v objcopy >/dev/null 2>&1 &&
 else
 	skip "objcopy cannot remove the build-id here: copies without one not checked"
 fi
+# 7. An unprivileged user's --segments into root's directory (mode 755) is refused before the
+# command starts, as a directory it may not write, not as perf events it may not open.
+rootdir=$(mktemp -d /tmp/sp-e2e85-XXXXXX) && chmod 755 "$rootdir"
+as_nobody=""
+if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+	as_nobody="setpriv --reuid=65534 --regid=65534 --clear-groups"
+fi
+if [ -z "$as_nobody" ] || [ "$(id -u)" != 0 ] || ! $as_nobody "$SP" --help >/dev/null 2>&1; then
+	skip "no way to run stackpulse as uid 65534 here (setpriv, root): unwritable directory not checked"
+else
+	(cd / && $as_nobody "$SP" record --segments "$rootdir" --segment 1 -- /bin/sh -c 'echo started') \
+		>nobody.out 2>nobody.err
+	rc=$?
+	[ "$rc" != 0 ] && grep -q "cannot record segments into '$rootdir': Permission denied: choose a directory you may write" nobody.err &&
+		! grep -q 'perf events' nobody.err && ! grep -q started nobody.out &&
+		ok "an unwritable segment directory is refused as such, before the command starts" ||
+		fail "record --segments into root's 755 directory as nobody exited $rc: $(head -c 300 nobody.err)"
+	[ -z "$(ls -A "$rootdir")" ] && ok "nothing was left in it" || fail "left in it: $(ls -A "$rootdir")"
+fi
+rmdir "$rootdir" 2>/dev/null
 finish

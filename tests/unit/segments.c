@@ -314,3 +314,44 @@ Test(segments, flight_recorder_writes_its_window)
 	cr_assert_gt(dict, 0);
 	sp_spool_writer_free(w);
 }
+
+/* Segments, begun, of a recording that stops at once or just after a rotation. */
+static size_t stop_after(const char *dir, bool one_sample, bool rotate)
+{
+	struct sp_segments_opts o = {.segment_ns = 1000000000ull};
+	struct sp_segments *g;
+	cr_assert_eq(sp_segments_open(dir, &o, &g), 0);
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_segments_begin(g, &small_meta, &w), 0);
+	struct sp_summary total = {0};
+	if (one_sample) {
+		uint32_t t, m, f, st;
+		cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[0], &m), 0);
+		cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[0], &f), 0);
+		cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &t), 0);
+		cr_assert_eq(sp_spool_writer_intern_stack(w, &f, 1, &st), 0);
+		cr_assert_eq(sp_spool_writer_append_sample(w, t, st, small_times[0]), 0);
+		total.samples = total.sample_events = 1;
+	}
+	if (rotate)
+		cr_assert_eq(sp_segments_rotate(g, w, &total, small_meta.start_monotonic_ns + 1000000000), 0);
+	cr_assert_eq(sp_segments_finish(g, w, &total), 0);
+	sp_spool_writer_free(w);
+	struct sp_segments_stats stats;
+	sp_segments_stats(g, &stats);
+	sp_segments_free(g);
+	struct sp_segment_entry *v;
+	size_t n = list(dir, &v);
+	for (size_t i = 0; i < n; i++)
+		cr_assert(!v[i].partial, "%s is left", v[i].name);
+	cr_assert_eq(stats.published, n);
+	free(v);
+	return n;
+}
+
+Test(segments, an_empty_last_segment_is_not_published)
+{
+	cr_assert_eq(stop_after(tmp_path("rotated"), true, true), 1, "the empty one is removed");
+	cr_assert_eq(stop_after(tmp_path("only"), false, false), 1, "an only one stays, empty");
+	cr_assert_eq(stop_after(tmp_path("two_empty"), false, true), 1, "the first stays");
+}

@@ -118,13 +118,18 @@ static int open_modfile(struct sp_modfile *f, pid_t pid, uint64_t start, uint64_
 }
 
 /* Whether the open files a and b (of one size) hold the same bytes. */
-static bool same_bytes(const struct sp_modfile *a, const struct sp_modfile *b)
+static bool same_bytes(struct sp_modfile_cache *r, const struct sp_modfile *a,
+		       const struct sp_modfile *b)
 {
 	enum { CHUNK = 256 << 10 };
+	/* Past the recording's reading budget the files count as different. */
+	if (2 * a->size > SP_SAME_BYTES_RUN_MAX - r->same_bytes_read)
+		return false;
 	uint8_t *x = malloc(2 * CHUNK), *y = x + CHUNK;
 	bool same = x != NULL;
 	for (uint64_t off = 0; same && off < a->size; off += CHUNK) {
 		size_t want = a->size - off < CHUNK ? (size_t)(a->size - off) : CHUNK;
+		r->same_bytes_read += 2 * (uint64_t)want;
 		same = pread(a->fd, x, want, (off_t)off) == (ssize_t)want &&
 		       pread(b->fd, y, want, (off_t)off) == (ssize_t)want && !memcmp(x, y, want);
 	}
@@ -150,7 +155,7 @@ static void find_same_bytes(struct sp_modfile_cache *r, struct sp_modfile *f)
 		    o->fd < 0)
 			continue;
 		tried++;
-		if (same_bytes(o, f)) {
+		if (same_bytes(r, o, f)) {
 			f->cfi_owner = o;
 			return;
 		}

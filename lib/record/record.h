@@ -245,6 +245,7 @@ struct sp_modfile_cache {
 	struct sp_modfile **files;
 	size_t nfiles, files_cap;
 	uint64_t unreadable;          /* files that could not be opened or parsed */
+	uint64_t same_bytes_read;     /* bytes read comparing files, SP_SAME_BYTES_RUN_MAX at most */
 };
 
 void sp_modfile_cache_init(struct sp_modfile_cache *c);
@@ -262,14 +263,21 @@ void sp_modfile_cache_release(struct sp_modfile_cache *c);
  * (deleted or replaced files); "[vdso]" is read from our own vdso.  NULL only
  * when out of memory; a file that cannot be read has info_ok false.  A file
  * without a build-id is compared with the open files of its size that have
- * none (SP_SAME_BYTES_MAX at most): the first that holds the same bytes
- * becomes its cfi_owner.
+ * none (SP_SAME_BYTES_MAX at most, SP_SAME_BYTES_RUN_MAX read in all): the
+ * first that holds the same bytes becomes its cfi_owner.
  */
 struct sp_modfile *sp_modfile_get(struct sp_modfile_cache *c, pid_t pid, uint64_t start,
 				  uint64_t end, uint64_t dev, uint64_t ino, const char *path);
 /* Files compared byte for byte at most this big; the candidates compared per new file. */
 #define SP_SAME_BYTES_MAX (256ull << 20)
 #define SP_SAME_BYTES_CANDIDATES 4
+/*
+ * All comparisons of a recording together read at most this much: a target
+ * mapping many large files of one size that differ only at their ends would
+ * otherwise keep the recorder reading instead of draining (past it, copies
+ * stay apart in the report, as files with different bytes do).
+ */
+#define SP_SAME_BYTES_RUN_MAX (2ull << 30)
 /* The file's rule table, compiled on first use and shared by files of one build-id. */
 struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
 /*

@@ -227,6 +227,34 @@ static int put_profile_name(struct speedscope *ss, const struct sp_thread *t, FI
 	return err;
 }
 
+/*
+ * The weight of a profile's entry i: of samples[i] (a sample index) its
+ * period in ns with a time event, else what it counts; of events[i]
+ * (sp_export_time_events; samples NULL) a sample's period in ns, an
+ * interval its time off CPU (docs/DESIGN.md, decision 12).
+ */
+static uint64_t entry_weight(const struct speedscope *ss, const struct sp_sample_unit *u,
+			     const uint32_t *samples, const uint64_t *events, size_t i)
+{
+	if (samples)
+		return u->time ? u->period : sp_sample_weight(u, sp_spool_sample(ss->s, samples[i]));
+	return events[i] & SP_EXPORT_INTERVAL
+		       ? sp_spool_offcpu(ss->s, (uint32_t)events[i])->duration_ns
+		       : u->period;
+}
+
+/* A profile's "weights" array and its end: entry_weight of each of the n entries, 16 a line. */
+static int put_weights(const struct speedscope *ss, const struct sp_sample_unit *u,
+		       const uint32_t *samples, const uint64_t *events, size_t n, FILE *out)
+{
+	fputs("],\n\"weights\":[", out);
+	for (size_t i = 0; i < n; i++)
+		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n",
+			entry_weight(ss, u, samples, events, i));
+	fputs("]}", out);
+	return ferror(out) ? -EIO : 0;
+}
+
 /* One thread's samples, oldest first, each weighing one sampling period. */
 static int write_profile(struct speedscope *ss, const struct sp_thread *t, const uint32_t *samples,
 			 size_t n, const struct sp_sample_unit *u, FILE *out)
@@ -246,9 +274,9 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 	 * A time event's samples weigh u->period ns; a counted event's their periods
 	 * (docs/DESIGN.md, decision 12).
 	 */
-	uint64_t period = u->period, sum = 0;
+	uint64_t sum = 0;
 	for (size_t i = 0; i < n; i++)
-		sum += u->time ? period : sp_sample_weight(u, sp_spool_sample(ss->s, samples[i]));
+		sum = sp_u64_add_sat(sum, entry_weight(ss, u, samples, NULL, i));
 	uint64_t start = u->time ? sp_spool_sample(ss->s, samples[0])->timestamp_ns - ss->a->first_ns
 				 : 0;
 	fprintf(out,
@@ -264,12 +292,7 @@ static int write_profile(struct speedscope *ss, const struct sp_thread *t, const
 		fwrite(ss->text.data, 1, ss->text.len, out);
 		fputs(i + 1 < n ? ",\n" : "\n", out);
 	}
-	fputs("],\n\"weights\":[", out);
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n",
-			u->time ? period : sp_sample_weight(u, sp_spool_sample(ss->s, samples[i])));
-	fputs("]}", out);
-	return ferror(out) ? -EIO : 0;
+	return put_weights(ss, u, samples, NULL, n, out);
 }
 
 /*
@@ -289,9 +312,7 @@ static int write_time_profile(struct speedscope *ss, const struct sp_thread *t,
 		return err;
 	uint64_t sum = 0, first;
 	for (size_t i = 0; i < n; i++)
-		sum = sp_u64_add_sat(sum, events[i] & SP_EXPORT_INTERVAL
-						  ? sp_spool_offcpu(ss->s, (uint32_t)events[i])->duration_ns
-						  : u->period);
+		sum = sp_u64_add_sat(sum, entry_weight(ss, u, NULL, events, i));
 	first = events[0] & SP_EXPORT_INTERVAL
 			? sp_spool_offcpu(ss->s, (uint32_t)events[0])->start_ns
 			: sp_spool_sample(ss->s, (uint32_t)events[0])->timestamp_ns;
@@ -318,14 +339,7 @@ static int write_time_profile(struct speedscope *ss, const struct sp_thread *t,
 		fwrite(ss->text.data, 1, ss->text.len, out);
 		fputs(i + 1 < n ? ",\n" : "\n", out);
 	}
-	fputs("],\n\"weights\":[", out);
-	for (size_t i = 0; i < n; i++)
-		fprintf(out, "%s%" PRIu64, i == 0 ? "" : i % 16 ? "," : ",\n",
-			events[i] & SP_EXPORT_INTERVAL
-				? sp_spool_offcpu(ss->s, (uint32_t)events[i])->duration_ns
-				: u->period);
-	fputs("]}", out);
-	return ferror(out) ? -EIO : 0;
+	return put_weights(ss, u, NULL, events, n, out);
 }
 
 /* The thread of event e (sp_export_time_events). */

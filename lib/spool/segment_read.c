@@ -351,6 +351,24 @@ static int read_one(int dirfd, const struct sp_segment_entry *e,
 	return err;
 }
 
+/*
+ * Directory dir opened and its layout's files listed into *v (*n of them,
+ * by sequence; sp_segment_list: names of the layout only, each lstat'ed,
+ * never followed): the directory's fd, or -errno with nothing to free.
+ */
+static int open_listed(const char *dir, struct sp_segment_entry **v, size_t *n)
+{
+	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return -errno;
+	int err = sp_segment_list(dirfd, v, n);
+	if (err) {
+		close(dirfd);
+		return err;
+	}
+	return dirfd;
+}
+
 int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
 			   struct sp_spool **out, struct sp_segments_read_stats *st)
 {
@@ -360,12 +378,12 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 	memset(st, 0, sizeof(*st));
 	if (!dir || !out)
 		return -SP_E_BAD_ARG;
-	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return -errno;
 	struct sp_segment_entry *v = NULL;
 	size_t n = 0;
-	int err = sp_segment_list(dirfd, &v, &n);
+	int dirfd = open_listed(dir, &v, &n);
+	if (dirfd < 0)
+		return dirfd;
+	int err = 0;
 	struct merge g = {.fd = -1};
 	size_t first_outside = SIZE_MAX;
 	sp_map_init(&g.mod_index);
@@ -429,17 +447,14 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 
 int sp_segments_newest(const char *dir, char *path, size_t size, bool *writing)
 {
-	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return -errno;
 	struct sp_segment_entry *v = NULL;
 	size_t n = 0;
-	int err = sp_segment_list(dirfd, &v, &n);
+	int dirfd = open_listed(dir, &v, &n);
+	if (dirfd < 0)
+		return dirfd;
 	close(dirfd);
-	if (err)
-		return err;
 	/* the newest regular one: a partial being written, else the last published */
-	err = -SP_E_NO_SEGMENTS;
+	int err = -SP_E_NO_SEGMENTS;
 	for (size_t i = n; i-- > 0;) {
 		if (!v[i].regular)
 			continue;

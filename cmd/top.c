@@ -215,26 +215,32 @@ static const char *event_of(const struct top *t)
 
 /*
  * What the live view counted: "N samples (R/s), W" or, with --off-cpu,
- * "T s off CPU (P s preempted; R s/s), W s", for "... in the last K s".
+ * "T s off CPU (P s preempted; R s/s), W s", for "... in the last K s";
+ * without window, the counts since the start alone (no ", W").
  */
-static void amount_text(const struct top *t, bool rate, char *buf, size_t cap)
+static void amount_text(const struct top *t, bool rate, bool window, char *buf, size_t cap)
 {
 	uint64_t win, all, pwin, pall;
 	sp_live_counts(t->live, &win, &all);
+	int n;
 	if (!t->off_cpu) {
 		if (rate)
-			snprintf(buf, cap, "%" PRIu64 " samples (%.0f/s), %" PRIu64, all, t->rate, win);
+			n = snprintf(buf, cap, "%" PRIu64 " samples (%.0f/s)", all, t->rate);
 		else
-			snprintf(buf, cap, "%" PRIu64 " samples, %" PRIu64, all, win);
+			n = snprintf(buf, cap, "%" PRIu64 " samples", all);
+		if (window && n > 0 && (size_t)n < cap)
+			snprintf(buf + n, cap - (size_t)n, ", %" PRIu64, win);
 		return;
 	}
 	sp_live_preempted(t->live, &pwin, &pall);
-	int n = snprintf(buf, cap, "%.3f s off CPU (%.3f s preempted", (double)all / 1e6,
-			 (double)pall / 1e6);
+	n = snprintf(buf, cap, "%.3f s off CPU (%.3f s preempted", (double)all / 1e6,
+		     (double)pall / 1e6);
 	if (rate && n > 0 && (size_t)n < cap)
 		n += snprintf(buf + n, cap - (size_t)n, "; %.2f s/s", t->rate / 1e6);
 	if (n > 0 && (size_t)n < cap)
-		snprintf(buf + n, cap - (size_t)n, "), %.3f s", (double)win / 1e6);
+		n += snprintf(buf + n, cap - (size_t)n, ")");
+	if (window && n > 0 && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n, ", %.3f s", (double)win / 1e6);
 }
 
 /* Lines of text (a memstream's buffer) written to the screen, row `hl` in reverse video. */
@@ -323,7 +329,7 @@ static void draw_screen(struct top *t, double now)
 		t->selected = n ? n - 1 : 0;
 	fputs("\033[H", stdout);
 	char head[512], label[16], amount[160];
-	amount_text(t, true, amount, sizeof(amount));
+	amount_text(t, true, true, amount, sizeof(amount));
 	snprintf(head, sizeof(head), "stackpulse top: %s, %.0f s, %s in the last %s%s%s%s",
 		 event_of(t), now - t->start_s, amount,
 		 sp_live_window_label(t->live, label, sizeof(label)), t->paused ? "  [paused]" : "",
@@ -376,14 +382,28 @@ static void draw_screen(struct top *t, double now)
 	free(list);
 }
 
+/*
+ * A batch table, as wide as the terminal (80 columns into a pipe or file).
+ * Its line "--- stackpulse top: EVENT, S s, AMOUNT in the last K s" keeps to
+ * 80 columns with the default event and window in the first 1000 s while
+ * the counts have up to 7 digits: a last table or one still catching up
+ * says so instead of the window's count (the table's columns still give the
+ * window's shares).
+ */
 static void print_batch(struct top *t, double now, bool last)
 {
+	size_t rows, cols;
+	screen_size(&rows, &cols);
 	char label[16], amount[160];
-	amount_text(t, false, amount, sizeof(amount));
-	printf("--- stackpulse top: %s, %.1f s, %s in the last %s%s ---\n",
-	       event_of(t), now - t->start_s, amount, sp_live_window_label(t->live, label, sizeof(label)),
-	       last ? " (recording over)" : sp_live_behind(t->live) ? " (catching up)" : "");
-	sp_live_write_table(t->live, &t->view, t->rows, 100, stdout);
+	const char *state = last ? "recording over" : sp_live_behind(t->live) ? "catching up" : NULL;
+	amount_text(t, false, !state, amount, sizeof(amount));
+	if (state)
+		printf("--- stackpulse top: %s, %.1f s, %s, %s\n", event_of(t), now - t->start_s,
+		       amount, state);
+	else
+		printf("--- stackpulse top: %s, %.1f s, %s in the last %s\n", event_of(t),
+		       now - t->start_s, amount, sp_live_window_label(t->live, label, sizeof(label)));
+	sp_live_write_table(t->live, &t->view, t->rows, cols, stdout);
 	fflush(stdout);
 }
 

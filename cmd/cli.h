@@ -122,6 +122,8 @@ extern const char *sp_cli_subcommand;
 
 /* Open -o FILE for writing (NULL or "-" means stdout).  NULL on error, reported. */
 FILE *sp_cli_open_output(const char *path);
+/* What reading a segment directory met, as warnings and notes naming ctx (the directory). */
+void sp_cli_segment_note(void *ctx, const char *name, enum sp_segment_note what, int err);
 /*
  * Open a spool, or a segment directory (record --segments) as one profile,
  * reading only the segments that may hold [start_us, end_us) (wall clock,

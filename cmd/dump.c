@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 struct dump_opts {
 	const char *spool;  /* SPOOL argument */
@@ -43,12 +44,62 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 static const struct argp argp = {
 	.options = options,
 	.parser = parse_opt,
-	.args_doc = "[SPOOL]",
+	.args_doc = "[SPOOL|DIR]",
 	.doc = "Print every record of SPOOL (default: profile.spool) in file order, one line "
 	       "per record, in the stable text form of stackpulse-dump(1), or as JSON Lines "
-	       "with --json."
+	       "with --json.  A segment directory DIR (record --segments) prints each of its "
+	       "segments, oldest first, after a line naming it."
 	       SP_CLI_EXIT_DOC,
 };
+
+struct dump_run {
+	const struct dump_opts *o;
+	FILE *out; /* opened at the first segment: no output file when there is none */
+	bool open_failed;
+};
+
+/* One segment of a directory: a line naming it, then its records. */
+static int dump_segment(void *ctx, const char *name, const struct sp_spool *s)
+{
+	struct dump_run *r = ctx;
+	if (!r->out && !(r->out = sp_cli_open_output(r->o->output))) {
+		r->open_failed = true; /* reported */
+		return -ECANCELED;
+	}
+	/* names of the segment layout only: digits, letters, '.', '-' */
+	if (r->o->json)
+		fprintf(r->out, "{\"type\":\"segment\",\"name\":\"%s\"}\n", name);
+	else
+		fprintf(r->out, "segment name=\"%s\"\n", name);
+	int err = r->o->json ? sp_spool_dump_json(s, r->out) : sp_spool_dump_text(s, r->out);
+	return err ? err : ferror(r->out) ? -EIO : 0;
+}
+
+/* A segment directory (record --segments): each segment it holds, oldest first. */
+static int dump_dir(const struct dump_opts *opts)
+{
+	struct dump_run r = {opts, NULL, false};
+	struct sp_segments_read_opts ro = {.note = sp_cli_segment_note, .ctx = (void *)opts->spool};
+	struct sp_segments_read_stats st;
+	int err = sp_segments_each(opts->spool, &ro, dump_segment, &r, &st);
+	/* a failed write leaves the stream's error flag set: closing reports it once */
+	int rc = r.out ? sp_cli_close_output(r.out, opts->output) : SP_EXIT_OK;
+	if (r.open_failed)
+		return SP_EXIT_FAILURE;
+	if (err == -SP_E_NO_SEGMENTS && !st.listed)
+		return sp_cli_error("'%s' is a directory without segments: give a spool file, or a "
+				    "directory record --segments wrote", opts->spool);
+	if (err == -SP_E_NO_SEGMENTS)
+		return sp_cli_error("no segment of '%s' could be read (%zu there, each skipped as "
+				    "said above)", opts->spool, st.listed);
+	if (err && err != -EIO)
+		return sp_cli_error("cannot dump the segments of '%s': %s", opts->spool,
+				    sp_strerror(err));
+	if (st.skipped)
+		sp_cli_note("dumped %zu of the %zu segments of '%s' (%zu skipped)", st.read,
+			    st.listed, opts->spool, st.skipped);
+	return err && rc == SP_EXIT_OK ? SP_EXIT_FAILURE : rc;
+}
 
 int cmd_dump(int argc, char **argv)
 {
@@ -56,6 +107,9 @@ int cmd_dump(int argc, char **argv)
 	if (argp_parse(&argp, argc, argv, 0, NULL, &opts))
 		return SP_EXIT_USAGE;
 
+	struct stat dst;
+	if (!stat(opts.spool, &dst) && S_ISDIR(dst.st_mode))
+		return dump_dir(&opts);
 	struct sp_spool *s;
 	int err = sp_spool_open(opts.spool, &s);
 	if (err)

@@ -108,7 +108,7 @@ void sp_cli_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void segment_note(void *ctx, const char *name, enum sp_segment_note what, int err)
+void sp_cli_segment_note(void *ctx, const char *name, enum sp_segment_note what, int err)
 {
 	const char *dir = ctx;
 	switch (what) {
@@ -143,7 +143,7 @@ int sp_cli_open_spool(const char *path, uint64_t start_us, uint64_t end_us, stru
 		*counts = rs;
 	if (stat(path, &st) || !S_ISDIR(st.st_mode))
 		return sp_spool_open(path, out);
-	struct sp_segments_read_opts o = {start_us, end_us, segment_note, (void *)path};
+	struct sp_segments_read_opts o = {start_us, end_us, sp_cli_segment_note, (void *)path};
 	int err = sp_spool_open_segments(path, &o, out, &rs);
 	if (counts)
 		*counts = rs;

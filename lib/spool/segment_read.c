@@ -285,17 +285,21 @@ static void note(const struct sp_segments_read_opts *o, const char *name,
 		o->note(o->ctx, name, what, err);
 }
 
-/* Segment e read and parsed into *s; 1 when it is to be skipped (noted), 0, or -ENOMEM. */
+/*
+ * Segment e read and parsed into *s, the name it was read under into final
+ * (its final name when a partial one was renamed since the listing); 1 when
+ * it is to be skipped (noted), 0, or -ENOMEM.
+ */
 static int read_segment(int dirfd, const struct sp_segment_entry *e,
-			const struct sp_segments_read_opts *o, struct sp_spool **s)
+			const struct sp_segments_read_opts *o, struct sp_spool **s,
+			char final[SP_SEGMENT_NAME_MAX + 16])
 {
 	const char *name = e->name;
-	char final[sizeof(e->name)];
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && e->partial) {
 		/* finished since the listing: its final name */
-		snprintf(final, sizeof(final), "%.*s", (int)(strlen(name) - 1 - strlen(".partial")),
-			 name + 1);
+		snprintf(final, SP_SEGMENT_NAME_MAX + 16, "%.*s",
+			 (int)(strlen(name) - 1 - strlen(".partial")), name + 1);
 		name = final;
 		fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	}
@@ -329,23 +333,26 @@ static int read_segment(int dirfd, const struct sp_segment_entry *e,
 		note(o, name, SP_SEGMENT_GROWING, 0);
 	else if ((*s)->truncated || !(*s)->nsummaries)
 		note(o, name, SP_SEGMENT_CUT, 0);
+	if (name != final)
+		snprintf(final, SP_SEGMENT_NAME_MAX + 16, "%s", name);
 	return 0;
 }
 
-/* Read one segment into the merge: 0 (read or skipped, as st counts) or -errno. */
+/* Read one segment and visit it: 0 (visited or skipped, as st counts) or what visit returned. */
 static int read_one(int dirfd, const struct sp_segment_entry *e,
-		    const struct sp_segments_read_opts *o, struct merge *g,
+		    const struct sp_segments_read_opts *o, sp_segment_visit_fn visit, void *ctx,
 		    struct sp_segments_read_stats *st)
 {
 	struct sp_spool *s = NULL;
-	int r = read_segment(dirfd, e, o, &s);
+	char name[SP_SEGMENT_NAME_MAX + 16];
+	int r = read_segment(dirfd, e, o, &s, name);
 	if (r < 0)
 		return r;
 	if (r) {
 		st->skipped++;
 		return 0;
 	}
-	int err = merge_one(g, s);
+	int err = visit(ctx, name, s);
 	sp_spool_free(s);
 	st->read++;
 	return err;
@@ -369,14 +376,21 @@ static int open_listed(const char *dir, struct sp_segment_entry **v, size_t *n)
 	return dirfd;
 }
 
-int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
-			   struct sp_spool **out, struct sp_segments_read_stats *st)
+/*
+ * Each segment of dir in the window of o, oldest first, read and handed to
+ * visit; when the window misses every segment, the first (still counted
+ * outside) so that there is a profile whose window is empty, as with a
+ * spool whose span the window misses.  0, -SP_E_NO_SEGMENTS when none was
+ * read, -errno, or what visit returned.
+ */
+static int walk(const char *dir, const struct sp_segments_read_opts *o, sp_segment_visit_fn visit,
+		void *ctx, struct sp_segments_read_stats *st)
 {
 	struct sp_segments_read_stats dummy;
 	if (!st)
 		st = &dummy;
 	memset(st, 0, sizeof(*st));
-	if (!dir || !out)
+	if (!dir)
 		return -SP_E_BAD_ARG;
 	struct sp_segment_entry *v = NULL;
 	size_t n = 0;
@@ -384,15 +398,7 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 	if (dirfd < 0)
 		return dirfd;
 	int err = 0;
-	struct merge g = {.fd = -1};
 	size_t first_outside = SIZE_MAX;
-	sp_map_init(&g.mod_index);
-	sp_arena_init(&g.strings);
-	if (!err) {
-		g.fd = memfd_create("stackpulse-segments", MFD_CLOEXEC);
-		if (g.fd < 0)
-			err = -errno;
-	}
 	for (size_t i = 0; i < n && !err; i++) {
 		/* a partial whose final name is listed too was renamed meanwhile: once */
 		if (i + 1 < n && v[i + 1].seq == v[i].seq && v[i + 1].partial && !v[i].partial)
@@ -415,24 +421,38 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 				first_outside = i;
 			continue;
 		}
-		err = read_one(dirfd, &v[i], o, &g, st);
+		err = read_one(dirfd, &v[i], o, visit, ctx, st);
 	}
-	/*
-	 * The window misses every segment: the first is read (still counted
-	 * outside) so that the profile is there and its window empty, as with
-	 * a spool whose span the window misses.
-	 */
-	if (!err && !g.w && st->outside && first_outside != SIZE_MAX)
-		err = read_one(dirfd, &v[first_outside], o, &g, st);
-	if (!err && !g.w)
+	if (!err && !st->read && first_outside != SIZE_MAX)
+		err = read_one(dirfd, &v[first_outside], o, visit, ctx, st);
+	if (!err && !st->read)
 		err = -SP_E_NO_SEGMENTS;
+	close(dirfd);
+	free(v);
+	return err;
+}
+
+static int merge_visit(void *ctx, const char *name, const struct sp_spool *s)
+{
+	(void)name;
+	return merge_one(ctx, s);
+}
+
+int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *o,
+			   struct sp_spool **out, struct sp_segments_read_stats *st)
+{
+	if (!out)
+		return walk(NULL, o, merge_visit, NULL, st);
+	struct merge g = {.fd = -1};
+	sp_map_init(&g.mod_index);
+	sp_arena_init(&g.strings);
+	g.fd = memfd_create("stackpulse-segments", MFD_CLOEXEC);
+	int err = g.fd < 0 ? -errno : walk(dir, o, merge_visit, &g, st);
 	if (!err)
 		err = finish(&g, out);
 	sp_spool_writer_free(g.w);
 	if (g.fd >= 0)
 		close(g.fd);
-	close(dirfd);
-	free(v);
 	sp_map_release(&g.mod_index);
 	sp_arena_release(&g.strings);
 	free(g.mods);
@@ -443,6 +463,13 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
 	free(g.pmlines);
 	free(g.pm_text);
 	return err;
+}
+
+int sp_segments_each(const char *dir, const struct sp_segments_read_opts *o,
+		     sp_segment_visit_fn visit, void *ctx, struct sp_segments_read_stats *st)
+{
+	/* without visit, nothing to do: walk(NULL) says so (-SP_E_BAD_ARG) and zeroes st */
+	return walk(visit ? dir : NULL, o, visit, ctx, st);
 }
 
 int sp_segments_newest(const char *dir, char *path, size_t size, bool *writing)

@@ -618,6 +618,20 @@ int sp_spool_open_segments(const char *dir, const struct sp_segments_read_opts *
  */
 int sp_segments_newest(const char *dir, char *path, size_t size, bool *writing);
 
+/* A segment read by sp_segments_each: name its file's in the directory; 0, or -errno to stop. */
+typedef int (*sp_segment_visit_fn)(void *ctx, const char *name, const struct sp_spool *s);
+/*
+ * Each segment of dir that sp_spool_open_segments would read with o (NULL:
+ * every one), oldest first, read and validated as it reads them, to
+ * visit(ctx, name, s): name is the final name, or ".NAME.partial" for a
+ * segment being written or cut short (o->note says which); s is borrowed
+ * for the call.  Segments skipped are noted and counted in st as there.
+ * 0, -SP_E_NO_SEGMENTS when none was read, -errno for dir, or what visit
+ * returned (which stops the walk).
+ */
+int sp_segments_each(const char *dir, const struct sp_segments_read_opts *o,
+		     sp_segment_visit_fn visit, void *ctx, struct sp_segments_read_stats *st);
+
 /*
  * Durations and sizes as perf's --switch-output spells them: a bare number
  * is seconds, or ends in s, m, h or d ("2.5", "30s", "10m", "1d"); a size

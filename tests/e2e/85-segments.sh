@@ -84,6 +84,28 @@ fi
 set -- $(folded_share dir.raw ';level4$')
 share_at_least "report DIR:" 95 "$1" "$2" "samples in level4"
 
+# 2b. dump DIR: each segment, oldest first, under a line naming it, then what dump of
+# that file prints; --json the same as JSON Lines.
+"$SP" dump segs >dir.dump 2>dump.err || fail "dump DIR exited $?: $(head -c 300 dump.err)"
+: >want.dump
+for f in $names; do printf 'segment name="%s"\n' "$f" >>want.dump; "$SP" dump "segs/$f" >>want.dump; done
+got=$(grep -c '^segment name=' dir.dump)
+if [ "$got" = "$n" ] && cmp -s want.dump dir.dump; then
+	ok "dump DIR prints its $n segments in order, each under a 'segment name=' line, as dump of each file"
+else
+	fail "dump DIR: $got segment lines for $n segments: $(diff want.dump dir.dump | head -5)"
+fi
+"$SP" dump --json segs >dir.jsonl 2>/dev/null
+jn=$(grep -c '^{"type":"segment","name":"stackpulse-[0-9T.Z-]*\.spool"}$' dir.jsonl)
+[ "$jn" = "$n" ] && [ "$(wc -l <dir.jsonl)" = "$(wc -l <dir.dump)" ] &&
+	ok "dump --json DIR: a {\"type\":\"segment\"} line before each of the $n segments, a line per text line" ||
+	fail "dump --json DIR: $jn segment lines for $n segments, $(wc -l <dir.jsonl) vs $(wc -l <dir.dump) lines"
+mkdir nosegs
+"$SP" dump nosegs >/dev/null 2>nosegs.err && fail "dump of a directory without segments exited 0" ||
+	{ grep -q 'without segments: give a spool file' nosegs.err &&
+		ok "dump of a directory without segments says to give a spool file" ||
+		fail "dump of an empty directory: $(cat nosegs.err)"; }
+
 # 3. --time over the second and third segments (wall clock) reads just those two.
 set -- $names
 if [ $# -ge 4 ]; then

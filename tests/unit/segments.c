@@ -206,6 +206,13 @@ static void count_note(void *ctx, const char *name, enum sp_segment_note what, i
 	notes += what == *(enum sp_segment_note *)ctx;
 }
 
+/* A symlink to /etc/passwd under segment number seq's name in dir; its path into path. */
+static void link_segment(const char *dir, unsigned seq, char *path, size_t size)
+{
+	snprintf(path, size, "%s/stackpulse-20240501T031200.250Z-%06u.spool", dir, seq);
+	cr_assert_eq(symlink("/etc/passwd", path), 0);
+}
+
 Test(segments, damaged_and_foreign_files_are_skipped)
 {
 	const char *dir = tmp_path("segs");
@@ -216,8 +223,7 @@ Test(segments, damaged_and_foreign_files_are_skipped)
 	FILE *f = fopen(path, "w");
 	fputs("not a spool", f);
 	fclose(f);
-	snprintf(path, sizeof(path), "%s/stackpulse-20240501T031200.250Z-000010.spool", dir);
-	cr_assert_eq(symlink("/etc/passwd", path), 0);
+	link_segment(dir, 10, path, sizeof(path));
 	enum sp_segment_note want = SP_SEGMENT_DAMAGED;
 	struct sp_segments_read_opts o = {.note = count_note, .ctx = &want};
 	struct sp_spool *s = NULL;
@@ -235,6 +241,65 @@ Test(segments, damaged_and_foreign_files_are_skipped)
 	cr_assert_eq(sp_segments_open(dir, &so, &g), 0);
 	sp_segments_free(g);
 	cr_assert_eq(lstat(path, &(struct stat){0}), 0);
+}
+
+/* sp_segments_each: the segments read, oldest first, by name; skipped ones noted, none visited. */
+struct visited {
+	char names[4][128];
+	size_t samples[4], n;
+};
+
+static int visit_segment(void *ctx, const char *name, const struct sp_spool *s)
+{
+	struct visited *v = ctx;
+	if (v->n == 4)
+		return -E2BIG;
+	snprintf(v->names[v->n], sizeof(v->names[v->n]), "%s", name);
+	v->samples[v->n++] = sp_spool_sample_count(s);
+	return 0;
+}
+
+static int stop_visiting(void *ctx, const char *name, const struct sp_spool *s)
+{
+	(void)name;
+	(void)s;
+	++*(int *)ctx;
+	return -EPIPE;
+}
+
+Test(segments, each_segment_is_visited_in_order)
+{
+	const char *dir = tmp_path("segs");
+	struct small_ids ids;
+	sp_segments_free(write_two(dir, &ids, 0));
+	char path[512];
+	link_segment(dir, 9, path, sizeof(path));
+	struct sp_segment_entry *v;
+	size_t n = list(dir, &v);
+	cr_assert_eq(n, 3);
+	enum sp_segment_note want = SP_SEGMENT_REFUSED;
+	struct sp_segments_read_opts o = {.note = count_note, .ctx = &want};
+	struct sp_segments_read_stats st;
+	struct visited seen = {0};
+	notes = 0;
+	cr_assert_eq(sp_segments_each(dir, &o, visit_segment, &seen, &st), 0);
+	cr_assert_eq(seen.n, 2);
+	cr_assert_str_eq(seen.names[0], v[0].name);
+	cr_assert_str_eq(seen.names[1], v[1].name);
+	cr_assert_eq(seen.samples[0] + seen.samples[1], 3);
+	cr_assert_eq(st.read, 2);
+	cr_assert_eq(st.skipped, 1);
+	cr_assert_eq(notes, 1);
+	free(v);
+	/* what visit returns stops the walk */
+	int calls = 0;
+	cr_assert_eq(sp_segments_each(dir, NULL, stop_visiting, &calls, &st), -EPIPE);
+	cr_assert_eq(calls, 1);
+	/* a directory without segments */
+	const char *empty = tmp_path("empty");
+	cr_assert_eq(mkdir(empty, 0700), 0);
+	cr_assert_eq(sp_segments_each(empty, NULL, visit_segment, &seen, &st), -SP_E_NO_SEGMENTS);
+	cr_assert_eq(st.listed, 0);
 }
 
 Test(segments, retention_by_size_keeps_the_newest)

@@ -604,11 +604,17 @@ int sp_export_pprof(struct sp_agg *a, const struct sp_report_opts *opts, FILE *o
 	 * (docs/DESIGN.md, decision 12).
 	 */
 	uint64_t period = u.period, scale = u.time ? u.period : 1, id;
-	/* A time metric's weights are ns already: "wall" or "off-cpu" time. */
+	/*
+	 * A time metric's weights are ns already: "wall" or "off-cpu" time.  Its
+	 * period is one ns: an interval's value is its measured time, no multiple
+	 * of a sampling period (with wall time, the CPU samples' period is in
+	 * their values).
+	 */
 	if (a->metric != SP_METRIC_CPU) {
 		type = a->metric == SP_METRIC_WALL ? "wall" : "off-cpu";
 		unit = "nanoseconds";
 		scale = 1;
+		period = 1;
 	}
 	size_t nframes = sp_spool_frame_count(p.s), nmodules = sp_spool_module_count(p.s);
 	int err = -ENOMEM;

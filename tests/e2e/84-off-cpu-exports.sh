@@ -126,6 +126,13 @@ if command -v go >/dev/null 2>&1 && go tool pprof -h >/dev/null 2>&1; then
 		fail "pprof --metric=off-cpu: $2 of $1 traces under a cause frame, types '$types'"
 	[ "$4" -gt 0 ] && [ "$4" -lt "$3" ] && ok "pprof --metric=wall: intervals under a cause frame, CPU samples apart ($4 of $3)" ||
 		fail "pprof --metric=wall: $4 of $3 traces under a cause frame"
+	# The period is one ns of the metric, not the CPU sampling period.
+	for m in off wall; do
+		per=$(go tool pprof -raw $m.pb.gz 2>/dev/null | awk '/^PeriodType:/ { t = $2 "/" $3 } /^Period:/ { p = $2 } END { print t, p }')
+		want=$([ $m = off ] && echo off-cpu || echo wall)
+		[ "$per" = "$want/nanoseconds 1" ] && ok "pprof --metric=$want: period type $want/nanoseconds, period 1" ||
+			fail "pprof --metric=$want: period type and period '$per'"
+	done
 else
 	skip "go not found in PATH (go tool pprof reads the pprof files)"
 fi

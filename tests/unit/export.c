@@ -1110,6 +1110,32 @@ static void expect_pprof_unit(const struct unit_case *c)
 	free(p.raw);
 }
 
+/* A time metric in pprof: its values, period type and period are nanoseconds, one a period. */
+Test(export, pprof_time_metric_period)
+{
+	static const struct {
+		uint32_t metric;
+		const char *type;
+	} cases[] = {{SP_METRIC_OFF_CPU, "off-cpu"}, {SP_METRIC_WALL, "wall"}};
+	off_cpu_profile();
+	for (size_t i = 0; i < SP_ARRAY_SIZE(cases); i++) {
+		size_t len;
+		uint8_t *gz = (uint8_t *)export_with(
+			(struct sp_report_opts){.format = SP_REPORT_PPROF, .metric = cases[i].metric},
+			&len);
+		static struct profile p;
+		memset(&p, 0, sizeof(p));
+		decode(&p, gz, len);
+		free(gz);
+		cr_expect_str_eq(str(&p, p.sample_type[1][0]), cases[i].type);
+		cr_expect_str_eq(str(&p, p.sample_type[1][1]), "nanoseconds");
+		cr_expect_str_eq(str(&p, p.period_type[0]), cases[i].type);
+		cr_expect_str_eq(str(&p, p.period_type[1]), "nanoseconds");
+		cr_expect_eq(p.period, 1, "%s: period %" PRIu64, cases[i].type, p.period);
+		free(p.raw);
+	}
+}
+
 Test(export, pprof_of_an_empty_spool)
 {
 	finish();

@@ -549,6 +549,19 @@ bool sp_events_pending(const struct sp_events *e)
 	return false;
 }
 
+/* Bytes [from, to) of a record in two pieces (a, alen bytes; then b) to the same place in dst. */
+static void copy_span(uint8_t *dst, const uint8_t *a, size_t alen, const uint8_t *b, size_t from,
+		      size_t to)
+{
+	if (from < alen && from < to) {
+		size_t n = (to < alen ? to : alen) - from;
+		memcpy(dst + from, a + from, n);
+		from += n;
+	}
+	if (from < to)
+		memcpy(dst + from, b + (from - alen), to - from);
+}
+
 /*
  * The record at the ring's tail, or NULL when the ring is drained up to its
  * head snapshot.  A record that wraps the end of the ring is copied into
@@ -573,9 +586,12 @@ static const struct perf_event_header *peek(struct sp_events *e, struct sp_ring 
 	}
 	if (off + h.size <= r->data_size)
 		return (const void *)(data + off);
-	size_t first = r->data_size - off;
-	memcpy(scratch, data + off, first);
-	memcpy(scratch + first, data, h.size - first);
+	size_t first = r->data_size - off, lo = h.size, hi = h.size;
+	/* a sample's unused stack bytes are left out: the parser reads dyn_size of them */
+	if (h.type == PERF_RECORD_SAMPLE)
+		sp_perf_sample_stack_hole(&e->layout, data + off, first, data, h.size, &lo, &hi);
+	copy_span(scratch, data + off, first, data, 0, lo);
+	copy_span(scratch, data + off, first, data, hi, h.size);
 	return (const void *)scratch;
 }
 

@@ -19,6 +19,7 @@ void sp_perf_layout_init(struct sp_perf_layout *l, uint64_t sample_type, uint64_
 	l->sample_regs_user = regs_mask;
 	l->nregs = (unsigned)__builtin_popcountll(regs_mask);
 	l->sample_id_all = sample_id_all;
+	sp_regs_map_init(&l->regs_map, regs_mask);
 }
 
 /* A cursor over one record's u64 words. */
@@ -106,6 +107,60 @@ int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t
 		}
 	}
 	return err;
+}
+
+/*
+ * A sample that wraps the ring's end is copied to be read in one piece, and
+ * most of its bytes are the stack copy's unused tail: the kernel reserves the
+ * requested size and copies dyn_size of it.  Where that tail lies, read from
+ * the record's two pieces (a: alen bytes up to the ring's end, b: the rest;
+ * alen is a multiple of 8, so no u64 is split): [*lo, *hi).  False, and
+ * nothing skipped, for a record whose fields do not add up; its full copy is
+ * then refused by sp_perf_parse_sample as any other.
+ */
+static uint64_t word_at(const uint8_t *a, size_t alen, const uint8_t *b, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, off < alen ? a + off : b + (off - alen), 8);
+	return v;
+}
+
+bool sp_perf_sample_stack_hole(const struct sp_perf_layout *l, const uint8_t *a, size_t alen,
+			       const uint8_t *b, size_t len, size_t *lo, size_t *hi)
+{
+	const uint64_t st = l->sample_type;
+	const uint64_t fixed = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_IP | PERF_SAMPLE_TID |
+			       PERF_SAMPLE_TIME | PERF_SAMPLE_ADDR | PERF_SAMPLE_ID |
+			       PERF_SAMPLE_STREAM_ID | PERF_SAMPLE_CPU | PERF_SAMPLE_PERIOD;
+
+	if (!(st & PERF_SAMPLE_STACK_USER) || (st & ~(uint64_t)SUPPORTED_SAMPLE) || alen % 8)
+		return false;
+	/* every offset below stays under len before its word is read */
+	uint64_t o = sizeof(struct perf_event_header) + 8 * (uint64_t)__builtin_popcountll(st & fixed);
+	if ((st & PERF_SAMPLE_CALLCHAIN)) {
+		if (o + 8 > len)
+			return false;
+		uint64_t nr = word_at(a, alen, b, o);
+		if (nr > (len - o - 8) / 8)
+			return false;
+		o += 8 + 8 * nr;
+	}
+	if ((st & PERF_SAMPLE_REGS_USER)) {
+		if (o + 8 > len)
+			return false;
+		o += 8 + (word_at(a, alen, b, o) ? 8 * (uint64_t)l->nregs : 0);
+	}
+	if (o + 8 > len)
+		return false;
+	uint64_t size = word_at(a, alen, b, o);
+	if (size == 0 || size % 8 || size > len - o - 8 || len - o - 8 - size < 8)
+		return false;
+	uint64_t data = o + 8, dyn = word_at(a, alen, b, data + size);
+	if (dyn > size)
+		return false;
+	*lo = (size_t)(data + dyn);
+	*hi = (size_t)(data + size);
+	return true;
 }
 
 static size_t sample_id_size(const struct sp_perf_layout *l)

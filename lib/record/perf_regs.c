@@ -3,6 +3,7 @@
 #include "record/record.h"
 
 #include <asm/perf_regs.h>
+#include <string.h>
 
 /*
  * perf bit -> DWARF number + 1 (SysV x86-64 ABI, figure 3.36); 0 for the
@@ -39,21 +40,46 @@ uint64_t sp_perf_regs_mask(void)
 /*
  * The kernel writes one u64 per set bit of the mask, in ascending bit order
  * (perf_output_sample_regs(), kernel/events/core.c), so the i-th value
- * belongs to the i-th set bit, whatever that bit is.
+ * belongs to the i-th set bit, whatever that bit is.  The mask is fixed when
+ * the events open: which value goes to which DWARF register is worked out
+ * once, and a sample's 17 values are then stored without testing any bit.
  */
-void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out)
+void sp_regs_map_init(struct sp_regs_map *m, uint64_t mask)
 {
 	unsigned i = 0;
 
-	*out = (struct sp_regs){ 0 };
-	/* only the set bits: a sample's 17 registers, not 64 tests (once per sample) */
+	*m = (struct sp_regs_map){ 0 };
 	for (; mask; mask &= mask - 1) {
 		int dw = dwarf_of_perf((unsigned)__builtin_ctzll(mask));
 
-		if (dw >= 0) {
-			out->regs[dw] = perf_regs[i];
-			out->valid |= 1u << dw;
-		}
-		i++;
+		m->dwarf[i++] = (int8_t)dw;
+		if (dw >= 0)
+			m->valid |= 1u << dw;
 	}
+	m->n = (uint8_t)i;
+}
+
+void sp_regs_from_map(const struct sp_regs_map *restrict m, const uint64_t *restrict perf_regs,
+		      struct sp_regs *restrict out)
+{
+	const unsigned n = m->n;
+
+	/* registers the mask lacks read as 0, as before the map */
+	if (m->valid != (1u << SP_DW_NREGS) - 1)
+		memset(out->regs, 0, sizeof(out->regs));
+	out->valid = m->valid;
+	for (unsigned i = 0; i < n; i++) {
+		int dw = m->dwarf[i];
+
+		if (dw >= 0)
+			out->regs[dw] = perf_regs[i];
+	}
+}
+
+void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out)
+{
+	struct sp_regs_map m;
+
+	sp_regs_map_init(&m, mask);
+	sp_regs_from_map(&m, perf_regs, out);
 }

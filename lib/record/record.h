@@ -27,7 +27,19 @@
 
 /* ---- user registers (perf_regs.c) -------------------------------------- */
 
-/* Convert a perf sample's user register array (sample_regs_user order) to DWARF numbering. */
+/*
+ * Where each value of a sample's user register array (sample_regs_user order)
+ * goes among the DWARF registers, worked out once per mask.
+ */
+struct sp_regs_map {
+	uint32_t valid;    /* DWARF registers the mask holds */
+	uint8_t n;         /* values in a sample: popcount(mask) */
+	int8_t dwarf[64];  /* value i -> DWARF number, -1 for a register never unwound */
+};
+void sp_regs_map_init(struct sp_regs_map *m, uint64_t mask);
+/* A sample's register values to DWARF numbering through m; absent registers read 0. */
+void sp_regs_from_map(const struct sp_regs_map *m, const uint64_t *perf_regs, struct sp_regs *out);
+/* The same for one sample with its mask (tests, fuzzing): the map built on the way. */
 void sp_regs_from_perf(const uint64_t *perf_regs, uint64_t mask, struct sp_regs *out);
 /* The sample_regs_user mask the recorder asks for. */
 uint64_t sp_perf_regs_mask(void);
@@ -40,6 +52,7 @@ struct sp_perf_layout {
 	uint64_t sample_regs_user; /* register mask */
 	unsigned nregs;            /* popcount(sample_regs_user) */
 	bool sample_id_all;
+	struct sp_regs_map regs_map; /* sample_regs_user's values to DWARF registers */
 };
 
 void sp_perf_layout_init(struct sp_perf_layout *l, uint64_t sample_type, uint64_t regs_mask,
@@ -100,6 +113,14 @@ struct sp_perf_lost {
  * returns -SP_E_RING_CORRUPT and nothing is read out of bounds.  The record
  * must be 8-byte aligned (the ring copy guarantees it).
  */
+/*
+ * The unused tail of a sample's user stack copy, [*lo, *hi) in the record of
+ * len bytes read from two pieces (a, alen bytes; then b), so that a record
+ * wrapping the ring is copied without it.  False when there is none or the
+ * record's fields do not add up.
+ */
+bool sp_perf_sample_stack_hole(const struct sp_perf_layout *l, const uint8_t *a, size_t alen,
+			       const uint8_t *b, size_t len, size_t *lo, size_t *hi);
 int sp_perf_parse_sample(const struct sp_perf_layout *l, const void *rec, size_t len,
 			 struct sp_perf_sample *out);
 int sp_perf_parse_sample_id(const struct sp_perf_layout *l, const void *rec, size_t len,

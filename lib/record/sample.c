@@ -158,7 +158,7 @@ static void unwind_user(struct sp_recorder *r, struct sp_process *p, const struc
 	st->stop = SP_STOP_NO_REGS;
 	st->have_regs = s->regs_abi && s->regs;
 	if (st->have_regs)
-		sp_regs_from_perf(s->regs, r->events.layout.sample_regs_user, &st->regs);
+		sp_regs_from_map(&r->events.layout.regs_map, s->regs, &st->regs);
 	/*
 	 * Sampled while execve replaced the image: the registers still hold the
 	 * old image's pc while the address space is already the new one's.  The

@@ -205,3 +205,51 @@ Test(perf_record, lost_and_task_records)
 	cr_assert_eq(task.ppid, 1);
 	cr_assert_eq(task.tid, 101);
 }
+
+/*
+ * A sample wrapping the ring is copied without its stack copy's unused tail:
+ * the hole is found from the record's two pieces, wherever the ring's end
+ * splits it, and the copy parses to the same registers and used stack bytes.
+ */
+Test(perf_record, stack_hole_of_a_split_sample, .init = setup)
+{
+	size_t len = build_sample(256, 40);
+	size_t data = 8 * (1 + 5 + layout.nregs + 1); /* header ... regs, size word */
+	for (size_t split = 8; split < len; split += 8) {
+		size_t lo = 0, hi = 0;
+		cr_assert(sp_perf_sample_stack_hole(&layout, (const uint8_t *)words, split,
+						    (const uint8_t *)words + split, len, &lo, &hi),
+			  "split at %zu", split);
+		cr_assert_eq(lo, data + 40);
+		cr_assert_eq(hi, data + 256);
+		static uint64_t copy[512];
+		memset(copy, 0xee, sizeof(copy));
+		memcpy(copy, words, lo);
+		memcpy((uint8_t *)copy + hi, (const uint8_t *)words + hi, len - hi);
+		struct sp_perf_sample s;
+		cr_assert_eq(sp_perf_parse_sample(&layout, copy, len, &s), 0);
+		cr_assert_eq(s.dyn_size, 40);
+		cr_assert_eq(s.regs[3], 0x1003);
+		cr_assert_eq(memcmp(s.stack, (const uint8_t *)words + data, 40), 0);
+	}
+}
+
+Test(perf_record, no_stack_hole_when_fields_do_not_add_up, .init = setup)
+{
+	size_t lo = 0, hi = 0, size_word = 1 + 5 + layout.nregs;
+	size_t len = build_sample(0, 0);
+	cr_assert_not(sp_perf_sample_stack_hole(&layout, (const uint8_t *)words, len, NULL, len,
+						&lo, &hi), "no stack copy");
+	len = build_sample(64, 72);
+	cr_assert_not(sp_perf_sample_stack_hole(&layout, (const uint8_t *)words, len, NULL, len,
+						&lo, &hi), "dyn_size above size");
+	len = build_sample(64, 8);
+	words[size_word] = 1u << 20;
+	cr_assert_not(sp_perf_sample_stack_hole(&layout, (const uint8_t *)words, len, NULL, len,
+						&lo, &hi), "size past the record");
+	for (size_t cut = 8; cut < len; cut += 8) {
+		build_sample(64, 8);
+		cr_assert_not(sp_perf_sample_stack_hole(&layout, (const uint8_t *)words, cut, NULL,
+							cut, &lo, &hi), "cut at %zu", cut);
+	}
+}

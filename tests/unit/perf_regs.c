@@ -79,3 +79,38 @@ Test(perf_regs, partial_mask_marks_only_present_registers)
 	sp_regs_from_perf(vals, 0, &r);
 	cr_assert_eq(r.valid, 0);
 }
+
+Test(perf_regs, one_map_serves_every_sample)
+{
+	/* the recorder builds the map once, when the events open, and reuses it per sample */
+	uint64_t mask = sp_perf_regs_mask() | 1ULL << PERF_REG_X86_FLAGS, vals[64];
+	struct sp_regs_map m;
+	struct sp_regs a, b;
+
+	sp_regs_map_init(&m, mask);
+	cr_assert_eq(m.n, __builtin_popcountll(mask));
+	fill(mask, vals);
+	sp_regs_from_map(&m, vals, &a);
+	sp_regs_from_perf(vals, mask, &b);
+	cr_assert_eq(a.valid, b.valid);
+	cr_assert_arr_eq(a.regs, b.regs, sizeof(a.regs));
+	for (size_t i = 0; i < m.n; i++)
+		vals[i] += 0x100;
+	sp_regs_from_map(&m, vals, &a);
+	cr_assert_eq(a.regs[SP_DW_RSP], 0x1100 + PERF_REG_X86_SP);
+}
+
+Test(perf_regs, a_partial_map_clears_what_it_lacks)
+{
+	uint64_t vals[1] = { 0x7ff0 };
+	struct sp_regs_map m;
+	struct sp_regs r;
+
+	memset(&r, 0xbe, sizeof(r));
+	sp_regs_map_init(&m, 1ULL << PERF_REG_X86_SP);
+	sp_regs_from_map(&m, vals, &r);
+	cr_assert_eq(r.valid, 1u << SP_DW_RSP);
+	cr_assert_eq(r.regs[SP_DW_RSP], 0x7ff0);
+	cr_assert_eq(r.regs[SP_DW_RIP], 0);
+	cr_assert_eq(r.regs[SP_DW_RBP], 0);
+}

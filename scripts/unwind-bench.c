@@ -56,12 +56,6 @@ static uint64_t stack_top;
 
 static void on_prof(int sig, siginfo_t *si, void *ucv)
 {
-	/* ucontext general registers in DWARF order (rax rdx rcx rbx rsi rdi rbp rsp r8-r15 rip) */
-	static const int gr[SP_DW_NREGS] = {
-		REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
-		REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP,
-	};
-	const ucontext_t *uc = ucv;
 	struct sample *s;
 
 	(void)sig;
@@ -69,9 +63,7 @@ static void on_prof(int sig, siginfo_t *si, void *ucv)
 	if (nsamples >= NSAMPLES)
 		return;
 	s = &samples[nsamples];
-	for (int i = 0; i < SP_DW_NREGS; i++)
-		s->regs.regs[i] = (uint64_t)uc->uc_mcontext.gregs[gr[i]];
-	s->regs.valid = (1u << SP_DW_NREGS) - 1;
+	ls_regs_from_ucontext(ucv, &s->regs);
 	/* the [vdso] (clock_gettime) is not in the file-backed module map: skip */
 	if (!ls_find(&map, s->regs.regs[SP_DW_RIP]) || s->regs.regs[SP_DW_RSP] >= stack_top)
 		return;
@@ -143,32 +135,27 @@ static NOINL unsigned long descend_vla(int depth, int leaf, unsigned long x)
 	return r ^ (unsigned char)pad[0];
 }
 
-static int capture_samples(void)
+static unsigned long sink;
+
+/* One descent for sample k: its depth and leaf cycle through the kinds. */
+static void descend_once(int k)
 {
 	static const int depths[] = {0, 3, 8, 14, 20, 26, 33, 45, 58};
-	struct sigaction sa = {.sa_sigaction = on_prof, .sa_flags = SA_SIGINFO | SA_RESTART};
-	struct itimerval on = {{0, 997}, {0, 997}}, off = {{0, 0}, {0, 0}};
+
+	sink += descend(depths[k % SP_ARRAY_SIZE(depths)], k % 4 == 3, sink);
+	__asm__ volatile("" : : "r"(sink));
+}
+
+static int capture_samples(void)
+{
 	volatile int here;
-	struct timespec t0, t1;
-	unsigned long sink = 0;
 
 	samples = calloc(NSAMPLES, sizeof(*samples));
 	if (!samples)
 		return -1;
 	stack_top = ls_mapping_end((uintptr_t)&here);
-	sigemptyset(&sa.sa_mask);
-	if (sigaction(SIGPROF, &sa, NULL) || setitimer(ITIMER_PROF, &on, NULL))
+	if (ls_profile(on_prof, 997, &nsamples, NSAMPLES, 30, descend_once))
 		return -1;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		int k = nsamples;
-
-		sink += descend(depths[k % SP_ARRAY_SIZE(depths)], k % 4 == 3, sink);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-	} while (nsamples < NSAMPLES && t1.tv_sec - t0.tv_sec < 30);
-	setitimer(ITIMER_PROF, &off, NULL);
-	signal(SIGPROF, SIG_DFL);
-	__asm__ volatile("" : : "r"(sink));
 	return nsamples;
 }
 

@@ -14,17 +14,17 @@
  * dwarf_cfi_addrframe for the pc (plus a check of the row's start, see
  * true_start), compiles the row it returns (the register state over
  * [start, end), DWARF 5 §6.4.1) into a struct sp_cfi_row and keeps it:
- * rows are append-only (stable indices for the cache), and `order` keeps
- * their indices sorted by start for binary search.  Rows never overlap.  A
- * direct-mapped cache of row indices, keyed by a hash of the pc and checked
- * against the row's range, answers repeated lookups without the search.
+ * rows are append-only, and `order` keeps their indices sorted by start for
+ * binary search.  Rows never overlap.  The row found last and a
+ * direct-mapped cache of rows, keyed by a hash of the pc and checked against
+ * the row's range, answer repeated lookups without the search (struct
+ * sp_cfi_cache, read inline by sp_cfi_table_lookup; emptied when the rows
+ * move).  Each row is marked plain or not as it is kept (row_plain).
  *
  * Nothing here is locked: libdw's Dwarf_CFI caches are not thread-safe
  * either, so a table is used by one thread at a time.
  */
 
-#define CACHE_BITS 10
-#define CACHE_SIZE (1u << CACHE_BITS)
 #define EXPR_MAX_OPS 64   /* longer CFA expressions compile to SP_CFI_BAD */
 #define EVAL_STACK 16     /* DWARF expression stack depth we evaluate */
 #define ENTRY_CODE 64     /* bytes after e_entry taken as entry code when no FDE covers them */
@@ -39,6 +39,7 @@ struct cfi_op {
 };
 
 struct sp_cfi_table {
+	struct sp_cfi_cache cache; /* first: sp_cfi_table_lookup reads it inline */
 	Dwarf_CFI *eh;  /* .eh_frame (dwarf_getcfi_elf), ours to dwarf_cfi_end */
 	Dwarf *dw;      /* only for .debug_frame; NULL when the file has none */
 	Dwarf_CFI *dbg; /* .debug_frame, owned by dw */
@@ -48,7 +49,6 @@ struct sp_cfi_table {
 	uint32_t nrows, cap;
 	struct cfi_op *ops;
 	uint32_t nops, ops_cap;
-	uint32_t cache[CACHE_SIZE]; /* row index + 1, 0 = empty */
 	/* svma ranges of functions that rewrite their own return address slot */
 	struct { uint64_t lo, hi; } rewrites_ra[RA_REWRITERS_MAX];
 	unsigned nrewrites_ra;
@@ -232,6 +232,17 @@ static void find_ra_rewriters(struct sp_cfi_table *t, Elf *elf)
 	}
 }
 
+/* What an empty cache slot holds: a row no svma lies in. */
+static const struct sp_cfi_row no_row = { .kind = SP_CFI_NONE };
+
+/* Empty both caches (the rows moved). */
+static void cache_clear(struct sp_cfi_cache *c)
+{
+	c->last_len = 0;
+	for (size_t i = 0; i < SP_ARRAY_SIZE(c->slot); i++)
+		c->slot[i] = &no_row;
+}
+
 bool sp_cfi_table_rewrites_ra(const struct sp_cfi_table *t, uint64_t svma)
 {
 	for (unsigned i = 0; i < t->nrewrites_ra; i++)
@@ -260,6 +271,7 @@ int sp_cfi_table_new(Elf *elf, const struct sp_file_trust *trust, struct sp_infl
 	if (!t)
 		return -ENOMEM;
 	t->entry = eh.e_entry;
+	cache_clear(&t->cache);
 	/* .eh_frame is allocated, so never compressed: libdw reads its raw bytes. */
 	t->eh = dwarf_getcfi_elf(elf);
 	/*
@@ -644,15 +656,31 @@ static int compile_row(struct sp_cfi_table *t, Dwarf_Frame *f, uint64_t pc,
 
 /* ---- the table --------------------------------------------------------- */
 
-static inline uint32_t cache_slot(uint64_t pc)
-{
-	return (uint32_t)((pc * 0x9e3779b97f4a7c15ULL) >> (64 - CACHE_BITS));
-}
-
 /* Number of rows whose start is <= pc (index into order). */
 static uint32_t upper_bound(const struct sp_cfi_table *t, uint64_t pc)
 {
 	return (uint32_t)sp_partition_point(t->nrows, i, t->rows[t->order[i]].start <= pc);
+}
+
+/*
+ * Is row plain (struct sp_cfi_row): a shape the unwinder steps without
+ * interpreting rules?  Nearly every row of compiled code is (docs/DESIGN.md,
+ * "Measured facts": rsp plus a constant, the same with registers pushed, rbp
+ * plus a constant).  Rows inside a function that rewrites its return address
+ * slot are not: the unwinder checks those frames' return addresses.
+ */
+static bool row_plain(const struct sp_cfi_table *t, const struct sp_cfi_row *row)
+{
+	/* SP_CFI_SAME is 0 and SP_CFI_AT_CFA 2: no rule of saved has its low bit set */
+	if (row->kind != SP_CFI_CFA_REG || row->flags ||
+	    (row->cfa_reg != SP_DW_RSP && row->cfa_reg != SP_DW_RBP) || row->ra_off != -8 ||
+	    (row->saved & 0x555u))
+		return false;
+	for (unsigned i = 0; i < t->nrewrites_ra; i++)
+		if (row->start < t->rewrites_ra[i].hi &&
+		    t->rewrites_ra[i].lo < row->start + row->len)
+			return false;
+	return true;
 }
 
 /* Insert row (which contains pc and no existing row does) at sorted position pos. */
@@ -669,6 +697,7 @@ static int insert_row(struct sp_cfi_table *t, struct sp_cfi_row *row, uint64_t p
 		if (!r)
 			return -ENOMEM;
 		t->rows = r;
+		cache_clear(&t->cache);
 		o = realloc(t->order, cap * sizeof(*o));
 		if (!o)
 			return -ENOMEM;
@@ -693,6 +722,7 @@ static int insert_row(struct sp_cfi_table *t, struct sp_cfi_row *row, uint64_t p
 		end = pc + 1;
 	}
 	row->len = (uint32_t)(end - row->start);
+	row->plain = row_plain(t, row);
 	t->rows[t->nrows] = *row;
 	memmove(&t->order[pos + 1], &t->order[pos], (t->nrows - pos) * sizeof(*t->order));
 	t->order[pos] = t->nrows;
@@ -778,9 +808,8 @@ static int compile_at(struct sp_cfi_table *t, uint64_t pc, struct sp_cfi_row *ro
 	return 0;
 }
 
-/* The search and compile path, kept out of line so the cache hit stays short. */
-static __attribute__((noinline)) const struct sp_cfi_row *lookup_slow(struct sp_cfi_table *t,
-								       uint64_t pc, uint32_t slot)
+/* The search and compile path, out of line so that the inline cache checks stay short. */
+const struct sp_cfi_row *sp_cfi_table_miss(struct sp_cfi_table *t, uint64_t pc, uint32_t slot)
 {
 	uint32_t pos = upper_bound(t, pc), idx;
 	const struct sp_cfi_row *row;
@@ -796,25 +825,11 @@ static __attribute__((noinline)) const struct sp_cfi_row *lookup_slow(struct sp_
 		return NULL;
 	row = &t->rows[idx];
 found:
-	t->cache[slot] = idx + 1;
+	t->cache.slot[slot] = row;
+	t->cache.last_start = row->start;
+	t->cache.last_len = row->len;
+	t->cache.last = row;
 	return row->kind == SP_CFI_NONE ? NULL : row;
-}
-
-const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t pc, bool *hit)
-{
-	uint32_t slot = cache_slot(pc), c = t->cache[slot];
-
-	if (c) {
-		const struct sp_cfi_row *row = &t->rows[c - 1];
-
-		/* unsigned wrap makes pc < start fail the range check too */
-		if (pc - row->start < row->len) {
-			*hit = true;
-			return row->kind == SP_CFI_NONE ? NULL : row;
-		}
-	}
-	*hit = false;
-	return lookup_slow(t, pc, slot);
 }
 
 /* ---- the CFA expression evaluator -------------------------------------- */

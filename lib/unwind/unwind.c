@@ -335,17 +335,41 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
  * __cxa_throw's.  Such a frame's return address follows no call into the
  * frame before it (a direct call's target lies at or below that frame's pc,
  * within 1 MiB, or is a PLT entry): the index of the first frame in pcs[1, n)
- * (those ra_bit marks as return addresses, looked up at ra - 1) whose return
- * address does not, or n.  A tail call is taken for such a frame too; only
+ * that is a return address looked up at ra - 1 (not one exact->bit marks)
+ * whose return address does not, or n.  A tail call is taken for such a frame too; only
  * stacks that failed are checked, and they end honestly either way.
  */
 #define RA_CHECKED 2048 /* frames whose kind is remembered for the check */
 
-static size_t first_bad_return(const uint64_t *pcs, size_t n, const uint64_t *ra_bit,
+/*
+ * The frames of pcs[0, RA_CHECKED) that hold an exact pc (frame 0, a frame
+ * after a signal frame): bit j of bit.  They are rare, so the words are
+ * zeroed as the first exact frame in each needs them: bit[w] for w < words.
+ */
+struct exact_frames {
+	uint64_t bit[RA_CHECKED / 64];
+	size_t words;
+};
+
+static void mark_exact(struct exact_frames *e, size_t k)
+{
+	if (k >= RA_CHECKED)
+		return;
+	while (e->words <= k / 64)
+		e->bit[e->words++] = 0;
+	e->bit[k / 64] |= 1ull << (k % 64);
+}
+
+static bool is_exact(const struct exact_frames *e, size_t j)
+{
+	return j / 64 < e->words && (e->bit[j / 64] >> (j % 64) & 1);
+}
+
+static size_t first_bad_return(const uint64_t *pcs, size_t n, const struct exact_frames *exact,
 			       sp_find_module_fn find, void *ctx)
 {
 	for (size_t j = 1; j < n && j < RA_CHECKED; j++) {
-		if (!(ra_bit[j / 64] >> (j % 64) & 1))
+		if (is_exact(exact, j))
 			continue;
 		const struct sp_unwind_module *m = find(ctx, pcs[j]);
 		if (m && follows_call_known(m, ctx, pcs[j] + 1, pcs[j - 1], find) == NOT_CALL)
@@ -375,10 +399,138 @@ static const struct sp_unwind_module *find_seen(struct mods_seen *c, sp_find_mod
 			return c->m[i];
 	const struct sp_unwind_module *m = find(ctx, pc);
 	if (m) {
-		memmove(&c->m[1], &c->m[0], (MODS_SEEN - 1) * sizeof(c->m[0]));
+		for (unsigned i = MODS_SEEN - 1; i > 0; i--)
+			c->m[i] = c->m[i - 1];
 		c->m[0] = m;
 	}
 	return m;
+}
+
+/*
+ * Set only by tests/unit/unwind_plain.c (which includes this file): every
+ * row then takes step(), for the runs to be compared with it.
+ */
+static bool plain_runs_off;
+
+/* What a run of plain rows shares with sp_unwind's loop. */
+struct walk {
+	sp_find_module_fn find;
+	void *ctx;
+	struct mods_seen seen;
+	const struct sp_stack_mem *stack;
+	uint64_t *pcs;
+	size_t k, max;          /* pcs[0, k) found; at most max */
+	uint64_t hits, misses;  /* rule lookups a cache answered, and the others */
+};
+
+/*
+ * A run of frames with plain rows (sp_cfi_row.plain), taken as sp_unwind's
+ * loop would take them, frame by frame (the same pcs, counters, module
+ * lookups and registers, the same checks in the same order), without its
+ * general steps: no rule is interpreted, and stack reads check one bound.
+ * *row is the row in (*m)'s table of pcs[k - 1], a return address's or the
+ * sampled pc's.  The run goes on while k < max and the next return address
+ * lies in a module with a table (*m: find_seen's answer) where its row is
+ * plain.  Returns the stop reason, or CONTINUE with *m and *row the next
+ * frame's module and row and *looked set when its lookup was made (*looked
+ * clear: the loop looks the frame up).  Out of line: sp_unwind's registers
+ * stay its own, and the run's loop keeps its state in registers.
+ */
+static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct sp_unwind_module **m,
+						    const struct sp_cfi_row **row, bool *looked,
+						    struct sp_regs *r)
+{
+	const struct sp_unwind_module *mod = *m;
+	const struct sp_cfi_row *rw = *row;
+	struct sp_cfi_table *t = mod->cfi;
+	/* m's range: return address ra stays in it when ra - 1 - start < span */
+	uint64_t start = mod->start, span = mod->end - mod->start, bias = mod->load_bias;
+	const uint8_t *data = w->stack->data;
+	/* the caller made sure of len >= 8: an 8-byte read at off is whole when off <= last */
+	const uint64_t base = w->stack->base, last = w->stack->len - 8;
+	uint32_t valid = r->valid;
+	uint64_t sp = (valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : base;
+	uint64_t *out = w->pcs + w->k, *const end = w->pcs + w->max, missed = 0, lookups = 0;
+	bool looked_up = false;
+	unsigned why;
+
+	for (;;) {
+		uint64_t cfa, ra;
+		bool hit;
+
+		/* step(): the CFA above the SP, the return address at CFA - 8 */
+		if (!(valid & BIT(rw->cfa_reg))) {
+			why = SP_STOP_BAD_RULE;
+			break;
+		}
+		cfa = r->regs[rw->cfa_reg] + (int64_t)rw->cfa_off;
+		if (cfa <= sp) {
+			why = SP_STOP_NO_PROGRESS;
+			break;
+		}
+		if (cfa - 8 - base > last) {
+			why = sp_stack_read(w->stack, cfa - 8, &ra);
+			break;
+		}
+		memcpy(&ra, data + (cfa - 8 - base), 8);
+		valid &= CALLEE_SAVED;
+		/* every rule is SP_CFI_SAME (0) or SP_CFI_AT_CFA (2): the high bits mark the saved */
+		for (unsigned bits = (unsigned)(rw->saved >> 1) & SAVED_LOW_BITS; bits;
+		     bits &= bits - 1) {
+			unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
+			uint64_t at = cfa + (int64_t)rw->saved_off[i];
+
+			if (at < sp)
+				continue; /* popped already (see the top of this file) */
+			if (at - base > last) {
+				why = sp_stack_read(w->stack, at, &ra);
+				goto out;
+			}
+			memcpy(&r->regs[reg], data + (at - base), 8);
+			valid |= BIT(reg);
+		}
+		valid |= BIT(SP_DW_RSP) | BIT(SP_DW_RIP);
+		r->regs[SP_DW_RSP] = sp = cfa;
+		r->regs[SP_DW_RIP] = ra;
+		r->valid = valid;
+		/* glibc's _start and clone zero the return address slot of the outermost frame. */
+		if (ra == 0) {
+			why = SP_STOP_ROOT;
+			break;
+		}
+		/* the next frame, as sp_unwind's loop begins it: depth, module, row */
+		why = CONTINUE;
+		if (out == end)
+			break;
+		if (ra - 1 - start >= span) {
+			const struct sp_unwind_module *next = find_seen(&w->seen, w->find, w->ctx, ra - 1);
+
+			/* none, or no table: the loop's own case (find_seen answers it again) */
+			if (!next || !next->cfi)
+				break;
+			mod = next;
+			t = mod->cfi;
+			start = mod->start;
+			span = mod->end - mod->start;
+			bias = mod->load_bias;
+		}
+		rw = sp_cfi_table_lookup(t, ra - 1 - bias, &hit);
+		lookups++;
+		missed += !hit;
+		if (!rw || !rw->plain) {
+			looked_up = true;
+			break;
+		}
+		*out++ = ra - 1;
+	}
+out:
+	*m = mod;
+	*row = rw;
+	*looked = looked_up;
+	w->k = (size_t)(out - w->pcs);
+	w->hits += lookups - missed;
+	w->misses += missed;
+	return why;
 }
 
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
@@ -386,19 +538,23 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
 {
 	struct sp_regs r = *regs;
-	size_t k = 0;
+	struct walk w = { .find = find, .ctx = ctx, .stack = stack, .pcs = pcs, .max = max };
 	unsigned why;
-	uint64_t hits = 0, misses = 0, code = 0;
+	uint64_t code = 0;
 	struct sp_cfi_row code_row;
 	/* frame 0 and the frame after a signal frame hold an exact pc, not a return address */
 	bool exact = true;
 	/* pcs[fp_from..] hang on frame-pointer steps not proven yet; fp: steps taken */
 	size_t fp_from = SIZE_MAX;
 	uint32_t fp = 0;
-	/* bit j: pcs[j] is a return address - 1 (for first_bad_return) */
-	uint64_t ra_bit[RA_CHECKED / 64] = {0};
-	struct mods_seen seen = {0};
+	/* the frames that are not return addresses, for first_bad_return */
+	struct exact_frames exact_at;
+	const struct sp_unwind_module *m = NULL;
+	const struct sp_cfi_row *row = NULL;
+	/* row (and m) already looked up for the frame at hand, by a run of plain rows */
+	bool have_row = false;
 
+	exact_at.words = 0;
 	if (!(r.valid & BIT(SP_DW_RIP))) {
 		why = SP_STOP_NO_REGS;
 		goto out;
@@ -407,40 +563,42 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		uint64_t pc = r.regs[SP_DW_RIP];
 		/* docs/DESIGN.md, decision 2: a return address is looked up at ra - 1, inside the call */
 		uint64_t lookup = exact ? pc : pc - 1;
-		const struct sp_unwind_module *m;
-		const struct sp_cfi_row *row = NULL;
 		bool hit = false;
 
-		if (k == max) {
+		if (w.k == max) {
 			why = SP_STOP_MAX_DEPTH;
 			break;
 		}
-		m = find_seen(&seen, find, ctx, lookup);
-		if (!m) {
-			if (k == 0)
-				pcs[k++] = pc;
-			why = SP_STOP_UNMAPPED;
-			break;
+		if (!have_row) {
+			row = NULL;
+			m = find_seen(&w.seen, find, ctx, lookup);
+			if (!m) {
+				if (w.k == 0)
+					pcs[w.k++] = pc;
+				why = SP_STOP_UNMAPPED;
+				break;
+			}
+			if (m->cfi) {
+				row = sp_cfi_table_lookup(m->cfi, lookup - m->load_bias, &hit);
+				w.hits += hit;
+				w.misses += !hit;
+			}
+			/*
+			 * Code without CFI (JIT code, CPython's perf trampolines): a row
+			 * proven from its bytes (docs/DESIGN.md, decision 4), if the module can
+			 * supply one.  Otherwise a frame-pointer step, kept only when
+			 * the rest of the stack proves it (see the end).
+			 */
+			if (!row && !m->cfi && m->code_row) {
+				row = m->code_row(ctx, m, pc, !exact, &code_row);
+				code += row != NULL;
+			}
 		}
-		if (m->cfi) {
-			row = sp_cfi_table_lookup(m->cfi, lookup - m->load_bias, &hit);
-			hits += hit;
-			misses += !hit;
-		}
-		/*
-		 * Code without CFI (JIT code, CPython's perf trampolines): a row
-		 * proven from its bytes (docs/DESIGN.md, decision 4), if the module can
-		 * supply one.  Otherwise a frame-pointer step, kept only when
-		 * the rest of the stack proves it (see the end).
-		 */
-		if (!row && !m->cfi && m->code_row) {
-			row = m->code_row(ctx, m, pc, !exact, &code_row);
-			code += row != NULL;
-		}
-		if (!exact && k < RA_CHECKED)
-			ra_bit[k / 64] |= 1ull << (k % 64);
+		have_row = false;
+		if (exact)
+			mark_exact(&exact_at, w.k);
 		if (!row) {
-			pcs[k++] = lookup;
+			pcs[w.k++] = lookup;
 			why = fp_step(&r, stack, find, ctx, exact);
 			if (why != CONTINUE) {
 				/* the copy's end is the caller's to bridge; else there was no CFI */
@@ -450,12 +608,20 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			}
 			fp++;
 			if (fp_from == SIZE_MAX)
-				fp_from = k;
+				fp_from = w.k;
+			exact = false;
+			continue;
+		}
+		if (m->cfi && row->plain && stack->len >= 8 && !plain_runs_off) {
+			pcs[w.k++] = lookup;
+			why = plain_run(&w, &m, &row, &have_row, &r);
+			if (why != CONTINUE)
+				break;
 			exact = false;
 			continue;
 		}
 		/* The trampoline's own frame is shown at __restore_rt itself, not at ra - 1. */
-		pcs[k++] = (row->flags & SP_CFI_F_SIGNAL) ? pc : lookup;
+		pcs[w.k++] = (row->flags & SP_CFI_F_SIGNAL) ? pc : lookup;
 		why = step(m->cfi, row, &r, stack);
 		if (why != CONTINUE)
 			break;
@@ -464,7 +630,8 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		 * _Unwind_RaiseException's slot before it jumps to the handler:
 		 * a return address there that follows no call into it is another
 		 * frame's, and the stack would go on, even to its root, with
-		 * frames missing.  It ends here instead.
+		 * frames missing.  It ends here instead.  (Plain rows are never
+		 * in such a function.)
 		 */
 		if (m->cfi && sp_cfi_table_rewrites_ra(m->cfi, lookup - m->load_bias)) {
 			const struct sp_unwind_module *rm = find(ctx, r.regs[SP_DW_RIP] - 1);
@@ -489,33 +656,33 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	 */
 	if (fp_from != SIZE_MAX && why != SP_STOP_ROOT) {
 		if (why != SP_STOP_STACK_EXHAUSTED || !stats) {
-			k = fp_from;
+			w.k = fp_from;
 			why = SP_STOP_NO_UNWIND_INFO;
 			fp = 0;
 		}
 	} else {
-		fp_from = k;
+		fp_from = w.k;
 	}
 	if (why == SP_STOP_UNMAPPED || why == SP_STOP_BAD_RULE || why == SP_STOP_NO_PROGRESS) {
-		size_t bad = first_bad_return(pcs, k, ra_bit, find, ctx);
-		if (bad < k) {
-			k = bad;
-			if (fp_from > k)
-				fp_from = k;
+		size_t bad = first_bad_return(pcs, w.k, &exact_at, find, ctx);
+		if (bad < w.k) {
+			w.k = bad;
+			if (fp_from > w.k)
+				fp_from = w.k;
 			if (stats)
 				stats->bad_returns++;
 		}
 	}
 out:
-	*n = k;
+	*n = w.k;
 	*stop = why;
 	if (stats) {
-		stats->unproven = fp_from < k ? fp_from : k;
+		stats->unproven = fp_from < w.k ? fp_from : w.k;
 		stats->fp_steps = fp;
-		stats->frames += k;
+		stats->frames += w.k;
 		stats->code_frames += code;
-		stats->rule_cache_hits += hits;
-		stats->rule_cache_misses += misses;
+		stats->rule_cache_hits += w.hits;
+		stats->rule_cache_misses += w.misses;
 	}
 	return 0;
 }

@@ -92,15 +92,69 @@ struct sp_cfi_row {
 	int32_t ra_off;      /* return address saved at CFA + ra_off (SP_CFI_F_RA_REG: its register) */
 	uint16_t saved;      /* 2 bits (enum sp_cfi_saved_rule) per saved register */
 	int16_t saved_off[SP_CFI_NSAVED];
+	/*
+	 * Set by a table (lib/unwind/cfi.c) on its rows: SP_CFI_CFA_REG from rsp or rbp,
+	 * the return address at CFA - 8, each callee-saved register unchanged or saved at
+	 * a CFA offset, no flags, and not in a function that rewrites its return address
+	 * slot.  The unwinder steps such rows without interpreting rules.
+	 */
+	bool plain;
 };
 
 /*
- * The row covering svma, compiled from libdw on first use; NULL when no CFI
- * covers it (or memory ran out).  *hit: the direct-mapped cache answered.
- * The row is valid until the next lookup in t.  A table mutates on lookup:
- * use it from one thread at a time.
+ * The front of every struct sp_cfi_table, read by the inline lookup: the
+ * row the last lookup found, with its range, and a direct-mapped cache of
+ * rows keyed by a hash of the svma.  Each is checked against the row's range;
+ * an empty slot holds a row whose range is empty.  Rows move as the table
+ * grows: both are emptied then.
  */
-const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t svma, bool *hit);
+#define SP_CFI_CACHE_BITS 10
+struct sp_cfi_cache {
+	uint64_t last_start, last_len; /* last_len 0: none */
+	const struct sp_cfi_row *last;
+	const struct sp_cfi_row *slot[1u << SP_CFI_CACHE_BITS];
+};
+
+static inline uint32_t sp_cfi_cache_slot(uint64_t svma)
+{
+	return (uint32_t)((svma * 0x9e3779b97f4a7c15ULL) >> (64 - SP_CFI_CACHE_BITS));
+}
+
+/* sp_cfi_table_lookup when neither cache holds svma: the search, and the compile on a miss. */
+const struct sp_cfi_row *sp_cfi_table_miss(struct sp_cfi_table *t, uint64_t svma, uint32_t slot);
+
+/*
+ * The row covering svma, compiled from libdw on first use; NULL when no CFI
+ * covers it (or memory ran out).  *hit: a cache answered.  The row is valid
+ * until the next lookup in t.  A table mutates on lookup: use it from one
+ * thread at a time.  Inline: the unwinder looks up a row for every frame.
+ */
+static inline const struct sp_cfi_row *sp_cfi_table_lookup(struct sp_cfi_table *t, uint64_t svma,
+							    bool *hit)
+{
+	/* the cache is the table's first member (C11 6.7.2.1: a pointer to it) */
+	struct sp_cfi_cache *c = (struct sp_cfi_cache *)t;
+	const struct sp_cfi_row *row;
+
+	/* unsigned wrap makes svma < start fail the range checks too */
+	if (svma - c->last_start < c->last_len) {
+		row = c->last;
+	} else {
+		uint32_t slot = sp_cfi_cache_slot(svma);
+
+		row = c->slot[slot];
+		if (svma - row->start >= row->len) {
+			*hit = false;
+			return sp_cfi_table_miss(t, svma, slot);
+		}
+		c->last_start = row->start;
+		c->last_len = row->len;
+		c->last = row;
+	}
+	*hit = true;
+	return row->kind == SP_CFI_NONE ? NULL : row;
+}
+
 /*
  * Does the function at svma rewrite its own return address slot at times
  * (libgcc's _Unwind_RaiseException and kin, found by name in the file's

@@ -6,9 +6,13 @@
 #include "record/record.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
+#include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /*
@@ -271,6 +275,47 @@ static inline size_t ls_copy_stack(uint8_t *dst, uint64_t sp, uint64_t top, size
 	len &= ~(size_t)7;
 	ls_copy_words((uint64_t *)dst, (uintptr_t)sp, len / 8);
 	return len;
+}
+
+/* The interrupted registers of a signal handler's ucontext, in DWARF numbering, all known. */
+static inline void ls_regs_from_ucontext(const void *ucv, struct sp_regs *r)
+{
+	static const int greg[SP_DW_NREGS] = {
+		REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
+		REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP,
+	};
+	const ucontext_t *uc = ucv;
+
+	for (unsigned i = 0; i < SP_DW_NREGS; i++)
+		r->regs[i] = (uint64_t)uc->uc_mcontext.gregs[greg[i]];
+	r->valid = (1u << SP_DW_NREGS) - 1;
+}
+
+/*
+ * Sample this process as perf does, at arbitrary instructions: a profiling
+ * timer every period_us of CPU time calls on_sample (an SA_SIGINFO handler,
+ * which counts what it keeps in *count) while work(*count) runs, again and
+ * again, until *count reaches want or limit_s seconds have passed.  0, or -1
+ * when the timer could not be set.
+ */
+static inline int ls_profile(void (*on_sample)(int, siginfo_t *, void *), long period_us,
+			     volatile int *count, int want, int limit_s, void (*work)(int n))
+{
+	struct sigaction sa = { .sa_sigaction = on_sample, .sa_flags = SA_SIGINFO | SA_RESTART };
+	struct itimerval on = { { 0, period_us }, { 0, period_us } }, off = { { 0, 0 }, { 0, 0 } };
+	struct timespec t0, t1;
+
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGPROF, &sa, NULL) || setitimer(ITIMER_PROF, &on, NULL))
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		work(*count);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+	} while (*count < want && t1.tv_sec - t0.tv_sec < limit_s);
+	setitimer(ITIMER_PROF, &off, NULL);
+	signal(SIGPROF, SIG_DFL);
+	return 0;
 }
 
 #endif

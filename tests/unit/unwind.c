@@ -797,19 +797,12 @@ static uint64_t async_top;
 
 static void on_prof(int sig, siginfo_t *si, void *ucv)
 {
-	static const int greg[SP_DW_NREGS] = {
-		REG_RAX, REG_RDX, REG_RCX, REG_RBX, REG_RSI, REG_RDI, REG_RBP, REG_RSP, REG_R8,
-		REG_R9, REG_R10, REG_R11, REG_R12, REG_R13, REG_R14, REG_R15, REG_RIP,
-	};
-	const ucontext_t *uc = ucv;
 	struct async_sample *s;
 
 	if (async_n >= ASYNC_SAMPLES)
 		return;
 	s = &async[async_n];
-	for (unsigned i = 0; i < SP_DW_NREGS; i++)
-		s->regs.regs[i] = (uint64_t)uc->uc_mcontext.gregs[greg[i]];
-	s->regs.valid = (1u << SP_DW_NREGS) - 1;
+	ls_regs_from_ucontext(ucv, &s->regs);
 	if (s->regs.regs[SP_DW_RSP] >= async_top)
 		return;
 	s->len = ls_copy_stack(s->stack, s->regs.regs[SP_DW_RSP], async_top, ASYNC_CAP);
@@ -846,29 +839,22 @@ static NOINL unsigned long busy(int depth)
 	return strtod(text + 2, NULL) > 0;
 }
 
+static void busy_once(int n)
+{
+	busy(n % 5);
+}
+
 Test(unwind, unwinds_interrupted_states_to_root)
 {
-	struct sigaction sa = { .sa_sigaction = on_prof, .sa_flags = SA_SIGINFO | SA_RESTART };
-	struct itimerval on = { { 0, 1000 }, { 0, 1000 } }, off = { { 0, 0 }, { 0, 0 } };
 	volatile int here;
 	uint64_t pcs[MAXF];
 	size_t n;
 	unsigned stop;
-	struct timespec t0, t1;
 
 	async = calloc(ASYNC_SAMPLES, sizeof(*async));
 	cr_assert_not_null(async);
 	async_top = ls_mapping_end((uintptr_t)&here);
-	sigemptyset(&sa.sa_mask);
-	cr_assert_eq(sigaction(SIGPROF, &sa, NULL), 0);
-	cr_assert_eq(setitimer(ITIMER_PROF, &on, NULL), 0);
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		busy(async_n % 5);
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-	} while (async_n < ASYNC_SAMPLES && t1.tv_sec - t0.tv_sec < 10);
-	setitimer(ITIMER_PROF, &off, NULL);
-	signal(SIGPROF, SIG_DFL);
+	cr_assert_eq(ls_profile(on_prof, 1000, &async_n, ASYNC_SAMPLES, 10, busy_once), 0);
 	cr_assert_gt(async_n, 20, "only %d samples", async_n);
 
 	int outside = 0;

@@ -89,13 +89,20 @@ int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m)
 
 struct sp_proc_module *sp_process_find(struct sp_process *p, uint64_t pc)
 {
-	size_t i = p->last;
+	size_t i = p->last, j = p->prev;
 	if (i < p->nmods && p->mods[i].start <= pc && pc < p->mods[i].end)
 		return &p->mods[i];
-	i = lower_bound(p, pc);
-	if (i < p->nmods && p->mods[i].start <= pc) {
-		p->last = i;
-		return &p->mods[i];
+	/* a stack goes back and forth between two modules (a program and its libc) */
+	if (j < p->nmods && p->mods[j].start <= pc && pc < p->mods[j].end) {
+		p->prev = i;
+		p->last = j;
+		return &p->mods[j];
+	}
+	j = lower_bound(p, pc);
+	if (j < p->nmods && p->mods[j].start <= pc) {
+		p->prev = i;
+		p->last = j;
+		return &p->mods[j];
 	}
 	return NULL;
 }
@@ -135,7 +142,7 @@ void sp_process_begin_exec(struct sp_process *p)
 	p->npre_exec = p->nmods;
 	p->mods = NULL;
 	p->nmods = p->cap = 0;
-	p->last = 0;
+	p->last = p->prev = 0;
 	new_generation(p);
 	sp_jit_code_free(p->jit);
 	p->jit = NULL;

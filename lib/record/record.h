@@ -346,6 +346,7 @@ struct sp_process {
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
 	size_t last;  /* index of the module found last: consecutive frames share modules */
+	size_t prev;  /* and of the one found before it (indexes checked before use) */
 	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
 	/*
 	 * The modules before its last exec, kept until a sample's pc lies in the

@@ -296,6 +296,9 @@ struct wanted {
 /* Is one of v[0, n) (sorted) in [start, end)? */
 static bool any_within(const uint64_t *v, size_t n, uint64_t start, uint64_t end)
 {
+	/* Most lines lie wholly below or above every frame (a runtime's built-in code). */
+	if (!n || end <= v[0] || start > v[n - 1])
+		return false;
 	size_t i = sp_partition_point(n, k, v[k] < start);
 	return i < n && v[i] < end;
 }

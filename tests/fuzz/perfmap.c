@@ -99,8 +99,8 @@ static bool keep_wanted(void *arg, uint64_t start, uint64_t end)
 }
 
 /*
- * A read that keeps only the lines covering some addresses (a report's,
- * docs/DESIGN.md decision 9) names each of them as the whole map does, and
+ * A read that keeps only the lines covering some addresses (a report's:
+ * docs/DESIGN.md, decision 9) names each of them as the whole map does, and
  * counts the same lines.
  */
 static void check_filtered(const struct sp_perf_map *full)

@@ -27,12 +27,33 @@ DEP_PKGS = libdw libelf liblzma capstone
 DEP_CFLAGS := $(shell $(PKG_CONFIG) --cflags $(DEP_PKGS) 2>/dev/null)
 # capstone gives annotate's disassembler its header; its library is loaded when annotate
 # first disassembles (lib/report/annotate_disasm.c), so no other command carries it.
+# libdw, libelf and the compression libraries they read sections with are linked from their
+# archives when those exist (Debian's -dev packages ship them), the rest (libc, libm) as shared
+# libraries: a warm report takes a few milliseconds, and the dynamic loader mapping and
+# relocating five more shared libraries was a large part of them (docs/DESIGN.md, decision 10).
+# libdebuginfod is not linked: libdw loads it itself when DEBUGINFOD_URLS is set.
+# DYNAMIC_DEPS=1 (or configure --disable-static-deps) links all of them as shared libraries.
+STATIC_DEP_NAMES = dw elf bz2 lzma z zstd
+ifneq ($(DYNAMIC_DEPS),1)
+# What the archives need, in link order, and which of those archives are here.
+DEP_STATIC_LIBS := $(shell $(PKG_CONFIG) --static --libs $(filter-out capstone,$(DEP_PKGS)) 2>/dev/null)
+DEP_STATIC_NEED := $(sort dw elf z $(patsubst -l%,%,$(filter $(addprefix -l,$(STATIC_DEP_NAMES)),$(DEP_STATIC_LIBS))))
+DEP_STATIC_FOUND := $(foreach n,$(DEP_STATIC_NEED),$(if $(filter /%,$(shell $(CC) -print-file-name=lib$(n).a 2>/dev/null)),$(n)))
+endif
+ifeq ($(DYNAMIC_DEPS)$(if $(DEP_STATIC_LIBS),,none)$(DEP_STATIC_FOUND),$(DEP_STATIC_NEED))
+DEP_LINK := static
+DEP_LIBS := $(foreach f,$(DEP_STATIC_LIBS),$(if $(filter $(addprefix -l,$(DEP_STATIC_NEED)),$(f)),-l:lib$(patsubst -l%,%,$(f)).a,$(f)))
+ZLIB := -l:libz.a
+else
+DEP_LINK := dynamic
 DEP_LIBS := $(shell $(PKG_CONFIG) --libs $(filter-out capstone,$(DEP_PKGS)) 2>/dev/null)
+ZLIB := -lz
+endif
 UNWIND_LIBS := $(shell $(PKG_CONFIG) --libs libunwind-generic 2>/dev/null)
 CRITERION_LIBS := $(shell $(PKG_CONFIG) --libs criterion 2>/dev/null)
 ALL_CFLAGS = -std=gnu11 $(WARN) -D_GNU_SOURCE -Ilib $(DEP_CFLAGS) $(FEATURE_CFLAGS) $(CFLAGS)
 # libiberty (Debian libiberty-dev) has no pkg-config file: the demangler of binutils.
-LIBS = $(DEP_LIBS) -liberty -lz -lm
+LIBS = $(DEP_LIBS) -liberty $(ZLIB) -lm
 
 # lib/ holds one folder per pipeline stage (README "Source layout"); lib/stackpulse.h is
 # the public header, each stage has its private ones.

@@ -69,6 +69,14 @@ struct sp_perf_map_limits {
 	uint64_t max_bytes;  /* read at most this much of the file; 0 = default 64 MiB */
 	size_t max_lines;    /* parse at most this many lines; 0 = default 4 Mi */
 	size_t max_line;     /* longer lines are skipped; 0 = default 4096 bytes */
+	/*
+	 * When set, only the lines keep says yes to are stored: a reader that
+	 * knows the addresses it will look up keeps the lines covering them
+	 * (every line covering such an address, so the later one still wins
+	 * there).  Every line is still read, parsed and counted in the stats.
+	 */
+	bool (*keep)(void *arg, uint64_t start, uint64_t end);
+	void *keep_arg;
 };
 
 struct sp_perf_map_stats {

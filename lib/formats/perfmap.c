@@ -231,6 +231,9 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 				m->stats.malformed++;
 			continue;
 		}
+		m->stats.entries++;
+		if (l.keep && !l.keep(l.keep_arg, start, start + size))
+			continue;
 		if (sp_array_reserve((void **)&e, &cap, n + 1, sizeof(*e))) {
 			err = -ENOMEM;
 			break;
@@ -240,7 +243,6 @@ int sp_perf_map_read_fd(struct sp_perf_map *m, int fd, const struct sp_perf_map_
 		if ((err = sp_perf_map_add_name(m, name, name_len, &e[n].name)))
 			break;
 		n++;
-		m->stats.entries++;
 	}
 	if (r.limited)
 		m->stats.limited = true;

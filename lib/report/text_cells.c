@@ -42,7 +42,11 @@ static const char *base_name(const char *p)
 /* What follows a function's name: " [inline]", and with lines " (file.c:12)". */
 static size_t func_suffix(const struct sp_agg_func *f, char *buf, size_t cap)
 {
-	int n = snprintf(buf, cap, "%s", f->is_inline ? " [inline]" : "");
+	/* Most have none: each row asks, so no snprintf for the mark alone. */
+	static const char mark[] = " [inline]";
+	int n = f->is_inline && cap >= sizeof(mark) ? (int)sizeof(mark) - 1 : 0;
+	memcpy(buf, mark, (size_t)n);
+	buf[n] = '\0';
 	if (f->file && f->line)
 		n += snprintf(buf + n, cap - (size_t)n, " (%s:%" PRIu32 ")", base_name(f->file),
 			      f->line);

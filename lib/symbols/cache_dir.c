@@ -146,6 +146,38 @@ int sp_cache_dir_check(const char *path, bool create, const char **why)
 	return walk(path, create, why, NULL);
 }
 
+int sp_cache_dir_check_tree(const char *path, const char *const *subs, size_t nsubs,
+			    size_t *which, const char **why)
+{
+	const char *unused;
+	why = why ? why : &unused;
+	*which = 0;
+	int fd, err = walk(path, false, why, &fd);
+	if (err)
+		return err;
+	/* Below a directory sp_cache_dir_check accepts as last, each subdirectory as last too. */
+	for (size_t i = 0; i < nsubs && !err; i++) {
+		int sub = openat(fd, subs[i], O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0) {
+			if (errno == ENOENT)
+				continue;
+			err = -errno;
+			if (err == -ELOOP || err == -ENOTDIR) {
+				*why = "a symbolic link or not a directory";
+				err = -EPERM;
+			}
+		} else {
+			if ((*why = dir_refusal(sub, true)))
+				err = -EPERM;
+			close(sub);
+		}
+		if (err)
+			*which = i + 1;
+	}
+	close(fd);
+	return err;
+}
+
 int sp_cache_make_dirs(const char *path)
 {
 	return walk(path, true, NULL, NULL);

@@ -209,6 +209,134 @@ static int load_stored_lines(struct perf_map_names *maps, int32_t pid, struct sp
 	return err;
 }
 
+/* One address a perf map will be asked about, of one process (gather_wants). */
+struct want {
+	int32_t pid;
+	uint64_t addr;
+};
+
+static int cmp_want(const void *a, const void *b)
+{
+	const struct want *x = a, *y = b;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The addresses sp_sym_resolve_perf_map can be asked about (resolve_user's
+ * way to it): user frames in an anonymous module, under the module's
+ * process, and user frames outside every module, under any process.  A
+ * superset does no harm: stored names and the frame's one process decide
+ * later which are asked.
+ */
+static int gather_wants(struct perf_map_names *maps)
+{
+	const struct sp_spool *s = maps->spool;
+	size_t nframes = sp_spool_frame_count(s), nmodules = sp_spool_module_count(s);
+	struct want *w = NULL;
+	size_t nwant = 0, nloose = 0;
+	int err = -ENOMEM;
+	for (int pass = 0; pass < 2; pass++) {
+		if (pass) {
+			/* + 1: never a malloc of 0, whose NULL would read as a failure */
+			w = malloc(nwant * sizeof(*w) + 1);
+			maps->want_pid = malloc(nwant * sizeof(*maps->want_pid) + 1);
+			maps->want_addr = malloc(nwant * sizeof(*maps->want_addr) + 1);
+			maps->loose_addr = malloc(nloose * sizeof(*maps->loose_addr) + 1);
+			if (!w || !maps->want_pid || !maps->want_addr || !maps->loose_addr)
+				goto out;
+			nwant = nloose = 0;
+		}
+		for (size_t i = 0; i < nframes; i++) {
+			const struct sp_frame *fr = sp_spool_frame(s, (uint32_t)i);
+			if (!fr || fr->mode == SP_FRAME_KERNEL || fr->mode == SP_FRAME_TRUNCATED)
+				continue;
+			if (fr->module_id == SP_NO_MODULE || fr->module_id >= nmodules) {
+				if (pass)
+					maps->loose_addr[nloose] = fr->abs_ip;
+				nloose++;
+				continue;
+			}
+			const struct sp_module *m = sp_spool_module(s, fr->module_id);
+			if (!m || !(m->flags & SP_MODULE_ANON))
+				continue;
+			if (pass)
+				w[nwant] = (struct want){.pid = m->pid, .addr = fr->abs_ip};
+			nwant++;
+		}
+	}
+	qsort(w, nwant, sizeof(*w), cmp_want);
+	for (size_t i = 0; i < nwant; i++) {
+		maps->want_pid[i] = w[i].pid;
+		maps->want_addr[i] = w[i].addr;
+	}
+	qsort(maps->loose_addr, nloose, sizeof(*maps->loose_addr), cmp_u64);
+	maps->nwant = nwant;
+	maps->nloose = nloose;
+	maps->wants_gathered = true;
+	err = 0;
+out:
+	free(w);
+	return err;
+}
+
+/* What keep_line of one process's map tests: its own addresses and the loose ones. */
+struct wanted {
+	const uint64_t *own, *loose;
+	size_t nown, nloose;
+};
+
+/* Is one of v[0, n) (sorted) in [start, end)? */
+static bool any_within(const uint64_t *v, size_t n, uint64_t start, uint64_t end)
+{
+	/* Most lines lie wholly below or above every frame (a runtime's built-in code). */
+	if (!n || end <= v[0] || start > v[n - 1])
+		return false;
+	size_t i = sp_partition_point(n, k, v[k] < start);
+	return i < n && v[i] < end;
+}
+
+static bool keep_line(void *arg, uint64_t start, uint64_t end)
+{
+	const struct wanted *w = arg;
+	return any_within(w->own, w->nown, start, end) ||
+	       any_within(w->loose, w->nloose, start, end);
+}
+
+/*
+ * Limits that keep only the lines of pid's map that frames can be looked
+ * up in (*lim then points into *w), or NULL (every line: a follower's spool
+ * grows).  0 or -ENOMEM.
+ */
+static int map_filter(struct perf_map_names *maps, int32_t pid, struct wanted *w,
+		      struct sp_perf_map_limits *storage, const struct sp_perf_map_limits **lim)
+{
+	*lim = NULL;
+	if (maps->following)
+		return 0;
+	if (!maps->wants_gathered) {
+		int err = gather_wants(maps);
+		if (err)
+			return err;
+	}
+	size_t lo = sp_partition_point(maps->nwant, i, maps->want_pid[i] < pid);
+	size_t hi = sp_partition_point(maps->nwant, i, maps->want_pid[i] <= pid);
+	*w = (struct wanted){
+		.own = maps->want_addr + lo, .nown = hi - lo,
+		.loose = maps->loose_addr, .nloose = maps->nloose,
+	};
+	*storage = (struct sp_perf_map_limits){.keep = keep_line, .keep_arg = w};
+	*lim = storage;
+	return 0;
+}
+
 /* pid's entry in maps->procs, made (SOURCE_UNLOADED) when it has none. */
 static int map_entry(struct perf_map_names *maps, int32_t pid, struct proc_map **out)
 {
@@ -241,7 +369,12 @@ int sp_symbolizer_use_perf_map_fd(struct sp_symbolizer *sym, int32_t pid, int fd
 	if (pm->state != SOURCE_UNLOADED)
 		return -SP_E_BAD_ARG;
 	pm->state = SOURCE_UNUSABLE;
-	err = sp_perf_map_read_fd(&pm->map, fd, NULL);
+	struct wanted w;
+	struct sp_perf_map_limits storage;
+	const struct sp_perf_map_limits *lim;
+	err = map_filter(maps, pid, &w, &storage, &lim);
+	if (!err)
+		err = sp_perf_map_read_fd(&pm->map, fd, lim);
 	if (!err)
 		pm->module = sp_arena_printf(maps->strings, "perf-%d.map", (int)pid);
 	if (!err && !pm->module)
@@ -308,7 +441,13 @@ static int process_map(struct perf_map_names *maps, int32_t pid, const struct pr
 	/* A follower looks again when the file changes: what it was before the read. */
 	pm->stamp = maps->following && map_path(maps, pid, path, sizeof(path)) ? stamp_of(path)
 									  : (struct file_stamp){0};
-	err = sp_perf_map_load(&pm->map, maps->opts->perf_map_dir, pid, owner, since, NULL, &verdict);
+	struct wanted w;
+	struct sp_perf_map_limits storage;
+	const struct sp_perf_map_limits *lim;
+	err = map_filter(maps, pid, &w, &storage, &lim);
+	if (err)
+		return err;
+	err = sp_perf_map_load(&pm->map, maps->opts->perf_map_dir, pid, owner, since, lim, &verdict);
 	pm->source = MAP_FILE;
 	const char *jitdump = NULL;
 	if (!err && verdict == SP_PERF_MAP_MISSING) {
@@ -563,6 +702,9 @@ void sp_sym_perf_maps_release(struct perf_map_names *maps)
 	sp_map_release(&maps->line_last);
 	free(maps->line_next);
 	free(maps->pids);
+	free(maps->want_pid);
+	free(maps->want_addr);
+	free(maps->loose_addr);
 }
 
 int sp_cmp_pid(const void *a, const void *b)

@@ -89,20 +89,21 @@ int sp_symbolizer_new(const struct sp_spool *s, const struct sp_symbolizer_opts 
 	 * Root must not read or write through another user's directory: the
 	 * cache and the subdirectories already in it are checked before any use.
 	 */
-	for (int i = 0; sym->elf.cache_dir && i < 3; i++) {
-		static const char *const sub[] = {"", "/symbols", "/debug"};
-		char *path = NULL;
-		if (asprintf(&path, "%s%s", sym->elf.cache_dir, sub[i]) < 0)
-			goto fail;
+	if (sym->elf.cache_dir) {
+		static const char *const sub[] = {"symbols", "debug"};
 		const char *why = NULL;
-		int r = sp_cache_dir_check(path, false, &why);
+		size_t which;
+		int r = sp_cache_dir_check_tree(sym->elf.cache_dir, sub, SP_ARRAY_SIZE(sub), &which,
+						&why);
 		if (r && r != -ENOENT) {
+			char *path = NULL;
+			if (asprintf(&path, "%s%s%s", sym->elf.cache_dir, which ? "/" : "",
+				     which ? sub[which - 1] : "") < 0)
+				goto fail;
 			sym->stats.cache_dir_refused = sym->elf.cache_dir_refused = path;
 			sym->stats.cache_dir_refusal = why ? why : "cannot be read";
 			free(sym->elf.cache_dir);
 			sym->elf.cache_dir = NULL;
-		} else {
-			free(path);
 		}
 	}
 	const char *urls = getenv("DEBUGINFOD_URLS");

@@ -301,6 +301,21 @@ struct perf_map_names {
 	struct sp_map line_first, line_last; /* pid -> index into spool->pmlines */
 	uint32_t *line_next;               /* by line: the pid's next line, or UINT32_MAX */
 	size_t nlines_indexed, line_next_cap;
+	/*
+	 * The addresses perf maps will be asked about, gathered from the
+	 * spool's frames when the first map is read, so that a map keeps only
+	 * the lines covering them (docs/DESIGN.md, decision 9); a follower's
+	 * spool grows, so it keeps every line and gathers nothing.  want_addr
+	 * holds the frames of anonymous modules, by process (want_pid, sorted,
+	 * then address); loose_addr those outside every module, which may be
+	 * any process's (sorted).
+	 */
+	bool wants_gathered;
+	int32_t *want_pid;
+	uint64_t *want_addr;
+	size_t nwant;
+	uint64_t *loose_addr;
+	size_t nloose;
 };
 
 /* Resolved frames of inline chains, allocated in blocks that never move. */

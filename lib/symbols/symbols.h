@@ -154,6 +154,14 @@ char *sp_debug_cache_dir(const char *dir);
  * missing and !create; other -errno.  why may be NULL.
  */
 int sp_cache_dir_check(const char *path, bool create, const char **why);
+/*
+ * sp_cache_dir_check of path, then of each of its subdirectories subs[0,
+ * nsubs) (single names) that exists, in one walk: 0 when all pass (a missing
+ * subdirectory passes); else the error of the first refused, *which = 0 for
+ * path itself, i + 1 for subs[i].
+ */
+int sp_cache_dir_check_tree(const char *path, const char *const *subs, size_t nsubs,
+			    size_t *which, const char **why);
 /* sp_cache_dir_check(path, true, NULL): mkdir -p of a cache directory, each level checked. */
 int sp_cache_make_dirs(const char *path);
 /*

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* libFuzzer harness: the perf map parser over an untrusted /tmp/perf-PID.map, with default and tight limits. */
+/* libFuzzer harness: the perf map parser over an untrusted /tmp/perf-PID.map, with default and tight limits, whole and filtered. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,16 +59,70 @@ static void check_map(const struct sp_perf_map *m)
 	check_find(m, UINT64_MAX);
 }
 
+/* Parse the memory file into m (initialised here): 0 when read, and checked. */
+static int parse_into(struct sp_perf_map *m, const struct sp_perf_map_limits *lim)
+{
+	sp_perf_map_init(m);
+	if (lseek(memfd, 0, SEEK_SET) != 0)
+		abort();
+	int err = sp_perf_map_read_fd(m, memfd, lim);
+	if (!err) {
+		check_map(m);
+		if (lim && lim->max_lines)
+			CHECK(m->stats.lines <= lim->max_lines);
+	}
+	return err;
+}
+
 static void parse(const struct sp_perf_map_limits *lim)
 {
 	struct sp_perf_map m;
-	sp_perf_map_init(&m);
-	if (lseek(memfd, 0, SEEK_SET) != 0)
-		abort();
-	if (!sp_perf_map_read_fd(&m, memfd, lim)) {
-		check_map(&m);
-		if (lim)
-			CHECK(m.stats.lines <= lim->max_lines);
+	parse_into(&m, lim);
+	sp_perf_map_release(&m);
+}
+
+#define MAX_WANTED 64
+
+/* Addresses a filtered read is asked to keep (ascending). */
+struct wanted {
+	uint64_t addr[MAX_WANTED];
+	size_t n;
+};
+
+static bool keep_wanted(void *arg, uint64_t start, uint64_t end)
+{
+	const struct wanted *w = arg;
+	for (size_t i = 0; i < w->n; i++)
+		if (w->addr[i] >= start && w->addr[i] < end)
+			return true;
+	return false;
+}
+
+/*
+ * A read that keeps only the lines covering some addresses (a report's:
+ * docs/DESIGN.md, decision 9) names each of them as the whole map does, and
+ * counts the same lines.
+ */
+static void check_filtered(const struct sp_perf_map *full)
+{
+	struct wanted w = {.n = 0};
+	for (size_t i = 0; i < full->n && w.n + 2 <= MAX_WANTED; i += 2) {
+		w.addr[w.n++] = full->ranges[i].start;
+		if (full->ranges[i].end - 1 > full->ranges[i].start)
+			w.addr[w.n++] = full->ranges[i].end - 1;
+	}
+	struct sp_perf_map_limits lim = {.keep = keep_wanted, .keep_arg = &w};
+	struct sp_perf_map m;
+	if (!parse_into(&m, &lim)) {
+		CHECK(m.stats.lines == full->stats.lines && m.stats.entries == full->stats.entries);
+		CHECK(m.stats.malformed == full->stats.malformed &&
+		      m.stats.overflow == full->stats.overflow);
+		for (size_t i = 0; i < w.n; i++) {
+			const struct sp_perf_map_range *a = sp_perf_map_find(full, w.addr[i]);
+			const struct sp_perf_map_range *b = sp_perf_map_find(&m, w.addr[i]);
+			CHECK(a && b && a->sym_start == b->sym_start && a->sym_size == b->sym_size);
+			CHECK(!strcmp(sp_perf_map_name(full, a), sp_perf_map_name(&m, b)));
+		}
 	}
 	sp_perf_map_release(&m);
 }
@@ -77,7 +131,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (ftruncate(memfd, 0) || pwrite(memfd, data, size, 0) != (ssize_t)size)
 		abort();
-	parse(NULL);
+	struct sp_perf_map full;
+	if (!parse_into(&full, NULL))
+		check_filtered(&full);
+	sp_perf_map_release(&full);
 	/* Tight limits cut lines and files mid-way: what is kept must still be consistent. */
 	struct sp_perf_map_limits tight = {
 		.max_bytes = size / 2 + 1,

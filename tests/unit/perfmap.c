@@ -129,6 +129,50 @@ Test(perfmap, a_later_line_wins_where_it_overlaps)
 		cr_expect_leq(map.ranges[i - 1].end, map.ranges[i].start);
 }
 
+/* keep_arg: addresses (ascending, 0-terminated); keeps a line covering one of them. */
+static bool keep_covering(void *arg, uint64_t start, uint64_t end)
+{
+	for (const uint64_t *a = arg; *a; a++)
+		if (*a >= start && *a < end)
+			return true;
+	return false;
+}
+
+Test(perfmap, a_filtered_read_keeps_the_lines_covering_the_wanted_addresses)
+{
+	static const char text[] =
+		"1000 100 old_big\n"
+		"1080 10 new_inside\n"
+		"1040 10 newest_inside\n"
+		"2000 100 unwanted\n"
+		"zz 10 bad_start\n"
+		"3000 10 first\n"
+		"2ff8 20 covers_first_entirely\n"
+		"4000 10 also_unwanted\n";
+	/* Where lines overlap, every line covering a wanted address is kept: the later still wins. */
+	static uint64_t want[] = {0x1044, 0x1050, 0x1085, 0x3008, 0};
+	const char *expect[] = {"newest_inside", "old_big", "new_inside", "covers_first_entirely"};
+	struct sp_perf_map_limits lim = {.keep = keep_covering, .keep_arg = want};
+	parse_n(text, sizeof(text) - 1, &lim);
+	/* Every line is still read and counted. */
+	cr_expect_eq(map.stats.lines, 8);
+	cr_expect_eq(map.stats.entries, 7);
+	cr_expect_eq(map.stats.malformed, 1);
+	for (size_t i = 0; want[i]; i++) {
+		cr_expect_str_eq(name_at(want[i]), expect[i], "at %#" PRIx64, want[i]);
+		const struct sp_perf_map_range *r = sp_perf_map_find(&map, want[i]);
+		cr_assert_not_null(r);
+		/* The same function as the whole map gives: its own start and size. */
+		cr_expect_eq(r->sym_start, i == 1 ? 0x1000 : i == 3 ? 0x2ff8 : want[i] & ~0xfull);
+	}
+	cr_expect_null(name_at(0x2000), "a line covering no wanted address is not stored");
+	cr_expect_null(name_at(0x4000));
+	/* The line the winner covers entirely is kept (it covers 0x3008) but named nowhere. */
+	cr_expect_null(name_at(0x3018));
+	/* Only the kept lines' names are stored. */
+	cr_expect_null(memmem(map.names, map.names_len, "unwanted", 8));
+}
+
 Test(perfmap, malformed_lines_are_skipped_and_counted)
 {
 	static const char text[] =

@@ -119,3 +119,8 @@ void sp_recorder_compact(struct sp_recorder *r)
 	r->compactions++;
 	sp_recorder_trim(r);
 }
+
+uint64_t sp_recorder_compactions(const struct sp_recorder *r)
+{
+	return r->compactions;
+}

@@ -1184,13 +1184,19 @@ static size_t dict_entries(const struct sp_spool_writer *w)
 	return w->nmodules + w->nframes + w->nnodes + w->nthreads;
 }
 
+/* Only where no record of a file refers to the dictionaries: ids change. */
+static bool between_files(const struct sp_spool_writer *w)
+{
+	const struct wseg *g = w->seg;
+	return w->roll ? idle(w) : !(g->nmodules || g->nframes || g->nnodes || g->nthreads);
+}
+
 bool sp_spool_writer_compact_due(const struct sp_spool_writer *w)
 {
 	const struct wseg *g = w->seg;
 	if (!g || w->err || w->keep)
 		return false;
-	/* Only where no record of a file refers to the dictionaries: ids change. */
-	if (w->roll ? !idle(w) : (g->nmodules || g->nframes || g->nnodes || g->nthreads))
+	if (!between_files(w))
 		return false;
 	size_t base = w->compact_base;
 	size_t slack = SP_COMPACT_SLACK ? SP_COMPACT_SLACK : base > COMPACT_MIN ? base : COMPACT_MIN;
@@ -1237,7 +1243,7 @@ void sp_spool_writer_keep_pid(struct sp_spool_writer *w, int32_t pid)
 
 int sp_spool_writer_compact_begin(struct sp_spool_writer *w)
 {
-	if (!w->seg || w->keep || (w->roll && !idle(w)))
+	if (!w->seg || w->keep || !between_files(w))
 		return -SP_E_BAD_ARG;
 	struct wkeep *k = calloc(1, sizeof(*k));
 	if (!k)

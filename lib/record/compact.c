@@ -52,10 +52,13 @@ static bool keep_name(void *ctx, uint32_t pid, uint32_t tid, bool *written)
 	return true;
 }
 
-void sp_recorder_forget_thread_names(struct sp_recorder *r)
+void sp_recorder_forget_threads(struct sp_recorder *r)
 {
 	if (r->names.n)
 		sp_thread_names_filter(&r->names, keep_name, r);
+	/* (marks the slots' stacks only while a compaction marks) */
+	if (r->offcpu.n)
+		sp_offcpu_keep_stacks(r, slot_gone);
 }
 
 void sp_recorder_trim(struct sp_recorder *r)
@@ -115,7 +118,8 @@ void sp_recorder_compact(struct sp_recorder *r)
 	}
 	sp_offcpu_renumber_stacks(r);
 	sp_spool_writer_compact_release(w);
-	sp_recorder_forget_thread_names(r);
+	if (r->names.n)
+		sp_thread_names_filter(&r->names, keep_name, r);
 	r->compactions++;
 	sp_recorder_trim(r);
 }

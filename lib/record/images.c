@@ -47,7 +47,8 @@ static bool gone_for_good(const struct sp_process *p, uint64_t now)
  * An always-on recording (segments, flight recorder) forgets such processes
  * whole, those with deleted or replaced files too: naming their images at
  * the end would keep every program a day ran (docs/DESIGN.md, decision 14).
- * Their threads' names go with them.  Returns how many were forgotten.
+ * Their threads' names and off-CPU slots go with them.  Returns how many
+ * were forgotten.
  */
 static size_t forget_processes(struct sp_recorder *r, uint64_t now)
 {
@@ -78,7 +79,7 @@ static size_t forget_processes(struct sp_recorder *r, uint64_t now)
 	t->n = kept;
 	sp_map_release(&t->index);
 	t->index = index;
-	sp_recorder_forget_thread_names(r);
+	sp_recorder_forget_threads(r);
 	return n - kept;
 }
 

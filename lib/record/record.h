@@ -677,8 +677,8 @@ void sp_recorder_compact(struct sp_recorder *r);
  * compaction renumbers stacks) and give freed memory back.
  */
 void sp_recorder_trim(struct sp_recorder *r);
-/* compact.c: forget the names of threads of processes gone (no longer in the table). */
-void sp_recorder_forget_thread_names(struct sp_recorder *r);
+/* compact.c: forget the names and off-CPU slots of threads of processes gone (not in the table). */
+void sp_recorder_forget_threads(struct sp_recorder *r);
 /* offcpu.c, for compaction: forget the slots of gone(pid) threads, keep the others' stacks. */
 void sp_offcpu_keep_stacks(struct sp_recorder *r, bool (*gone)(struct sp_recorder *r, int32_t pid));
 /* offcpu.c: the slots' stacks under their ids after compaction. */

@@ -841,6 +841,10 @@ static void session_finished(void *ctx, struct sp_recorder *rec, const struct sp
 			      &s, rec, (double)res->elapsed_ns / 1e9);
 	if (!res->error && !a->quiet && a->opts.rolling_ns)
 		print_window(a, rec, c->snapshots);
+	uint64_t compactions = sp_recorder_compactions(rec);
+	if (!res->error && !a->quiet && compactions)
+		fprintf(stderr, "  dictionaries compacted %" PRIu64 " time%s: entries only gone "
+			"processes needed were dropped\n", compactions, compactions == 1 ? "" : "s");
 	uint64_t maps_cut = sp_recorder_perf_maps_cut(rec);
 	if (maps_cut)
 		sp_cli_warn("%" PRIu64 " perf map%s read only to %s first 8 MiB (131072 lines) while "

@@ -37,12 +37,57 @@ static void mark_in_use(struct sp_proc_module *mods, size_t n)
 	}
 }
 
+/* Gone for good: its exit drained EVICT_AFTER_NS ago (its last samples are written), no process has its pid. */
+static bool gone_for_good(const struct sp_process *p, uint64_t now)
+{
+	return p->exited && now - p->exited_ns >= EVICT_AFTER_NS && kill(p->pid, 0) && errno == ESRCH;
+}
+
+/*
+ * An always-on recording (segments, flight recorder) forgets such processes
+ * whole, those with deleted or replaced files too: naming their images at
+ * the end would keep every program a day ran (docs/DESIGN.md, decision 14).
+ * Their threads' names and off-CPU slots go with them.  Returns how many
+ * were forgotten.
+ */
+static size_t forget_processes(struct sp_recorder *r, uint64_t now)
+{
+	struct sp_process_table *t = &r->procs;
+	struct sp_map index;
+	sp_map_init(&index);
+	size_t kept = 0, n = t->n;
+	bool *gone = n ? malloc(n) : NULL;
+	int err = gone ? 0 : -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++)
+		if (!(gone[i] = gone_for_good(t->all[i], now)))
+			err = sp_map_put(&index, (uint64_t)(uint32_t)t->all[i]->pid, (uint32_t)kept++);
+	if (err || kept == n) {
+		sp_map_release(&index);
+		free(gone);
+		return 0;
+	}
+	kept = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (gone[i]) {
+			sp_process_release(t->all[i]);
+			free(t->all[i]);
+		} else {
+			t->all[kept++] = t->all[i];
+		}
+	}
+	free(gone);
+	t->n = kept;
+	sp_map_release(&t->index);
+	t->index = index;
+	sp_recorder_forget_threads(r);
+	return n - kept;
+}
+
 /*
  * A recording of a busy machine (or of a build) sees thousands of processes
- * come and go.  Once one is gone for good (its exit drained EVICT_AFTER_NS
- * ago, so its last samples are written; and no process has its pid), its
- * modules are dropped, and the module files no process maps any more are
- * closed with their CFI tables.  Files deleted or replaced stay open: the
+ * come and go.  Once one is gone for good, its modules are dropped, and the
+ * module files no process maps any more are closed with their CFI tables.
+ * Files deleted or replaced stay open (but in an always-on recording): the
  * end of the recording names their frames from them.
  */
 void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
@@ -51,15 +96,19 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 		return;
 	r->last_evict_ns = now;
 	size_t dropped = 0;
-	for (size_t i = 0; i < r->procs.n; i++) {
-		struct sp_process *p = r->procs.all[i];
-		if (!p->exited || (!p->nmods && !p->npre_exec) || now - p->exited_ns < EVICT_AFTER_NS ||
-		    !(kill(p->pid, 0) && errno == ESRCH) || maps_replaced_file(p))
-			continue;
-		sp_process_end_exec(p);
-		sp_process_clear_modules(p);
-		p->maps_known = false;
-		dropped++;
+	if (r->segments || r->rolling) {
+		dropped = forget_processes(r, now);
+	} else {
+		for (size_t i = 0; i < r->procs.n; i++) {
+			struct sp_process *p = r->procs.all[i];
+			if ((!p->nmods && !p->npre_exec) || !gone_for_good(p, now) ||
+			    maps_replaced_file(p))
+				continue;
+			sp_process_end_exec(p);
+			sp_process_clear_modules(p);
+			p->maps_known = false;
+			dropped++;
+		}
 	}
 	if (!dropped)
 		return;
@@ -71,6 +120,8 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 	}
 	r->summary.processes_forgotten += dropped;
 	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
+	if (r->segments || r->rolling)
+		sp_recorder_trim(r);
 }
 /*
  * docs/DESIGN.md, decision 7: a module file deleted or replaced while recording can

@@ -243,6 +243,15 @@ struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f)
 size_t sp_modfile_cache_evict(struct sp_modfile_cache *c)
 {
 	size_t kept = 0, freed = 0;
+	/*
+	 * A file kept (in use, or for the summary) keeps the file whose table
+	 * it shares: owners have no owner of their own, so one pass marks them.
+	 */
+	for (size_t i = 0; i < c->nfiles; i++) {
+		struct sp_modfile *f = c->files[i];
+		if ((f->in_use || f->inflate.over_limit) && f->cfi_owner)
+			f->cfi_owner->in_use = true;
+	}
 	for (size_t i = 0; i < c->nfiles; i++) {
 		struct sp_modfile *f = c->files[i];
 		if (f->in_use || f->inflate.over_limit) {

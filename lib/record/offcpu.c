@@ -15,7 +15,9 @@
  * (sp_offcpu_next_blocked, recorder.c) and stands if its switch-in is later.
  */
 #include "record/record.h"
+#include "spool/spool.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -263,4 +265,56 @@ void sp_offcpu_release(struct sp_offcpu_state *o)
 	free(o->stack_buf);
 	sp_map_release(&o->by_tid);
 	memset(o, 0, sizeof(*o));
+}
+
+/*
+ * Compaction (docs/DESIGN.md, decision 14): the slots of threads whose
+ * process is gone are forgotten (tid reuse would reset them anyway), the
+ * stacks of the others kept and then renumbered.
+ */
+void sp_offcpu_keep_stacks(struct sp_recorder *r, bool (*gone)(struct sp_recorder *r, int32_t pid))
+{
+	struct sp_offcpu_state *o = &r->offcpu;
+	struct sp_map by_tid;
+	sp_map_init(&by_tid);
+	bool *keep = o->n ? malloc(o->n) : NULL;
+	size_t kept = 0;
+	int err = keep ? 0 : -ENOMEM;
+	for (size_t i = 0; i < o->n && !err; i++)
+		if ((keep[i] = !gone(r, o->slots[i].pid)))
+			err = sp_map_put(&by_tid, (uint32_t)o->slots[i].tid, (uint32_t)kept++);
+	if (!err && kept != o->n) {
+		kept = 0;
+		for (size_t i = 0; i < o->n; i++)
+			if (keep[i])
+				o->slots[kept++] = o->slots[i];
+		sp_map_release(&o->by_tid);
+		o->by_tid = by_tid;
+		o->n = kept;
+	} else {
+		sp_map_release(&by_tid); /* all kept (or out of memory: all kept too) */
+	}
+	free(keep);
+	for (size_t i = 0; i < o->n; i++) {
+		const struct sp_offcpu_slot *s = &o->slots[i];
+		sp_spool_writer_keep_stack(r->spool, s->stack);
+		sp_spool_writer_keep_stack(r->spool, s->proc_stack);
+		sp_spool_writer_keep_stack(r->spool, s->ran_stack);
+	}
+}
+
+static uint32_t renumbered(const struct sp_recorder *r, uint32_t stack)
+{
+	uint32_t to = sp_spool_writer_compacted_stack(r->spool, stack);
+	return to == SP_COMPACT_DROPPED ? 0 : to;
+}
+
+void sp_offcpu_renumber_stacks(struct sp_recorder *r)
+{
+	for (size_t i = 0; i < r->offcpu.n; i++) {
+		struct sp_offcpu_slot *s = &r->offcpu.slots[i];
+		s->stack = renumbered(r, s->stack);
+		s->proc_stack = renumbered(r, s->proc_stack);
+		s->ran_stack = renumbered(r, s->ran_stack);
+	}
 }

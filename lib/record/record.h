@@ -395,6 +395,13 @@ struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pi
 void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t tid,
 			      const char *name, bool written);
 /*
+ * Keep the names for which keep(ctx, pid, tid, &written) is true (it may
+ * clear written: the spool must name the thread again); out of memory, all.
+ */
+void sp_thread_names_filter(struct sp_thread_names *t,
+			    bool (*keep)(void *ctx, uint32_t pid, uint32_t tid, bool *written),
+			    void *ctx);
+/*
  * (pid, tid)'s name from /proc (pid 0, the idle task: "[idle]"), not yet in
  * the spool; false, nothing remembered, when /proc has none (gone).
  */
@@ -561,6 +568,7 @@ struct sp_recorder {
 	struct {
 		uint64_t intervals, incomplete;
 	} summary_offcpu;
+	uint64_t compactions; /* sp_recorder_compact passes that renumbered */
 };
 
 /* offcpu.c: off-CPU intervals from switch records (docs/DESIGN.md, decision 12). */
@@ -678,6 +686,25 @@ void sp_recorder_note_name_hint(struct sp_recorder *r, struct sp_process *p);
 
 /* images.c: forget processes gone for good (at most every 2 s); name replaced images at the end. */
 void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now_ns);
+/*
+ * compact.c (docs/DESIGN.md, decision 14): an always-on recording's
+ * dictionaries, once grown enough, keep only what live processes, held
+ * samples, off-CPU slots and a flight recorder's window use; the ids held
+ * here are renumbered and the stack cache emptied.  Only between files.
+ */
+void sp_recorder_compact(struct sp_recorder *r);
+/*
+ * compact.c: after processes were forgotten or the dictionaries compacted,
+ * empty the stack cache (its keys would keep gone processes' stacks, and
+ * compaction renumbers stacks) and give freed memory back.
+ */
+void sp_recorder_trim(struct sp_recorder *r);
+/* compact.c: forget the names and off-CPU slots of threads of processes gone (not in the table). */
+void sp_recorder_forget_threads(struct sp_recorder *r);
+/* offcpu.c, for compaction: forget the slots of gone(pid) threads, keep the others' stacks. */
+void sp_offcpu_keep_stacks(struct sp_recorder *r, bool (*gone)(struct sp_recorder *r, int32_t pid));
+/* offcpu.c: the slots' stacks under their ids after compaction. */
+void sp_offcpu_renumber_stacks(struct sp_recorder *r);
 void sp_recorder_store_replaced_images(struct sp_recorder *r);
 
 #endif

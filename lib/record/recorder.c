@@ -245,11 +245,16 @@ int sp_recorder_consume_available(struct sp_recorder *r)
 	}
 	sp_recorder_evict_gone(r, now);
 	/* a segment ends after a whole drain: its samples up to now are in it */
+	bool rotated = false;
 	if (r->segments && !r->write_error && sp_segments_due(r->segments, r->spool, now)) {
 		struct sp_summary total;
 		sp_recorder_summary(r, &total);
 		sp_recorder_note_write(r, sp_segments_rotate(r->segments, r->spool, &total, now));
+		rotated = true;
 	}
+	/* between files: a new segment holds no record yet, a flight recorder only its window */
+	if ((rotated || r->rolling) && !r->write_error)
+		sp_recorder_compact(r);
 	if (!err && r->write_error)
 		return r->write_error;
 	return 0;

@@ -2,6 +2,7 @@
 /* Thread names by (pid, tid): what the kernel reported, inherited at a fork, or read from /proc. */
 #include "record/record.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,37 @@ void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t 
 	}
 	snprintf(c->name, sizeof(c->name), "%s", name);
 	c->written = written;
+}
+
+void sp_thread_names_filter(struct sp_thread_names *t,
+			    bool (*keep)(void *ctx, uint32_t pid, uint32_t tid, bool *written),
+			    void *ctx)
+{
+	struct sp_map index;
+	sp_map_init(&index);
+	size_t n = 0;
+	struct sp_task_comm *comms = t->n ? malloc(t->n * sizeof(*comms)) : NULL;
+	int err = t->n && !comms ? -ENOMEM : 0;
+	for (size_t i = 0; i < t->index.cap && !err; i++) {
+		if (!t->index.used[i])
+			continue;
+		uint64_t key = t->index.keys[i];
+		struct sp_task_comm c = t->comms[t->index.vals[i]];
+		if (!keep(ctx, (uint32_t)(key >> 32), (uint32_t)key, &c.written))
+			continue;
+		comms[n] = c;
+		err = sp_map_put(&index, key, (uint32_t)n++);
+	}
+	if (err) { /* out of memory: every name stays */
+		sp_map_release(&index);
+		free(comms);
+		return;
+	}
+	sp_map_release(&t->index);
+	free(t->comms);
+	t->index = index;
+	t->comms = comms;
+	t->n = t->cap = n;
 }
 
 /*

@@ -448,6 +448,37 @@ int sp_spool_writer_intern_node(struct sp_spool_writer *w, uint32_t parent, uint
 int sp_spool_writer_rotate(struct sp_spool_writer *w, int fd, const struct sp_spool_meta *meta,
 			   const struct sp_summary *s);
 
+/*
+ * Compaction (docs/DESIGN.md, decision 14): a writer in segment or rolling
+ * mode drops the dictionary entries nothing needs any more and renumbers the
+ * rest, so that a recorder running for days holds what its live processes
+ * and its window use, not all it ever saw.  Due (compact_due) when the
+ * dictionaries grew by as many entries as the last compaction kept (65,536
+ * at least), and only where no record of a file refers to them: a segment
+ * mode writer just after sp_spool_writer_rotate (its file holds no
+ * dictionary record yet), a flight recorder between snapshots.  Then:
+ * compact_begin (marks the window's threads and stacks), keep_* for what the
+ * caller still uses (a stack keeps its ancestors, frames and their modules;
+ * a pid keeps its threads, exec and owner facts), compact_end, which
+ * renumbers; compacted_* give each old id's new one (SP_COMPACT_DROPPED:
+ * gone) until compact_release, which every compact_begin that returned 0
+ * needs.  On an error of compact_end nothing changed and compacted_* give
+ * the ids back unchanged.  0 or -errno (-SP_E_BAD_ARG: not in such a mode,
+ * or a file refers to the dictionaries).
+ */
+#define SP_COMPACT_DROPPED UINT32_MAX
+bool sp_spool_writer_compact_due(const struct sp_spool_writer *w);
+int sp_spool_writer_compact_begin(struct sp_spool_writer *w);
+void sp_spool_writer_keep_stack(struct sp_spool_writer *w, uint32_t stack_id);
+void sp_spool_writer_keep_module(struct sp_spool_writer *w, uint32_t module_id);
+void sp_spool_writer_keep_pid(struct sp_spool_writer *w, int32_t pid);
+int sp_spool_writer_compact_end(struct sp_spool_writer *w);
+uint32_t sp_spool_writer_compacted_module(const struct sp_spool_writer *w, uint32_t module_id);
+uint32_t sp_spool_writer_compacted_stack(const struct sp_spool_writer *w, uint32_t stack_id);
+void sp_spool_writer_compact_release(struct sp_spool_writer *w);
+/* The writer has thread (pid, tid) interned. */
+bool sp_spool_writer_has_thread(const struct sp_spool_writer *w, int32_t pid, int32_t tid);
+
 /* Append whole, already encoded records (sp_symenc_finish's output).  0 or -errno. */
 int sp_spool_writer_append_records(struct sp_spool_writer *w, const void *records, size_t len);
 /* Flush, then read the spool written so far back into *out.  0 or -errno. */

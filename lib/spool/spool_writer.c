@@ -56,6 +56,9 @@ struct sp_spool_writer {
 	struct wseg *seg;
 	/* Flight recorder (sp_spool_writer_open_rolling): the window's records, in memory. */
 	struct wroll *roll;
+	/* Compaction (sp_spool_writer_compact_begin): the marks, then the new ids. */
+	struct wkeep *keep;
+	size_t compact_base; /* dictionary entries after the last compaction */
 };
 
 /*
@@ -1121,6 +1124,7 @@ void sp_spool_writer_free(struct sp_spool_writer *w)
 {
 	if (!w)
 		return;
+	sp_spool_writer_compact_release(w);
 	seg_free(w->seg, w->nthreads);
 	roll_free(w->roll);
 	if (w->fd >= 0) {
@@ -1135,4 +1139,352 @@ void sp_spool_writer_free(struct sp_spool_writer *w)
 	free(w->module_base);
 	free(w->frames);
 	free(w);
+}
+
+/* ---- compaction (docs/DESIGN.md, decision 14) ----------------------------- */
+
+/*
+ * Entries added since the last compaction before the next is due: as many as
+ * it kept (the dictionaries doubled), COMPACT_MIN at least.  A build with
+ * -DSP_COMPACT_SLACK=N compacts every N entries instead (the sanitizer runs).
+ */
+#ifndef SP_COMPACT_SLACK
+#define SP_COMPACT_SLACK 0
+#endif
+#define COMPACT_MIN 65536u
+
+/*
+ * While marking, a nonzero entry keeps its module, frame, stack node or
+ * thread; sp_spool_writer_compact_end turns each into the new id
+ * (SP_COMPACT_DROPPED when dropped).  The counts are the old dictionaries'.
+ */
+struct wkeep {
+	uint32_t *mod, *frame, *node, *thr;
+	size_t nmod, nframe, nnode, nthr;
+	struct sp_map pids; /* processes whose threads and facts stay */
+	int err;
+	bool done;
+};
+
+static bool has_key(const struct sp_map *m, uint64_t key)
+{
+	uint32_t v;
+	return sp_map_get(m, key, &v);
+}
+
+static void swap_map(struct sp_map *a, struct sp_map *b)
+{
+	struct sp_map t = *a;
+	*a = *b;
+	*b = t;
+}
+
+static size_t dict_entries(const struct sp_spool_writer *w)
+{
+	return w->nmodules + w->nframes + w->nnodes + w->nthreads;
+}
+
+/* Only where no record of a file refers to the dictionaries: ids change. */
+static bool between_files(const struct sp_spool_writer *w)
+{
+	const struct wseg *g = w->seg;
+	return w->roll ? idle(w) : !(g->nmodules || g->nframes || g->nnodes || g->nthreads);
+}
+
+bool sp_spool_writer_compact_due(const struct sp_spool_writer *w)
+{
+	const struct wseg *g = w->seg;
+	if (!g || w->err || w->keep)
+		return false;
+	if (!between_files(w))
+		return false;
+	size_t base = w->compact_base;
+	size_t slack = SP_COMPACT_SLACK ? SP_COMPACT_SLACK : base > COMPACT_MIN ? base : COMPACT_MIN;
+	return dict_entries(w) >= base + slack;
+}
+
+void sp_spool_writer_compact_release(struct sp_spool_writer *w)
+{
+	struct wkeep *k = w->keep;
+	if (!k)
+		return;
+	free(k->mod);
+	free(k->frame);
+	free(k->node);
+	free(k->thr);
+	sp_map_release(&k->pids);
+	free(k);
+	w->keep = NULL;
+}
+
+void sp_spool_writer_keep_stack(struct sp_spool_writer *w, uint32_t stack_id)
+{
+	struct wkeep *k = w->keep;
+	if (!k || k->done || stack_id >= k->nnode)
+		return;
+	for (uint32_t i = stack_id; i && !k->node[i]; i = w->seg->node_parent[i])
+		k->node[i] = 1;
+}
+
+void sp_spool_writer_keep_module(struct sp_spool_writer *w, uint32_t module_id)
+{
+	struct wkeep *k = w->keep;
+	if (k && !k->done && module_id < k->nmod)
+		k->mod[module_id] = 1;
+}
+
+void sp_spool_writer_keep_pid(struct sp_spool_writer *w, int32_t pid)
+{
+	struct wkeep *k = w->keep;
+	int err = k && !k->done ? sp_map_put(&k->pids, (uint32_t)pid, 1) : 0;
+	if (err && !k->err)
+		k->err = err;
+}
+
+int sp_spool_writer_compact_begin(struct sp_spool_writer *w)
+{
+	if (!w->seg || w->keep || !between_files(w))
+		return -SP_E_BAD_ARG;
+	struct wkeep *k = calloc(1, sizeof(*k));
+	if (!k)
+		return -ENOMEM;
+	sp_map_init(&k->pids);
+	k->nmod = w->nmodules;
+	k->nframe = w->nframes;
+	k->nnode = (size_t)w->nnodes + 1;
+	k->nthr = w->nthreads;
+	k->mod = calloc(k->nmod + 1, sizeof(*k->mod));
+	k->frame = calloc(k->nframe + 1, sizeof(*k->frame));
+	k->node = calloc(k->nnode, sizeof(*k->node));
+	k->thr = calloc(k->nthr + 1, sizeof(*k->thr));
+	w->keep = k;
+	if (!k->mod || !k->frame || !k->node || !k->thr) {
+		sp_spool_writer_compact_release(w);
+		return -ENOMEM;
+	}
+	k->node[0] = 1;
+	/* a flight recorder's window refers to its threads and stacks */
+	for (size_t i = 0; w->roll && i < w->roll->n; i++) {
+		const struct wevent *e = &w->roll->ev[(w->roll->head + i) % w->roll->cap];
+		if (e->type == SP_REC_LOST)
+			continue;
+		if (e->thread < k->nthr)
+			k->thr[e->thread] = 1;
+		sp_spool_writer_keep_stack(w, e->stack);
+	}
+	return 0;
+}
+
+/* What the marks imply: frames of kept nodes, their modules, group firsts, the pids. */
+static void close_marks(struct sp_spool_writer *w, struct wkeep *k)
+{
+	struct wseg *g = w->seg;
+	for (size_t t = 0; t < k->nthr; t++)
+		if (!k->thr[t] && has_key(&k->pids, (uint32_t)g->thr_pid[t]))
+			k->thr[t] = 1;
+	for (size_t n = 1; n < k->nnode; n++)
+		if (k->node[n])
+			k->frame[g->node_frame[n]] = 1;
+	for (size_t f = 0; f < k->nframe; f++)
+		if (k->frame[f] && w->frames[f].f.module_id != SP_NO_MODULE)
+			k->mod[w->frames[f].f.module_id] = 1;
+	/* a group's first comes before its other modules: one pass downwards */
+	for (size_t m = k->nmod; m-- > 0;)
+		if (k->mod[m] && g->mod_same[m])
+			k->mod[g->mod_same[m] - 1] = 1;
+	for (size_t t = 0; t < k->nthr && !k->err; t++)
+		if (k->thr[t])
+			k->err = sp_map_put(&k->pids, (uint32_t)g->thr_pid[t], 1);
+	for (size_t m = 0; m < k->nmod && !k->err; m++)
+		if (k->mod[m] && g->mod_pid[m] >= 0)
+			k->err = sp_map_put(&k->pids, (uint32_t)g->mod_pid[m], 1);
+}
+
+/* Marks to new ids, counted from first; returns how many are kept. */
+static uint32_t number(uint32_t *ids, size_t n, uint32_t first)
+{
+	uint32_t next = first;
+	for (size_t i = 0; i < n; i++)
+		ids[i] = ids[i] ? next++ : SP_COMPACT_DROPPED;
+	return next - first;
+}
+
+/* The indexes over the kept entries under their new ids, built beside the old ones. */
+struct wmaps {
+	struct sp_map frames, edges, threads, facts;
+	uint32_t *next; /* each kept frame's chain link */
+};
+
+static void wmaps_release(struct wmaps *m)
+{
+	sp_map_release(&m->frames);
+	sp_map_release(&m->edges);
+	sp_map_release(&m->threads);
+	sp_map_release(&m->facts);
+	free(m->next);
+}
+
+static int build_maps(struct sp_spool_writer *w, const struct wkeep *k, uint32_t nframes,
+		      struct wmaps *m)
+{
+	struct wseg *g = w->seg;
+	m->next = malloc(((size_t)nframes + 1) * sizeof(*m->next));
+	if (!m->next)
+		return -ENOMEM;
+	int err = 0;
+	for (size_t f = 0; f < k->nframe && !err; f++) {
+		if (k->frame[f] == SP_COMPACT_DROPPED)
+			continue;
+		struct sp_frame c = w->frames[f].f;
+		if (c.module_id != SP_NO_MODULE)
+			c.module_id = k->mod[c.module_id];
+		uint64_t h = frame_hash(&c);
+		uint32_t head = NO_FRAME;
+		sp_map_get(&m->frames, h, &head);
+		m->next[k->frame[f]] = head;
+		err = sp_map_put(&m->frames, h, k->frame[f]);
+	}
+	for (size_t n = 1; n < k->nnode && !err; n++)
+		if (k->node[n] != SP_COMPACT_DROPPED)
+			err = sp_map_put(&m->edges,
+					 (uint64_t)k->node[g->node_parent[n]] << 32 |
+						 k->frame[g->node_frame[n]],
+					 k->node[n]);
+	for (size_t t = 0; t < k->nthr && !err; t++)
+		if (k->thr[t] != SP_COMPACT_DROPPED)
+			err = sp_map_put(&m->threads,
+					 (uint64_t)(uint32_t)g->thr_pid[t] << 32 | (uint32_t)g->thr_tid[t],
+					 k->thr[t]);
+	uint32_t kept = 0;
+	for (size_t i = 0; i < g->nfacts && !err; i++)
+		if (has_key(&k->pids, (uint32_t)g->facts[i].pid))
+			err = sp_map_put(&m->facts, (uint32_t)g->facts[i].pid, kept++);
+	return err;
+}
+
+/* Move the kept entries down to their new ids (never above their old ones). */
+static void move_entries(struct sp_spool_writer *w, const struct wkeep *k, const uint32_t *next)
+{
+	struct wseg *g = w->seg;
+	size_t off = 0;
+	for (size_t m = 0; m < k->nmod; m++) {
+		uint32_t to = k->mod[m];
+		if (to == SP_COMPACT_DROPPED)
+			continue;
+		memmove(g->mod_bytes.data + off, g->mod_bytes.data + g->mod_off[m], g->mod_len[m]);
+		w->module_base[to] = w->module_base[m];
+		g->mod_off[to] = off;
+		off += g->mod_len[m];
+		g->mod_len[to] = g->mod_len[m];
+		g->mod_pid[to] = g->mod_pid[m];
+		g->mod_same[to] = g->mod_same[m] ? k->mod[g->mod_same[m] - 1] + 1 : 0;
+		g->mod_here[to] = NOT_HERE;
+	}
+	g->mod_bytes.len = off;
+	for (size_t f = 0; f < k->nframe; f++) {
+		uint32_t to = k->frame[f];
+		if (to == SP_COMPACT_DROPPED)
+			continue;
+		w->frames[to].f = w->frames[f].f;
+		if (w->frames[to].f.module_id != SP_NO_MODULE)
+			w->frames[to].f.module_id = k->mod[w->frames[to].f.module_id];
+		w->frames[to].next = next[to];
+		g->frame_here[to] = NOT_HERE;
+	}
+	for (size_t n = 1; n < k->nnode; n++) {
+		uint32_t to = k->node[n];
+		if (to == SP_COMPACT_DROPPED)
+			continue;
+		g->node_parent[to] = k->node[g->node_parent[n]];
+		g->node_frame[to] = k->frame[g->node_frame[n]];
+		g->node_here[to] = NOT_HERE;
+	}
+	for (size_t t = 0; t < k->nthr; t++) {
+		uint32_t to = k->thr[t];
+		if (to == SP_COMPACT_DROPPED) {
+			free(g->thr_name[t]);
+			g->thr_name[t] = NULL;
+			continue;
+		}
+		g->thr_pid[to] = g->thr_pid[t];
+		g->thr_tid[to] = g->thr_tid[t];
+		g->thr_name[to] = g->thr_name[t];
+		if (to != t)
+			g->thr_name[t] = NULL;
+		g->thr_here[to] = NOT_HERE;
+	}
+	size_t kept = 0;
+	for (size_t i = 0; i < g->nfacts; i++)
+		if (has_key(&k->pids, (uint32_t)g->facts[i].pid))
+			g->facts[kept++] = g->facts[i];
+	g->nfacts = kept;
+	for (size_t i = 0; w->roll && i < w->roll->n; i++) {
+		struct wevent *e = &w->roll->ev[(w->roll->head + i) % w->roll->cap];
+		if (e->type != SP_REC_LOST) {
+			e->thread = k->thr[e->thread];
+			e->stack = k->node[e->stack];
+		}
+	}
+}
+
+int sp_spool_writer_compact_end(struct sp_spool_writer *w)
+{
+	struct wkeep *k = w->keep;
+	if (!k || k->done)
+		return -SP_E_BAD_ARG;
+	close_marks(w, k);
+	if (k->err)
+		return k->err;
+	uint32_t nmod = number(k->mod, k->nmod, 0);
+	uint32_t nframe = number(k->frame, k->nframe, 0);
+	uint32_t nnode = number(k->node + 1, k->nnode - 1, 1);
+	uint32_t nthr = number(k->thr, k->nthr, 0);
+	k->node[0] = 0;
+	k->done = true;
+	struct wmaps m = {0};
+	sp_map_init(&m.frames);
+	sp_map_init(&m.edges);
+	sp_map_init(&m.threads);
+	sp_map_init(&m.facts);
+	int err = build_maps(w, k, nframe, &m);
+	if (err) {
+		/* nothing changed: the old ids stand, and none are given out as new */
+		wmaps_release(&m);
+		sp_spool_writer_compact_release(w);
+		return err;
+	}
+	move_entries(w, k, m.next);
+	struct wseg *g = w->seg;
+	swap_map(&w->frame_by_hash, &m.frames);
+	swap_map(&w->stack_by_edge, &m.edges);
+	swap_map(&w->thread_by_id, &m.threads);
+	swap_map(&g->fact_by_pid, &m.facts);
+	wmaps_release(&m);
+	w->nmodules = nmod;
+	w->nframes = nframe;
+	w->nnodes = nnode;
+	w->nthreads = nthr;
+	w->compact_base = dict_entries(w);
+	return 0;
+}
+
+uint32_t sp_spool_writer_compacted_module(const struct sp_spool_writer *w, uint32_t module_id)
+{
+	const struct wkeep *k = w->keep;
+	if (!k || !k->done)
+		return module_id;
+	return module_id < k->nmod ? k->mod[module_id] : SP_COMPACT_DROPPED;
+}
+
+uint32_t sp_spool_writer_compacted_stack(const struct sp_spool_writer *w, uint32_t stack_id)
+{
+	const struct wkeep *k = w->keep;
+	if (!k || !k->done)
+		return stack_id;
+	return stack_id < k->nnode ? k->node[stack_id] : SP_COMPACT_DROPPED;
+}
+
+bool sp_spool_writer_has_thread(const struct sp_spool_writer *w, int32_t pid, int32_t tid)
+{
+	return has_key(&w->thread_by_id, (uint64_t)(uint32_t)pid << 32 | (uint32_t)tid);
 }

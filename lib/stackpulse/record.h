@@ -196,6 +196,11 @@ const char *sp_recorder_snapshot_path(const struct sp_recorder *r);
  */
 void sp_recorder_window_memory(const struct sp_recorder *r, uint64_t *window_bytes,
 			       uint64_t *window_samples, uint64_t *dict_bytes);
+/*
+ * How many times an always-on recording (segments, flight recorder) dropped
+ * the dictionary entries only gone processes needed (docs/DESIGN.md, decision 14).
+ */
+uint64_t sp_recorder_compactions(const struct sp_recorder *r);
 
 /* Release (without finishing: the spool keeps its flushed prefix). NULL ok. */
 void sp_recorder_free(struct sp_recorder *r);

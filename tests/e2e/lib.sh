@@ -127,6 +127,17 @@ need_perf_events() {
 	fi
 }
 
+# wait_grep ERE FILE [TENTHS]: wait until FILE has a line matching ERE (at most TENTHS
+# tenths of a second, 100 unless given); the status says whether it came.
+wait_grep() {
+	w=0
+	while ! grep -Eq "$1" "$2" 2>/dev/null && [ $w -lt "${3:-100}" ]; do
+		sleep 0.1
+		w=$((w + 1))
+	done
+	grep -Eq "$1" "$2" 2>/dev/null
+}
+
 # Run a command with a time limit when timeout(1) exists (a hang must not stall CI).
 with_timeout() {
 	limit=$1

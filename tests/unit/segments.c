@@ -420,3 +420,149 @@ Test(segments, an_empty_last_segment_is_not_published)
 	cr_assert_eq(stop_after(tmp_path("only"), false, false), 1, "an only one stays, empty");
 	cr_assert_eq(stop_after(tmp_path("two_empty"), false, true), 1, "the first stays");
 }
+
+/* A module, frame and thread of process 777, gone by the compaction. */
+static const struct sp_module gone_module = {.pid = 777, .start = 0x400000, .end = 0x401000,
+					     .inode = 99, .file_size = 4096,
+					     .path = "/tmp/fresh1 (deleted)"};
+static const struct sp_frame gone_frame = {3, SP_FRAME_USER, 0x400100, 0x100};
+
+/* The small dictionaries and 777's in w: stack_a of 4242's main thread, stack_c and gone_frame's stack of 777's. */
+static void compactable(struct sp_spool_writer *w, struct small_ids *ids, uint32_t *gone_stack)
+{
+	uint32_t id;
+	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_modules); i++)
+		cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[i], &id), 0);
+	cr_assert_eq(sp_spool_writer_add_module(w, &gone_module, &id), 0);
+	cr_assert_eq(id, 3);
+	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_frames); i++)
+		cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[i], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_frame(w, &gone_frame, &id), 0);
+	cr_assert_eq(sp_spool_writer_append_exec(w, &small_exec), 0);
+	struct sp_exec gone_exec = {.timestamp_ns = small_exec.timestamp_ns, .pid = 777};
+	cr_assert_eq(sp_spool_writer_append_exec(w, &gone_exec), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 777, 777, &ids->t1), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(w, ids->t1, "fresh1"), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &ids->t0), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(w, ids->t0, "chain4"), 0);
+	uint32_t g[] = {id, 5};
+	cr_assert_eq(sp_spool_writer_intern_stack(w, g, 2, gone_stack), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_c, 2, &ids->stack_c), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, &ids->stack_a), 0);
+}
+
+/* s's stack_id holds small_stack_a's frames, leaf first. */
+static void assert_stack_a(const struct sp_spool *s, uint32_t stack_id)
+{
+	cr_assert_eq(sp_spool_stack_depth(s, stack_id), 4);
+	for (size_t i = 0; i < 4; i++, stack_id = sp_spool_stack_parent(s, stack_id)) {
+		const struct sp_frame *f = sp_spool_frame(s, sp_spool_stack_frame(s, stack_id));
+		cr_assert_eq(f->abs_ip, small_frames[small_stack_a[i]].abs_ip);
+		cr_assert_eq(f->rel_ip, small_frames[small_stack_a[i]].rel_ip);
+		const struct sp_module *m = sp_spool_module(s, f->module_id);
+		cr_assert_str_eq(m->path, small_modules[small_frames[small_stack_a[i]].module_id].path);
+	}
+}
+
+Test(segments, compaction_drops_what_gone_processes_needed)
+{
+	struct sp_segments_opts o = {.segment_ns = 1000000000ull};
+	struct sp_segments *g;
+	char dir[512];
+	snprintf(dir, sizeof(dir), "%s", tmp_path("segs"));
+	cr_assert_eq(sp_segments_open(dir, &o, &g), 0);
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_segments_begin(g, &small_meta, &w), 0);
+	struct small_ids ids;
+	uint32_t gone_stack;
+	compactable(w, &ids, &gone_stack);
+	cr_assert_eq(sp_spool_writer_append_sample(w, ids.t1, gone_stack, small_times[0]), 0);
+	cr_assert_eq(sp_spool_writer_compact_begin(w), -SP_E_BAD_ARG,
+		     "the file refers to the dictionaries");
+	cr_assert_not(sp_spool_writer_compact_due(w));
+	struct sp_summary total = {.samples = 1, .sample_events = 1};
+	cr_assert_eq(sp_segments_rotate(g, w, &total, small_meta.start_monotonic_ns + 1000000000), 0);
+
+	cr_assert_eq(sp_spool_writer_compact_begin(w), 0);
+	sp_spool_writer_keep_pid(w, 4242);
+	sp_spool_writer_keep_stack(w, ids.stack_a);
+	cr_assert_eq(sp_spool_writer_compact_end(w), 0);
+	cr_assert_eq(sp_spool_writer_compacted_module(w, 3), SP_COMPACT_DROPPED);
+	for (uint32_t m = 0; m < 3; m++)
+		cr_assert_eq(sp_spool_writer_compacted_module(w, m), m, "module %u kept in place", m);
+	cr_assert_eq(sp_spool_writer_compacted_stack(w, gone_stack), SP_COMPACT_DROPPED);
+	cr_assert_eq(sp_spool_writer_compacted_stack(w, ids.stack_c), SP_COMPACT_DROPPED);
+	uint32_t stack_a = sp_spool_writer_compacted_stack(w, ids.stack_a);
+	cr_assert_eq(stack_a, 4, "stack_a's four nodes are all that is left");
+	sp_spool_writer_compact_release(w);
+	cr_assert_not(sp_spool_writer_has_thread(w, 777, 777));
+	cr_assert(sp_spool_writer_has_thread(w, 4242, 4242));
+
+	/* interning again finds the kept entries under their new ids */
+	uint32_t id, t0, again;
+	cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[3], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, &again), 0);
+	cr_assert_eq(again, stack_a);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &t0), 0);
+	cr_assert_eq(sp_spool_writer_append_sample(w, t0, stack_a, small_times[3]), 0);
+	total.samples = total.sample_events = 2;
+	cr_assert_eq(sp_segments_finish(g, w, &total), 0);
+	sp_spool_writer_free(w);
+
+	struct sp_segment_entry *v;
+	cr_assert_eq(list(dir, &v), 2);
+	struct sp_spool *s = open_in(dir, v[1].name);
+	cr_assert_eq(sp_spool_sample_count(s), 1);
+	cr_assert_eq(sp_spool_thread(s, sp_spool_sample(s, 0)->thread)->pid, 4242);
+	cr_assert_str_eq(sp_spool_thread(s, sp_spool_sample(s, 0)->thread)->name, "chain4");
+	assert_stack_a(s, sp_spool_sample(s, 0)->stack_id);
+	cr_assert_eq(sp_spool_exec_count(s), 1, "only 4242's exec is restated");
+	sp_spool_free(s);
+	free(v);
+	sp_segments_free(g);
+}
+
+Test(segments, compaction_keeps_a_flight_recorders_window)
+{
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open_rolling(&small_meta, 1000000000ull, &w), 0);
+	struct small_ids ids;
+	uint32_t gone_stack;
+	compactable(w, &ids, &gone_stack);
+	uint64_t t0 = small_meta.start_monotonic_ns;
+	/* 777's samples leave the 1 s window; 4242's stay */
+	cr_assert_eq(sp_spool_writer_append_sample(w, ids.t1, gone_stack, t0), 0);
+	for (int i = 0; i < 10; i++)
+		cr_assert_eq(sp_spool_writer_append_sample(w, ids.t0, ids.stack_a,
+							   t0 + 2000000000ull + (uint64_t)i * 1000000),
+			     0);
+	cr_assert_eq(sp_spool_writer_compact_begin(w), 0);
+	cr_assert_eq(sp_spool_writer_compact_end(w), 0);
+	cr_assert_eq(sp_spool_writer_compacted_module(w, 3), SP_COMPACT_DROPPED);
+	cr_assert_eq(sp_spool_writer_compacted_stack(w, gone_stack), SP_COMPACT_DROPPED);
+	cr_assert_neq(sp_spool_writer_compacted_stack(w, ids.stack_a), SP_COMPACT_DROPPED,
+		      "the window's stack stays");
+	sp_spool_writer_compact_release(w);
+	int fd = open(tmp_path("snap.spool"), O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	struct sp_summary win;
+	cr_assert_eq(sp_spool_writer_snapshot(w, fd, t0 + 2100000000ull, 1700000003000000ull, false,
+					      &win), 0);
+	cr_assert_eq(win.samples, 10);
+	struct sp_spool *s = NULL;
+	cr_assert_eq(sp_spool_open(tmp_path("snap.spool"), &s), 0);
+	cr_assert_eq(sp_spool_sample_count(s), 10);
+	cr_assert_str_eq(sp_spool_thread(s, sp_spool_sample(s, 9)->thread)->name, "chain4");
+	assert_stack_a(s, sp_spool_sample(s, 9)->stack_id);
+	sp_spool_free(s);
+	sp_spool_writer_free(w);
+}
+
+Test(segments, a_single_spool_is_never_compacted)
+{
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open(tmp_path("one.spool"), &small_meta, &w), 0);
+	cr_assert_not(sp_spool_writer_compact_due(w));
+	cr_assert_eq(sp_spool_writer_compact_begin(w), -SP_E_BAD_ARG);
+	sp_spool_writer_free(w);
+}

@@ -738,8 +738,14 @@ int sp_spool_writer_set_thread_name(struct sp_spool_writer *w, uint32_t index,
 			return -ENOMEM;
 		free(w->seg->thr_name[index]);
 		w->seg->thr_name[index] = copy;
-		if (w->seg->thr_here[index] == NOT_HERE)
-			return 0; /* written with the thread, when a record of this file needs it */
+		/*
+		 * Written with the thread, when a record of this file needs it; a
+		 * flight recorder between snapshots has no file (what the last
+		 * snapshot wrote is not here any more): writing now failed with
+		 * EBADF and stopped the recording.
+		 */
+		if (w->seg->thr_here[index] == NOT_HERE || idle(w))
+			return 0;
 		index = w->seg->thr_here[index];
 	}
 	return emit_name(w, index, name);

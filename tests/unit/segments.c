@@ -380,6 +380,45 @@ Test(segments, flight_recorder_writes_its_window)
 	sp_spool_writer_free(w);
 }
 
+/*
+ * A thread renamed between two snapshots (its COMM record drained while the
+ * flight recorder holds no file): kept for the next snapshot, not written to
+ * the closed one, which failed with EBADF and stopped the recording.
+ */
+Test(segments, flight_recorder_renames_between_snapshots)
+{
+	struct sp_spool_writer *w;
+	cr_assert_eq(sp_spool_writer_open_rolling(&small_meta, 1000000000ull, &w), 0);
+	uint32_t id, t, stack;
+	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_modules); i++)
+		cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[i], &id), 0);
+	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_frames); i++)
+		cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[i], &id), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &t), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(w, t, "before"), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, &stack), 0);
+	uint64_t t0 = small_meta.start_monotonic_ns;
+	cr_assert_eq(sp_spool_writer_append_sample(w, t, stack, t0), 0);
+	for (int round = 0; round < 2; round++) {
+		char name[64];
+		snprintf(name, sizeof(name), "rename%d.spool", round);
+		int fd = open(tmp_path(name), O_WRONLY | O_CREAT | O_EXCL, 0600);
+		cr_assert_geq(fd, 0);
+		struct sp_summary win;
+		cr_assert_eq(sp_spool_writer_snapshot(w, fd, t0 + 500000000ull, 1700000003000000ull,
+						      false, &win), 0);
+		struct sp_spool *s = NULL;
+		cr_assert_eq(sp_spool_open(tmp_path(name), &s), 0);
+		cr_assert_str_eq(sp_spool_thread(s, 0)->name, round ? "after" : "before");
+		sp_spool_free(s);
+		if (!round) {
+			cr_assert_eq(sp_spool_writer_set_thread_name(w, t, "after"), 0);
+			cr_assert_eq(sp_spool_writer_append_sample(w, t, stack, t0 + 1), 0);
+		}
+	}
+	sp_spool_writer_free(w);
+}
+
 /* Segments, begun, of a recording that stops at once or just after a rotation. */
 static size_t stop_after(const char *dir, bool one_sample, bool rotate)
 {

@@ -23,14 +23,21 @@ void sp_summary_write_text(const struct sp_summary *s, const struct sp_summary_t
 	const char *switches = t->off_cpu && s->sample_events > s->samples
 				       ? "; the others context switches, their stacks the intervals'"
 				       : "";
+	/*
+	 * A flight recorder writes its window's samples, but counts empty and
+	 * truncated stacks over the whole run: their share is of every sample
+	 * taken, not of the window's.
+	 */
+	uint64_t of = t->samples_taken ? t->samples_taken : n;
 	fprintf(out,
 		"stackpulse %s: wrote '%s' (%.1f KiB, %s) in %.1f s, %s %s\n"
 		"  %" PRIu64 " samples written (of %" PRIu64 " sample events%s), %" PRIu64
-		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%)\n",
+		" lost, %" PRIu64 " empty stacks, %" PRIu64 " truncated stacks (%.1f%%%s)\n",
 		t->subcommand, t->spool_path, kib, per_sample, t->elapsed_s, sp_event_name(t->source), rate,
 		s->samples,
 		s->sample_events, switches, s->lost_events, s->empty_stack_samples,
-		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)n);
+		s->truncated_frame_markers, 100.0 * (double)s->truncated_frame_markers / (double)of,
+		t->samples_taken ? " of all samples taken" : "");
 	if (t->off_cpu)
 		fprintf(out, "  %" PRIu64 " off-CPU interval%s written, %" PRIu64 " incomplete (cut by"
 			     " the recording's ends or lost records)\n", t->offcpu_intervals,

@@ -223,9 +223,26 @@ static int publish(struct sp_segments *g)
 }
 
 /*
- * Delete the oldest published segments past the retention: only names of
- * this layout, regular files the recording user owns, never the newest
- * one; unlinkat removes a name and never follows it.
+ * A partial segment no recorder writes any more: a killed one left it (the
+ * writer holds an open-file-description lock on its partial while it lives;
+ * this recorder's own, taken through another open, conflicts as well).
+ */
+static bool dead_partial(const struct sp_segments *g, const char *name)
+{
+	int fd = openat(g->dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	struct flock l = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+	bool dead = !fcntl(fd, F_OFD_GETLK, &l) && l.l_type == F_UNLCK;
+	close(fd);
+	return dead;
+}
+
+/*
+ * Delete the oldest segments past the retention: only names of this
+ * layout, regular files the recording user owns (published ones, and
+ * partial ones a killed recorder left), never the newest one; unlinkat
+ * removes a name and never follows it.
  */
 static void retain(struct sp_segments *g, uint64_t now_us)
 {
@@ -236,7 +253,8 @@ static void retain(struct sp_segments *g, uint64_t now_us)
 	size_t k = 0;
 	uint64_t total = 0;
 	for (size_t i = 0; i < n; i++) {
-		if (v[i].partial || !v[i].regular || v[i].uid != geteuid())
+		if (!v[i].regular || v[i].uid != geteuid() ||
+		    (v[i].partial && !dead_partial(g, v[i].name)))
 			continue;
 		v[k++] = v[i];
 		total += v[i].size;

@@ -167,6 +167,12 @@ partial=$(ls -a segs | grep '^\.stackpulse-.*\.partial$')
 "$SP" report --format=folded segs >killed.raw 2>killed.err || fail "report DIR after SIGKILL exited $?: $(head -c 300 killed.err)"
 grep -q "cut short" killed.err && ok "report names the cut segment: $(grep 'cut short' killed.err | head -1 | cut -c1-120)" ||
 	fail "report did not name the partial segment: $(cat killed.err)"
+# ... and a later recording's retention deletes it once it is past the retention, as a
+# published one (no recorder holds its lock any more); the recording's own partial stays.
+sleep 1.2
+"$SP" record -q --segments segs --segment 1 --retain 1s -d 3 -- "$WORKLOADS/chain4" -t 60 >/dev/null 2>retain2.err
+[ ! -e "segs/$partial" ] && ok "a later recording's retention deleted the killed one's '$partial'" ||
+	fail "'$partial' is still there after a recording with --retain 1s: $(ls -a segs | tr '\n' ' ')"
 
 # 5. report --follow DIR follows each segment as it is written, then the next.
 "$SP" record --segments fseg --segment 1 -d 3 -q -- "$WORKLOADS/chain4" -t 60 >/dev/null 2>&1 &

@@ -25,7 +25,7 @@ static void renumber_modules(const struct sp_spool_writer *w, struct sp_proc_mod
 		m[i].module_id = sp_spool_writer_compacted_module(w, m[i].module_id);
 }
 
-static uint32_t renumbered(const struct sp_recorder *r, uint32_t stack)
+uint32_t sp_recorder_compacted_stack(const struct sp_recorder *r, uint32_t stack)
 {
 	uint32_t to = sp_spool_writer_compacted_stack(r->spool, stack);
 	return to == SP_COMPACT_DROPPED ? 0 : to;
@@ -113,8 +113,8 @@ void sp_recorder_compact(struct sp_recorder *r)
 			f->first_module = sp_spool_writer_compacted_module(w, f->first_module - 1) + 1;
 	}
 	for (size_t i = 0; i < r->held.n; i++) {
-		r->held.s[i].cut = renumbered(r, r->held.s[i].cut);
-		r->held.s[i].whole = renumbered(r, r->held.s[i].whole);
+		r->held.s[i].cut = sp_recorder_compacted_stack(r, r->held.s[i].cut);
+		r->held.s[i].whole = sp_recorder_compacted_stack(r, r->held.s[i].whole);
 	}
 	sp_offcpu_renumber_stacks(r);
 	sp_spool_writer_compact_release(w);

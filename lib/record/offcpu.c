@@ -303,18 +303,12 @@ void sp_offcpu_keep_stacks(struct sp_recorder *r, bool (*gone)(struct sp_recorde
 	}
 }
 
-static uint32_t renumbered(const struct sp_recorder *r, uint32_t stack)
-{
-	uint32_t to = sp_spool_writer_compacted_stack(r->spool, stack);
-	return to == SP_COMPACT_DROPPED ? 0 : to;
-}
-
 void sp_offcpu_renumber_stacks(struct sp_recorder *r)
 {
 	for (size_t i = 0; i < r->offcpu.n; i++) {
 		struct sp_offcpu_slot *s = &r->offcpu.slots[i];
-		s->stack = renumbered(r, s->stack);
-		s->proc_stack = renumbered(r, s->proc_stack);
-		s->ran_stack = renumbered(r, s->ran_stack);
+		s->stack = sp_recorder_compacted_stack(r, s->stack);
+		s->proc_stack = sp_recorder_compacted_stack(r, s->proc_stack);
+		s->ran_stack = sp_recorder_compacted_stack(r, s->ran_stack);
 	}
 }

@@ -334,19 +334,32 @@ Test(segments, a_shared_directory_is_refused)
 	cr_assert_eq(sp_segments_open(link, &o, &g), -ENOTDIR);
 }
 
-Test(segments, flight_recorder_writes_its_window)
+/*
+ * A flight recorder of a 1 s window over the small dictionaries: modules,
+ * frames, (the exec,) one thread named name and stack a.
+ */
+static struct sp_spool_writer *small_rolling(bool exec, const char *name, uint32_t *t,
+					     uint32_t *stack)
 {
 	struct sp_spool_writer *w;
 	cr_assert_eq(sp_spool_writer_open_rolling(&small_meta, 1000000000ull, &w), 0);
-	uint32_t id, t, stack;
+	uint32_t id;
 	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_modules); i++)
 		cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[i], &id), 0);
 	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_frames); i++)
 		cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[i], &id), 0);
-	cr_assert_eq(sp_spool_writer_append_exec(w, &small_exec), 0);
-	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &t), 0);
-	cr_assert_eq(sp_spool_writer_set_thread_name(w, t, "chain4"), 0);
-	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, &stack), 0);
+	if (exec)
+		cr_assert_eq(sp_spool_writer_append_exec(w, &small_exec), 0);
+	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, t), 0);
+	cr_assert_eq(sp_spool_writer_set_thread_name(w, *t, name), 0);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, stack), 0);
+	return w;
+}
+
+Test(segments, flight_recorder_writes_its_window)
+{
+	uint32_t t, stack;
+	struct sp_spool_writer *w = small_rolling(true, "chain4", &t, &stack);
 	/* 30 samples over 3 s: the 1 s window ending at the last holds 11 */
 	uint64_t t0 = small_meta.start_monotonic_ns;
 	for (int i = 0; i < 30; i++)
@@ -387,16 +400,8 @@ Test(segments, flight_recorder_writes_its_window)
  */
 Test(segments, flight_recorder_renames_between_snapshots)
 {
-	struct sp_spool_writer *w;
-	cr_assert_eq(sp_spool_writer_open_rolling(&small_meta, 1000000000ull, &w), 0);
-	uint32_t id, t, stack;
-	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_modules); i++)
-		cr_assert_eq(sp_spool_writer_add_module(w, &small_modules[i], &id), 0);
-	for (uint32_t i = 0; i < SP_ARRAY_SIZE(small_frames); i++)
-		cr_assert_eq(sp_spool_writer_intern_frame(w, &small_frames[i], &id), 0);
-	cr_assert_eq(sp_spool_writer_intern_thread(w, 4242, 4242, &t), 0);
-	cr_assert_eq(sp_spool_writer_set_thread_name(w, t, "before"), 0);
-	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_a, 4, &stack), 0);
+	uint32_t t, stack;
+	struct sp_spool_writer *w = small_rolling(false, "before", &t, &stack);
 	uint64_t t0 = small_meta.start_monotonic_ns;
 	cr_assert_eq(sp_spool_writer_append_sample(w, t, stack, t0), 0);
 	for (int round = 0; round < 2; round++) {

@@ -25,12 +25,6 @@ static void renumber_modules(const struct sp_spool_writer *w, struct sp_proc_mod
 		m[i].module_id = sp_spool_writer_compacted_module(w, m[i].module_id);
 }
 
-uint32_t sp_recorder_compacted_stack(const struct sp_recorder *r, uint32_t stack)
-{
-	uint32_t to = sp_spool_writer_compacted_stack(r->spool, stack);
-	return to == SP_COMPACT_DROPPED ? 0 : to;
-}
-
 /* An off-CPU slot's thread is gone when its process is, or, outside the table, when /proc says so. */
 static bool slot_gone(struct sp_recorder *r, int32_t pid)
 {

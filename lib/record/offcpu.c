@@ -303,6 +303,12 @@ void sp_offcpu_keep_stacks(struct sp_recorder *r, bool (*gone)(struct sp_recorde
 	}
 }
 
+uint32_t sp_recorder_compacted_stack(const struct sp_recorder *r, uint32_t stack)
+{
+	uint32_t to = sp_spool_writer_compacted_stack(r->spool, stack);
+	return to == SP_COMPACT_DROPPED ? 0 : to;
+}
+
 void sp_offcpu_renumber_stacks(struct sp_recorder *r)
 {
 	for (size_t i = 0; i < r->offcpu.n; i++) {

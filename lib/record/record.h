@@ -705,7 +705,7 @@ void sp_recorder_forget_threads(struct sp_recorder *r);
 void sp_offcpu_keep_stacks(struct sp_recorder *r, bool (*gone)(struct sp_recorder *r, int32_t pid));
 /* offcpu.c: the slots' stacks under their ids after compaction. */
 void sp_offcpu_renumber_stacks(struct sp_recorder *r);
-/* A stack id the recorder holds, after a compaction: its new id, 0 for one dropped (compact.c). */
+/* A stack id the recorder holds, after a compaction: its new id, 0 for one dropped (offcpu.c). */
 uint32_t sp_recorder_compacted_stack(const struct sp_recorder *r, uint32_t stack);
 void sp_recorder_store_replaced_images(struct sp_recorder *r);
 

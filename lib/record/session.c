@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #define NS_PER_S 1000000000ull
+#define NS_PER_MS 1000000ull
 /* A launched command gets this long after SIGTERM before SIGKILL. */
 #define TERM_GRACE_NS (5 * NS_PER_S)
 
@@ -187,9 +188,14 @@ static enum sp_session_end drain(const struct sp_session_opts *o, struct sp_reco
 		}
 		if (!launch && !o->system_wide && !sp_recorder_process_is_active(rec, 0))
 			return SP_SESSION_TARGET_EXITED;
-		if (deadline && sp_monotonic_ns() >= deadline)
+		uint64_t now = sp_monotonic_ns();
+		if (deadline && now >= deadline)
 			return SP_SESSION_DEADLINE;
-		if (sp_recorder_wait(rec, 100) < 0)
+		/* a short duration (-d 0.01) ends on time, not at the next 100 ms wakeup */
+		int wait_ms = 100;
+		if (deadline && deadline - now < 100 * NS_PER_MS)
+			wait_ms = (int)((deadline - now + NS_PER_MS - 1) / NS_PER_MS);
+		if (sp_recorder_wait(rec, wait_ms) < 0)
 			return SP_SESSION_WAIT_FAILED;
 		int err = sp_recorder_consume_available(rec);
 		if (err) {

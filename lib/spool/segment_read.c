@@ -229,8 +229,19 @@ static int merge_one(struct merge *g, const struct sp_spool *s)
 						  s->losts[i].timestamp_ns + (uint64_t)shift);
 	if (!err)
 		err = keep_symbols(g, s, fid);
-	if (!err && s->nsummaries)
+	if (!err && s->nsummaries) {
 		add_summary(&g->sum, &s->summaries[s->nsummaries - 1]);
+	} else if (!err) {
+		/*
+		 * A segment still being written (or cut by a kill) has no trailer
+		 * yet: its records say what was written and lost, so the merged
+		 * counters agree with the samples shown.
+		 */
+		g->sum.sample_events = sp_u64_add_sat(g->sum.sample_events, s->nsamples);
+		g->sum.samples = sp_u64_add_sat(g->sum.samples, s->nsamples);
+		for (size_t i = 0; i < s->nlosts; i++)
+			g->sum.lost_events = sp_u64_add_sat(g->sum.lost_events, s->losts[i].count);
+	}
 	free(mid);
 	free(fid);
 	free(nid);

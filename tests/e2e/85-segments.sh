@@ -167,6 +167,12 @@ partial=$(ls -a segs | grep '^\.stackpulse-.*\.partial$')
 "$SP" report --format=folded segs >killed.raw 2>killed.err || fail "report DIR after SIGKILL exited $?: $(head -c 300 killed.err)"
 grep -q "cut short" killed.err && ok "report names the cut segment: $(grep 'cut short' killed.err | head -1 | cut -c1-120)" ||
 	fail "report did not name the partial segment: $(cat killed.err)"
+# The cut segment has no trailer: the counters count its records, as the samples shown do.
+"$SP" report segs >killed.txt 2>/dev/null
+shown=$(sed -n 's/^Samples: *\([0-9]*\).*/\1/p' killed.txt)
+written=$(sed -n 's/^Counters: .* \([0-9]*\) written.*/\1/p' killed.txt)
+[ -n "$shown" ] && [ "$shown" = "$written" ] && ok "with a cut segment, Counters' $written written match the $shown samples shown" ||
+	fail "Samples '$shown' and Counters' written '$written' differ: $(grep -E '^(Samples|Counters)' killed.txt | tr '\n' ' ')"
 # ... and a later recording's retention deletes it once it is past the retention, as a
 # published one (no recorder holds its lock any more); the recording's own partial stays.
 sleep 1.2

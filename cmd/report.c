@@ -707,7 +707,7 @@ static int report_diff(struct report_args *a)
 	return rc;
 }
 
-/* The width of --follow's tables: --width, a terminal's, else 100 columns. */
+/* The width of --follow's tables: --width, a terminal's, else the text views' default (80). */
 static size_t follow_width(const struct report_args *a, FILE *out)
 {
 	struct winsize ws;
@@ -716,7 +716,7 @@ static size_t follow_width(const struct report_args *a, FILE *out)
 	if (out == stdout && isatty(STDOUT_FILENO) && !ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) &&
 	    ws.ws_col >= MIN_WIDTH)
 		return ws.ws_col;
-	return 100;
+	return MIN_WIDTH;
 }
 
 static volatile sig_atomic_t follow_stop;

@@ -132,7 +132,7 @@ static int load_jitdump(struct perf_map_names *maps, struct proc_map *pm, int64_
 }
 
 /*
- * Without a perf map file, the perf map lines the spool stores for pid: the
+ * The perf map lines the spool stores for pid, before any file: the
  * recorder keeps those of a process in a container, whose map lives in the
  * container's /tmp (sp_symbolize_perf_maps), and `symbolize` those of every
  * map it read.  They name the frames they were stored for and, being lines
@@ -447,16 +447,23 @@ static int process_map(struct perf_map_names *maps, int32_t pid, const struct pr
 	err = map_filter(maps, pid, &w, &storage, &lim);
 	if (err)
 		return err;
-	err = sp_perf_map_load(&pm->map, maps->opts->perf_map_dir, pid, owner, since, lim, &verdict);
-	pm->source = MAP_FILE;
+	/*
+	 * Lines the spool stores for pid were read for this recording: they come
+	 * before a file at the path now, which on another machine, or after the
+	 * pid was reused, is another process's.
+	 */
+	verdict = SP_PERF_MAP_MISSING;
+	pm->source = MAP_STORED;
+	err = load_stored_lines(maps, pid, &pm->map, &verdict);
+	if (!err && verdict == SP_PERF_MAP_MISSING) {
+		pm->source = MAP_FILE;
+		err = sp_perf_map_load(&pm->map, maps->opts->perf_map_dir, pid, owner, since, lim,
+				       &verdict);
+	}
 	const char *jitdump = NULL;
 	if (!err && verdict == SP_PERF_MAP_MISSING) {
 		pm->source = MAP_JITDUMP;
 		err = load_jitdump(maps, pm, owner, since, &verdict, &jitdump);
-	}
-	if (!err && verdict == SP_PERF_MAP_MISSING) {
-		pm->source = MAP_STORED;
-		err = load_stored_lines(maps, pid, &pm->map, &verdict);
 	}
 	if (err == -ENOMEM)
 		return err;

@@ -1039,6 +1039,37 @@ int sp_spool_writer_open_rolling(const struct sp_spool_meta *meta, uint64_t wind
 	return 0;
 }
 
+/*
+ * How the window's sample with stack node `node` ended, for its snapshot's
+ * summary: the truncation marker at the root end names the reason (its
+ * abs_ip); a stack without one reached its root; node 0 is the empty stack.
+ * (A stack that DWARF left early and the kernel's chain completed counts as
+ * rooted here: which of them were spliced is not in the stack.)
+ */
+static void count_window_stack(const struct sp_spool_writer *w, uint32_t node,
+			       struct sp_summary *window)
+{
+	const struct wseg *g = w->seg;
+	if (!node) {
+		window->empty_stack_samples++;
+		return;
+	}
+	uint32_t top = node;
+	/* parents come before their children, so the walk ends; bounded anyway */
+	for (uint32_t steps = 0; node && node < g->nodes_cap && steps <= w->nnodes; steps++) {
+		top = node;
+		node = g->node_parent[node];
+	}
+	uint32_t frame = top < g->nodes_cap ? g->node_frame[top] : UINT32_MAX;
+	const struct sp_frame *f = frame < w->nframes ? &w->frames[frame].f : NULL;
+	if (f && f->mode == SP_FRAME_TRUNCATED) {
+		window->truncated_frame_markers++;
+		window->stop_reasons[f->abs_ip < SP_STOP_COUNT_ ? f->abs_ip : SP_STOP_BAD_RULE]++;
+	} else {
+		window->stop_reasons[SP_STOP_ROOT]++;
+	}
+}
+
 int sp_spool_writer_snapshot(struct sp_spool_writer *w, int fd, uint64_t now_ns, uint64_t now_us,
 			     bool keep_open, struct sp_summary *window)
 {
@@ -1069,6 +1100,7 @@ int sp_spool_writer_snapshot(struct sp_spool_writer *w, int fd, uint64_t now_ns,
 			err = sp_spool_writer_append_weighted_sample(w, e->thread, e->stack, e->time,
 								     e->value);
 			window->samples++;
+			count_window_stack(w, e->stack, window);
 		} else if (e->type == SP_REC_OFFCPU) {
 			struct sp_offcpu o = {e->time, e->value, e->thread, e->stack, e->flags};
 			err = sp_spool_writer_append_offcpu(w, &o);

@@ -393,6 +393,36 @@ Test(segments, flight_recorder_writes_its_window)
 	sp_spool_writer_free(w);
 }
 
+/* A snapshot's summary says how its window's stacks ended, from their truncation markers. */
+Test(segments, flight_recorder_snapshot_says_why_stacks_ended)
+{
+	uint32_t t, rooted, cut;
+	struct sp_spool_writer *w = small_rolling(false, "deep", &t, &rooted);
+	cr_assert_eq(sp_spool_writer_intern_stack(w, small_stack_c, 2, &cut), 0);
+	uint64_t t0 = small_meta.start_monotonic_ns;
+	uint32_t stacks[] = {rooted, cut, rooted, 0, cut, rooted};
+	for (size_t i = 0; i < SP_ARRAY_SIZE(stacks); i++)
+		cr_assert_eq(sp_spool_writer_append_sample(w, t, stacks[i], t0 + i * 1000000), 0);
+	int fd = open(tmp_path("why.spool"), O_WRONLY | O_CREAT | O_EXCL, 0600);
+	cr_assert_geq(fd, 0);
+	struct sp_summary win;
+	cr_assert_eq(sp_spool_writer_snapshot(w, fd, t0 + 10000000, 1700000003000000ull, false, &win),
+		     0);
+	cr_assert_eq(win.samples, 6);
+	cr_assert_eq(win.stop_reasons[SP_STOP_ROOT], 3);
+	cr_assert_eq(win.stop_reasons[SP_STOP_STACK_EXHAUSTED], 2);
+	cr_assert_eq(win.truncated_frame_markers, 2);
+	cr_assert_eq(win.empty_stack_samples, 1);
+	struct sp_spool *s = NULL;
+	cr_assert_eq(sp_spool_open(tmp_path("why.spool"), &s), 0);
+	const struct sp_summary *stored = sp_spool_summary(s);
+	cr_assert_not_null(stored);
+	cr_assert_eq(stored->stop_reasons[SP_STOP_STACK_EXHAUSTED], 2, "the trailer holds them");
+	cr_assert_eq(stored->truncated_frame_markers, 2);
+	sp_spool_free(s);
+	sp_spool_writer_free(w);
+}
+
 /*
  * A thread renamed between two snapshots (its COMM record drained while the
  * flight recorder holds no file): kept for the next snapshot, not written to

@@ -53,7 +53,8 @@ int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m)
 		fix_um(&tail);
 		p->mods[i].end = m->start;
 		fix_um(&p->mods[i]);
-		memmove(&p->mods[i + 2], &p->mods[i + 1], (p->nmods - i - 1) * sizeof(*m));
+		/* the modules above move up two slots: the new one and the tail go between */
+		memmove(&p->mods[i + 3], &p->mods[i + 1], (p->nmods - i - 1) * sizeof(*m));
 		p->mods[i + 1] = *m;
 		fix_um(&p->mods[i + 1]);
 		p->mods[i + 2] = tail;

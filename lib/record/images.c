@@ -83,6 +83,79 @@ static size_t forget_processes(struct sp_recorder *r, uint64_t now)
 	return n - kept;
 }
 
+#ifdef SP_DEBUG_FILES
+#include <stdio.h>
+
+/* A debug build's stop: what was found, and the modules of the process it was found in. */
+static void debug_fail(const char *what, const struct sp_process *p,
+		       const struct sp_proc_module *mods, size_t n, size_t i)
+{
+	fprintf(stderr, "SP_DEBUG_FILES: %s: pid %d (parent %d, exited %d), %s %zu of %zu\n", what,
+		p ? (int)p->pid : -1, p ? (int)p->ppid : -1, p ? p->exited : 0,
+		p && mods == p->pre_exec ? "module before its exec" : "module", i, n);
+	for (size_t k = 0; k < n; k++)
+		fprintf(stderr, "  [%zu] %#llx-%#llx id %u file %p\n", k,
+			(unsigned long long)mods[k].start, (unsigned long long)mods[k].end,
+			mods[k].module_id, (void *)mods[k].file);
+	abort();
+}
+
+/* mods sorted, non-empty and apart, each file (and the file whose table it shares) held. */
+static void check_modules(const struct sp_map *held, const struct sp_process *p,
+			  const struct sp_proc_module *mods, size_t n)
+{
+	uint32_t v;
+	for (size_t i = 0; i < n; i++) {
+		const struct sp_proc_module *m = &mods[i];
+		const struct sp_modfile *f = m->file;
+		if (m->start >= m->end || (i && mods[i - 1].end > m->start))
+			debug_fail("modules out of order", p, mods, n, i);
+		if (f && !sp_map_get(held, (uint64_t)(uintptr_t)f, &v))
+			debug_fail("a module's file is not one the recorder holds", p, mods, n, i);
+		if (f && f->cfi_owner && !sp_map_get(held, (uint64_t)(uintptr_t)f->cfi_owner, &v))
+			debug_fail("the file whose table it shares is gone", p, mods, n, i);
+		if (f && m->um.cfi && m->um.cfi != (f->cfi_owner ? f->cfi_owner : f)->cfi)
+			debug_fail("a module's CFI table is not its file's", p, mods, n, i);
+	}
+}
+
+/*
+ * Issue 28's check, built with -DSP_DEBUG_FILES (make OPT='-O1 -DSP_DEBUG_FILES'):
+ * after every drain and every eviction, the process table's index finds each
+ * process, and every module (and module before an exec) points at a file the
+ * recorder holds.  Aborts at the first mismatch.  O(files + modules) a drain.
+ */
+static void check_files(struct sp_recorder *r)
+{
+	const struct sp_modfile_cache *c = &r->files;
+	const struct sp_process_table *t = &r->procs;
+	struct sp_map held;
+	uint32_t v;
+	sp_map_init(&held);
+	for (size_t i = 0; i < c->nfiles; i++)
+		if (sp_map_put(&held, (uint64_t)(uintptr_t)c->files[i], (uint32_t)i))
+			abort();
+	for (size_t i = 0; i < c->file_index.cap; i++)
+		if (c->file_index.used[i] && c->file_index.vals[i] >= c->nfiles)
+			debug_fail("the file index points past the files", NULL, NULL, 0, i);
+	for (size_t i = 0; i < c->build_id_index.cap; i++)
+		if (c->build_id_index.used[i] && c->build_id_index.vals[i] >= c->nfiles)
+			debug_fail("the build-id index points past the files", NULL, NULL, 0, i);
+	if (t->index.len != t->n)
+		debug_fail("the process index does not count the processes", NULL, NULL, 0, t->n);
+	for (size_t i = 0; i < t->n; i++) {
+		const struct sp_process *p = t->all[i];
+		if (!sp_map_get(&t->index, (uint64_t)(uint32_t)p->pid, &v) || v != i)
+			debug_fail("the process index does not find a process", p, NULL, 0, i);
+		if (p->nmods > p->cap)
+			debug_fail("more modules than room", p, NULL, 0, p->nmods);
+		check_modules(&held, p, p->mods, p->nmods);
+		check_modules(&held, p, p->pre_exec, p->npre_exec);
+	}
+	sp_map_release(&held);
+}
+#endif
+
 /*
  * A recording of a busy machine (or of a build) sees thousands of processes
  * come and go.  Once one is gone for good, its modules are dropped, and the
@@ -92,6 +165,9 @@ static size_t forget_processes(struct sp_recorder *r, uint64_t now)
  */
 void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 {
+#ifdef SP_DEBUG_FILES
+	check_files(r);
+#endif
 	if (now - r->last_evict_ns < EVICT_EVERY_NS)
 		return;
 	r->last_evict_ns = now;
@@ -122,6 +198,9 @@ void sp_recorder_evict_gone(struct sp_recorder *r, uint64_t now)
 	r->summary.files_closed += sp_modfile_cache_evict(&r->files);
 	if (r->segments || r->rolling)
 		sp_recorder_trim(r);
+#ifdef SP_DEBUG_FILES
+	check_files(r);
+#endif
 }
 /*
  * docs/DESIGN.md, decision 7: a module file deleted or replaced while recording can

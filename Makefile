@@ -16,9 +16,11 @@ PKG_CONFIG ?= pkg-config
 AR ?= ar
 OPT ?= -O2
 CFLAGS ?= $(OPT) -g
-# SANITIZE=1 builds everything with AddressSanitizer and UBSan.
+# SANITIZE=1 builds everything with AddressSanitizer and UBSan, and with the recorder's
+# check of its process table and module files after every drain (SP_DEBUG_FILES,
+# lib/record/images.c), which aborts at the first inconsistency.
 ifeq ($(SANITIZE),1)
-CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer
+CFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -DSP_DEBUG_FILES
 LDFLAGS += -fsanitize=address,undefined
 endif
 WARN = -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wformat=2

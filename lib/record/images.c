@@ -120,7 +120,8 @@ static void check_modules(const struct sp_map *held, const struct sp_process *p,
 }
 
 /*
- * Issue 28's check, built with -DSP_DEBUG_FILES (make OPT='-O1 -DSP_DEBUG_FILES'):
+ * A consistency check, built with -DSP_DEBUG_FILES (SANITIZE=1 builds have it;
+ * elsewhere make OPT='-O1 -DSP_DEBUG_FILES'):
  * after every drain and every eviction, the process table's index finds each
  * process, and every module (and module before an exec) points at a file the
  * recorder holds.  Aborts at the first mismatch.  O(files + modules) a drain.

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* Processes whose Python or JIT functions will have no names: no perf map when they ended. */
+#include "formats/formats.h"
 #include "record/record.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 /* Whether p maps a file whose name is base ("libjvm.so", "node"). */
 static bool maps_file(const struct sp_process *p, const char *base)
@@ -19,6 +21,23 @@ static bool maps_file(const struct sp_process *p, const char *base)
 			return true;
 	}
 	return false;
+}
+
+/*
+ * A map last written well before p's exec (seen while recording) was left by
+ * an earlier process with its pid, as the report judges it
+ * (SP_PERF_MAP_TIME_MARGIN_US): p wrote none.
+ */
+static bool left_before_exec(const struct sp_process *p, const struct stat *st)
+{
+	struct timespec now;
+	if (!p->exec_seen_ns || clock_gettime(CLOCK_REALTIME, &now))
+		return false;
+	uint64_t now_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
+	uint64_t ago_us = (sp_monotonic_ns() - p->exec_seen_ns) / 1000u;
+	uint64_t exec_us = now_us > ago_us ? now_us - ago_us : 0;
+	uint64_t written_us = (uint64_t)st->st_mtim.tv_sec * 1000000u + (uint64_t)st->st_mtim.tv_nsec / 1000u;
+	return written_us + SP_PERF_MAP_TIME_MARGIN_US < exec_us;
 }
 
 /* A JVM asked to write its map at exit, still running: the map comes later. */
@@ -57,7 +76,7 @@ void sp_recorder_note_name_hint(struct sp_recorder *r, struct sp_process *p)
 	char path[64];
 	struct stat st;
 	snprintf(path, sizeof(path), "/tmp/perf-%d.map", (int)p->pid);
-	if (!lstat(path, &st) && S_ISREG(st.st_mode))
+	if (!lstat(path, &st) && S_ISREG(st.st_mode) && !left_before_exec(p, &st))
 		return;
 	if (kind == SP_NAME_HINT_JVM && !p->exited && dumps_map_at_exit(p->pid))
 		return;

@@ -58,6 +58,7 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 		struct sp_process *p = sp_process_table_add(&r->procs, (pid_t)c.pid);
 		if (p) {
 			sp_process_begin_exec(p);
+			p->exec_seen_ns = sp_monotonic_ns();
 			p->maps_known = true; /* the new image's mappings follow */
 			sp_recorder_mark_python(r, p, false, time);
 			sp_recorder_note_owner(r, p, NULL, time);

@@ -719,3 +719,168 @@ Test(plain, a_module_without_a_table_ends_the_run)
 	expect_both_ways(&s.regs, &mem, find_no_cfi, &map, MAXF, "test binary without CFI");
 	expect_both_ways(&s.regs, &mem, ls_find, &map, MAXF, "test binary");
 }
+
+/* ---- registers a run leaves ------------------------------------------------ */
+
+/*
+ * A run of k frames (its frame limit reached right after them) leaves the
+ * registers k calls of step() leave, for every k while the rows stay plain:
+ * a run reads the registers other than rsp and rbp only at its end, each
+ * from the last frame that saved it, and a long run in batches.
+ */
+static void expect_run_regs(const struct sp_regs *regs, const struct sp_stack_mem *mem,
+			    const char *what)
+{
+	static uint64_t pcs[MAXF];
+	struct sp_regs stepped = *regs;
+	bool exact = true, hit;
+	size_t k;
+
+	if (mem->len < 8)
+		return;
+	for (k = 1; k < MAXF; k++) {
+		uint64_t pc = stepped.regs[SP_DW_RIP], lookup = exact ? pc : pc - 1;
+		const struct sp_unwind_module *m = ls_find(&map, lookup);
+		const struct sp_cfi_row *row;
+
+		if (!m || !m->cfi || !(row = sp_cfi_table_lookup(m->cfi, lookup - m->load_bias, &hit)) ||
+		    !row->plain)
+			break;
+		struct sp_cfi_row copy = *row;
+		if (step(m->cfi, &copy, &stepped, mem) != CONTINUE)
+			break;
+		exact = false;
+
+		const struct sp_unwind_module *wm = ls_find(&map, regs->regs[SP_DW_RIP]);
+		const struct sp_cfi_row *wrow =
+			sp_cfi_table_lookup(wm->cfi, regs->regs[SP_DW_RIP] - wm->load_bias, &hit);
+		struct walk w = { .find = ls_find, .ctx = &map, .stack = mem, .pcs = pcs, .k = 1, .max = k };
+		struct sp_regs run = *regs;
+		bool looked;
+
+		cr_assert_eq(plain_run(&w, &wm, &wrow, &looked, &run), CONTINUE, "%s: %zu frames", what, k);
+		cr_assert_eq(w.k, k, "%s", what);
+		char at[64];
+		snprintf(at, sizeof(at), "%s, %zu frames", what, k);
+		expect_same_regs(&stepped, &run, at);
+	}
+}
+
+/* Keeps x and y in callee-saved registers across its call: each frame saves some. */
+static __attribute__((noinline)) unsigned long deep_saves(struct sample *s, int depth,
+							  unsigned long x)
+{
+	unsigned long y = x * 3 + (unsigned long)depth;
+
+	if (depth > 0)
+		y += deep_saves(s, depth - 1, y);
+	else
+		capture_here(s);
+	__asm__ volatile("" ::: "memory");
+	return y ^ x;
+}
+
+Test(plain, long_runs_leave_the_registers_steps_leave)
+{
+	static struct sample s;
+	static struct result res;
+
+	deep_saves(&s, 3 * PENDING, 1);
+	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
+	unwind_with(true, &s.regs, &mem, ls_find, &map, MAXF, &res);
+	cr_assert_eq(res.stop, SP_STOP_ROOT);
+	cr_assert_gt(res.n, 3 * PENDING, "%zu frames", res.n);
+	expect_run_regs(&s.regs, &mem, "deep saves");
+	expect_both_ways(&s.regs, &mem, ls_find, &map, MAXF, "deep saves");
+
+	sample_live();
+	for (int i = 0; i < nsamples; i++) {
+		struct sp_stack_mem live = { samples[i].regs.regs[SP_DW_RSP], samples[i].stack,
+					     samples[i].len };
+		char what[32];
+
+		snprintf(what, sizeof(what), "sample %d", i);
+		expect_run_regs(&samples[i].regs, &live, what);
+	}
+	free(samples);
+}
+
+/* ---- rows proven from code inside runs -------------------------------------- */
+
+/*
+ * This process's modules without their tables, each row handed out as if
+ * proven from the code (what a JIT module's code_row does): plain where
+ * its shape is.
+ */
+static struct sp_unwind_module code_mods[SP_ARRAY_SIZE(map.mods)];
+static uint64_t code_rows_given;
+
+static const struct sp_cfi_row *row_as_proven(void *ctx, const struct sp_unwind_module *m,
+					      uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	uint64_t at = after_call ? pc - 1 : pc;
+	const struct sp_unwind_module *real = ls_find(&map, at);
+	const struct sp_cfi_row *row;
+	bool hit;
+
+	(void)ctx, (void)m;
+	if (!real || !real->cfi || !(row = sp_cfi_table_lookup(real->cfi, at - real->load_bias, &hit)))
+		return NULL;
+	/* an expression needs its table (as in a jitdump's rows) */
+	if (row->kind == SP_CFI_CFA_EXPR)
+		return NULL;
+	*out = *row;
+	out->plain = sp_cfi_row_plain_shape(out);
+	code_rows_given++;
+	return out;
+}
+
+static const struct sp_unwind_module *find_code_mods(void *ctx, uint64_t pc)
+{
+	(void)ctx;
+	for (size_t i = 0; i < map.nmods; i++)
+		if (pc >= code_mods[i].start && pc < code_mods[i].end)
+			return &code_mods[i];
+	return NULL;
+}
+
+Test(plain, runs_take_rows_proven_from_code)
+{
+	static struct sample s;
+
+	for (size_t i = 0; i < map.nmods; i++) {
+		code_mods[i] = map.mods[i].um;
+		code_mods[i].cfi = NULL;
+		code_mods[i].code_row = row_as_proven;
+	}
+	capture_deeper(&s, 5);
+	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
+	static struct result res;
+	unwind_with(true, &s.regs, &mem, find_code_mods, NULL, MAXF, &res);
+	cr_assert_eq(res.stop, SP_STOP_ROOT);
+	cr_assert_eq(res.st.code_frames, res.n, "every frame from code rows");
+	expect_both_ways(&s.regs, &mem, find_code_mods, NULL, MAXF, "code rows");
+	for (size_t max = 1; max < 12; max++)
+		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, "code rows, cut");
+
+	srandom(20261205);
+	sample_live();
+	code_rows_given = 0;
+	for (int i = 0; i < nsamples; i++) {
+		static struct sample d;
+		char what[48];
+
+		snprintf(what, sizeof(what), "sample %d", i);
+		struct sp_stack_mem live = { samples[i].regs.regs[SP_DW_RSP], samples[i].stack,
+					     samples[i].len };
+		expect_both_ways(&samples[i].regs, &live, find_code_mods, NULL, MAXF, what);
+		for (unsigned v = 0; v < 10; v++) {
+			damage(&d, &samples[i]);
+			struct sp_stack_mem mem2 = { samples[i].regs.regs[SP_DW_RSP], d.stack, d.len };
+			snprintf(what, sizeof(what), "sample %d variant %u", i, v);
+			expect_both_ways(&d.regs, &mem2, find_code_mods, NULL, MAXF, what);
+		}
+	}
+	cr_assert_gt(code_rows_given, 0);
+	free(samples);
+}

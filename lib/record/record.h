@@ -308,6 +308,8 @@ struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
 bool sp_modfile_replaced(const struct sp_modfile *f);
 
 
+#define SP_PROC_RECENT 4
+
 struct sp_process {
 	pid_t pid;
 	struct sp_jit_code *jit; /* created on the first frame in anonymous code */
@@ -345,8 +347,12 @@ struct sp_process {
 	int32_t ppid;   /* the parent a fork record named, 0 when none was seen */
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
-	size_t last;  /* index of the module found last: consecutive frames share modules */
-	size_t prev;  /* and of the one found before it (indexes checked before use) */
+	/*
+	 * Indexes of the modules found last, most recent first (checked before
+	 * use): a stack's frames keep to a few modules (a program, its runtime's
+	 * library, libc), found again sample after sample without a search.
+	 */
+	uint32_t recent[SP_PROC_RECENT];
 	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
 	/*
 	 * The modules before its last exec, kept until a sample's pc lies in the
@@ -550,6 +556,9 @@ struct sp_recorder {
 	struct sp_thread_names names;
 	struct sp_sample_scratch scratch;
 	struct sp_unwind_stats unwind_stats;
+	/* The modules the last unwinds went through: the process's whose module set is seen_gen */
+	struct sp_unwind_seen seen;
+	uint64_t seen_gen;
 	int write_error;
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	uint64_t last_evict_ns; /* of the last sp_recorder_evict_gone pass */

@@ -392,6 +392,10 @@ struct sp_thread_names {
 	struct sp_map index; /* (pid << 32 | tid) -> index into comms */
 	struct sp_task_comm *comms;
 	size_t n, cap;
+	/* the name found last: comms[hint] is hint_key's while hint < n (sp_thread_names_filter
+	 * moves names and forgets it) */
+	size_t hint;
+	uint64_t hint_key;
 };
 
 void sp_thread_names_init(struct sp_thread_names *t);
@@ -447,6 +451,9 @@ struct sp_root_chains {
 	struct sp_map index; /* tid -> index into chains */
 	struct sp_root_chain *chains;
 	size_t n, cap;
+	/* the chain found last: chains[hint] is hint_tid's while hint < n (chains never move) */
+	size_t hint;
+	uint32_t hint_tid;
 };
 
 void sp_root_chains_init(struct sp_root_chains *c);
@@ -458,7 +465,7 @@ void sp_root_chains_forget(struct sp_root_chains *c, uint32_t tid);
  * Complete a spliced stack pcs[0..*n) (room for SP_RECORD_MAX_FRAMES) from
  * tid's remembered root end; true when the root was reached.
  */
-bool sp_root_chains_complete(const struct sp_root_chains *c, uint32_t tid, uint64_t *pcs, size_t *n);
+bool sp_root_chains_complete(struct sp_root_chains *c, uint32_t tid, uint64_t *pcs, size_t *n);
 
 /*
  * Split perf's callchain at its context markers: kernel entries into kpcs
@@ -512,6 +519,7 @@ struct sp_process_table {
 	struct sp_map index; /* pid -> index into all */
 	struct sp_process **all;
 	size_t n, cap;
+	size_t hint; /* index of the process found last (its pid checked: each pid is once in all) */
 };
 
 /* Attached roots, watched through pidfds (attach.c). */

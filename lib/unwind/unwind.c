@@ -226,6 +226,29 @@ static unsigned follows_call_known(const struct sp_unwind_module *m, void *ctx, 
 }
 
 /*
+ * The modules the frames went through, most recent first (struct
+ * sp_unwind_seen): a stack's frames mostly stay in a few modules (a program,
+ * its runtime's library, libc), so most frames find theirs here without the
+ * lookup.  find gives each pc the module whose [start, end) holds it, and the
+ * modules do not change while c is kept, so the answer is the one find would
+ * give.
+ */
+static const struct sp_unwind_module *find_seen(struct sp_unwind_seen *c, sp_find_module_fn find,
+						void *ctx, uint64_t pc)
+{
+	for (unsigned i = 0; i < SP_UNWIND_SEEN && c->m[i]; i++)
+		if (pc - c->m[i]->start < c->m[i]->end - c->m[i]->start)
+			return c->m[i];
+	const struct sp_unwind_module *m = find(ctx, pc);
+	if (m) {
+		for (unsigned i = SP_UNWIND_SEEN - 1; i > 0; i--)
+			c->m[i] = c->m[i - 1];
+		c->m[0] = m;
+	}
+	return m;
+}
+
+/*
  * A frame-pointer step (docs/DESIGN.md, decision 3, extended: checked, and
  * kept only where the stack proves it) where no CFI covers the
  * pc: the frame record at rbp holds the caller's rbp and the return address
@@ -278,7 +301,7 @@ static bool pushed_rbp(const struct sp_stack_mem *stack, sp_find_module_fn find,
 }
 
 static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
-			sp_find_module_fn find, void *ctx, bool exact)
+			sp_find_module_fn find, void *ctx, struct sp_unwind_seen *seen, bool exact)
 {
 	uint64_t fp = r->regs[SP_DW_RBP], sp, saved_fp, ra, top;
 	const struct sp_unwind_module *tm;
@@ -313,7 +336,8 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 		return rc;
 	if (ra == 0)
 		return exact ? SP_STOP_NO_UNWIND_INFO : SP_STOP_ROOT;
-	if (!find(ctx, ra - 1))
+	/* the caller's module, which the next frame looks up the same way */
+	if (!find_seen(seen, find, ctx, ra - 1))
 		return SP_STOP_UNMAPPED;
 	r->regs[SP_DW_RBP] = saved_fp;
 	r->regs[SP_DW_RSP] = fp + 16;
@@ -379,29 +403,6 @@ static size_t first_bad_return(const uint64_t *pcs, size_t n, const struct exact
 }
 
 /*
- * The modules the frames went through, most recent first (struct
- * sp_unwind_seen): a stack's frames mostly stay in a few modules (a program,
- * its runtime's library, libc), so most frames find theirs here without the
- * lookup.  find gives each pc the module whose [start, end) holds it, and the
- * modules do not change while c is kept, so the answer is the one find would
- * give.
- */
-static const struct sp_unwind_module *find_seen(struct sp_unwind_seen *c, sp_find_module_fn find,
-						void *ctx, uint64_t pc)
-{
-	for (unsigned i = 0; i < SP_UNWIND_SEEN && c->m[i]; i++)
-		if (pc - c->m[i]->start < c->m[i]->end - c->m[i]->start)
-			return c->m[i];
-	const struct sp_unwind_module *m = find(ctx, pc);
-	if (m) {
-		for (unsigned i = SP_UNWIND_SEEN - 1; i > 0; i--)
-			c->m[i] = c->m[i - 1];
-		c->m[0] = m;
-	}
-	return m;
-}
-
-/*
  * Set only by tests/unit/unwind_plain.c (which includes this file): every
  * row then takes step(), for the runs to be compared with it.
  */
@@ -418,7 +419,28 @@ struct walk {
 	uint64_t hits, misses;  /* rule lookups a cache answered, and the others */
 	uint64_t code;          /* rows proven from code bytes */
 	struct sp_cfi_row code_row; /* the last of them a run was given */
+	uint32_t fp;            /* frame-pointer steps taken */
+	size_t fp_from;         /* pcs[fp_from..] hang on them (SIZE_MAX: none yet) */
 };
+
+/*
+ * The frame-pointer step of sp_unwind's loop from a return address, taken
+ * inside a run, with the frames from k on hanging on it: CONTINUE, or why
+ * the unwind stops, as the loop would say.  Out of line: the run's loop
+ * keeps its registers for its rows.
+ */
+static __attribute__((noinline)) unsigned run_fp_step(struct walk *w, struct sp_regs *r, size_t k)
+{
+	unsigned why = fp_step(r, w->stack, w->find, w->ctx, &w->seen, false);
+
+	if (why != CONTINUE)
+		return why == SP_STOP_ROOT || why == SP_STOP_STACK_EXHAUSTED ? why
+									  : SP_STOP_NO_UNWIND_INFO;
+	w->fp++;
+	if (w->fp_from == SIZE_MAX)
+		w->fp_from = k;
+	return CONTINUE;
+}
 
 /*
  * The frames of a run that saved callee-saved registers other than rbp,
@@ -493,7 +515,9 @@ static bool saves_below_copy(const struct sp_cfi_row *row, uint64_t cfa, uint64_
  * sampled pc's.  The run goes on while k < max and the next return address
  * lies in a module with a table (*m: find_seen's answer) where its row is
  * plain, or in a module without one whose code proves a plain row (a
- * CPython trampoline between two frames of its evaluation loop, JIT code).
+ * CPython trampoline between two frames of its evaluation loop, JIT code);
+ * a frame with no row at all takes the loop's frame-pointer step here
+ * (w->fp, w->fp_from), as V8's frames do between those with rows.
  * Returns the stop reason, or CONTINUE with *m and *row the next frame's
  * module and row and *looked set when its lookup was made (*looked clear:
  * the loop looks the frame up).  Out of line: sp_unwind's registers stay its
@@ -580,46 +604,65 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 			why = SP_STOP_ROOT;
 			break;
 		}
-		/* the next frame, as sp_unwind's loop begins it: depth, module, row */
-		why = CONTINUE;
-		if (out == end)
-			break;
-		if (ra - 1 - start >= span) {
-			const struct sp_unwind_module *next;
+		/*
+		 * The next frame, as sp_unwind's loop begins it: depth, module,
+		 * row; where there is no row, its frame-pointer step (JIT code
+		 * whose bytes prove nothing, between frames with rows).
+		 */
+		for (;;) {
+			why = CONTINUE;
+			if (out == end)
+				goto out;
+			if (ra - 1 - start >= span) {
+				const struct sp_unwind_module *next;
 
-			/* the module left last, or find_seen's answer (which are the same) */
-			if (ra - 1 - other_start < other_span) {
-				next = other;
-			} else {
-				next = find_seen(&w->seen, w->find, w->ctx, ra - 1);
-				/* none: the loop's own case (find_seen answers it again) */
-				if (!next)
-					break;
+				/* the module left last, or find_seen's answer (which are the same) */
+				if (ra - 1 - other_start < other_span) {
+					next = other;
+				} else {
+					next = find_seen(&w->seen, w->find, w->ctx, ra - 1);
+					/* none: the loop's own case (find_seen answers it again) */
+					if (!next)
+						goto out;
+				}
+				other = mod;
+				other_start = start;
+				other_span = span;
+				mod = next;
+				t = mod->cfi;
+				start = mod->start;
+				span = mod->end - mod->start;
+				bias = mod->load_bias;
 			}
-			other = mod;
-			other_start = start;
-			other_span = span;
-			mod = next;
-			t = mod->cfi;
-			start = mod->start;
-			span = mod->end - mod->start;
-			bias = mod->load_bias;
+			if (t) {
+				rw = sp_cfi_table_lookup(t, ra - 1 - bias, &hit);
+				lookups++;
+				missed += !hit;
+			} else {
+				/* sp_unwind's loop asks the module's code as it would, a return address */
+				rw = mod->code_row ? mod->code_row(w->ctx, mod, ra, true, &w->code_row) : NULL;
+				code += rw != NULL;
+			}
+			if (rw)
+				break;
+			/* sp_unwind's frame-pointer step: the saved registers but rbp are unknown after it */
+			*out++ = ra - 1;
+			r->valid = valid;
+			why = run_fp_step(w, r, (size_t)(out - w->pcs));
+			if (why != CONTINUE)
+				goto out;
+			npend = 0;
+			valid = r->valid;
+			sp = r->regs[SP_DW_RSP];
+			ra = r->regs[SP_DW_RIP];
 		}
-		if (t) {
-			rw = sp_cfi_table_lookup(t, ra - 1 - bias, &hit);
-			lookups++;
-			missed += !hit;
-		} else {
-			/* sp_unwind's loop asks the module's code as it would, a return address */
-			rw = mod->code_row ? mod->code_row(w->ctx, mod, ra, true, &w->code_row) : NULL;
-			code += rw != NULL;
-		}
-		if (!rw || !rw->plain) {
+		if (!rw->plain) {
 			looked_up = true;
 			break;
 		}
 		*out++ = ra - 1;
 	}
+out:
 	r->valid = npend ? settle(r, data, base, pend, npend, valid) : valid;
 	*m = mod;
 	*row = rw;
@@ -645,16 +688,14 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		   size_t max, size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
 {
 	struct sp_regs r = *regs;
+	/* w.fp_from: pcs[fp_from..] hang on frame-pointer steps not proven yet; w.fp: steps taken */
 	struct walk w = { .find = find, .ctx = ctx, .seen = *seen, .stack = stack, .pcs = pcs,
-			  .max = max };
+			  .max = max, .fp_from = SIZE_MAX };
 	unsigned why;
 	uint64_t code = 0;
 	struct sp_cfi_row code_row;
 	/* frame 0 and the frame after a signal frame hold an exact pc, not a return address */
 	bool exact = true;
-	/* pcs[fp_from..] hang on frame-pointer steps not proven yet; fp: steps taken */
-	size_t fp_from = SIZE_MAX;
-	uint32_t fp = 0;
 	/* the frames that are not return addresses, for first_bad_return */
 	struct exact_frames exact_at;
 	const struct sp_unwind_module *m = NULL;
@@ -707,16 +748,16 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			mark_exact(&exact_at, w.k);
 		if (!row) {
 			pcs[w.k++] = lookup;
-			why = fp_step(&r, stack, find, ctx, exact);
+			why = fp_step(&r, stack, find, ctx, &w.seen, exact);
 			if (why != CONTINUE) {
 				/* the copy's end is the caller's to bridge; else there was no CFI */
 				if (why != SP_STOP_ROOT && why != SP_STOP_STACK_EXHAUSTED)
 					why = SP_STOP_NO_UNWIND_INFO;
 				break;
 			}
-			fp++;
-			if (fp_from == SIZE_MAX)
-				fp_from = w.k;
+			w.fp++;
+			if (w.fp_from == SIZE_MAX)
+				w.fp_from = w.k;
 			exact = false;
 			continue;
 		}
@@ -762,21 +803,21 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	 * Any other end drops them: the stack stops, without CFI, where the
 	 * first step began.
 	 */
-	if (fp_from != SIZE_MAX && why != SP_STOP_ROOT) {
+	if (w.fp_from != SIZE_MAX && why != SP_STOP_ROOT) {
 		if (why != SP_STOP_STACK_EXHAUSTED || !stats) {
-			w.k = fp_from;
+			w.k = w.fp_from;
 			why = SP_STOP_NO_UNWIND_INFO;
-			fp = 0;
+			w.fp = 0;
 		}
 	} else {
-		fp_from = w.k;
+		w.fp_from = w.k;
 	}
 	if (why == SP_STOP_UNMAPPED || why == SP_STOP_BAD_RULE || why == SP_STOP_NO_PROGRESS) {
 		size_t bad = first_bad_return(pcs, w.k, &exact_at, find, ctx);
 		if (bad < w.k) {
 			w.k = bad;
-			if (fp_from > w.k)
-				fp_from = w.k;
+			if (w.fp_from > w.k)
+				w.fp_from = w.k;
 			if (stats)
 				stats->bad_returns++;
 		}
@@ -786,8 +827,8 @@ out:
 	*n = w.k;
 	*stop = why;
 	if (stats) {
-		stats->unproven = fp_from < w.k ? fp_from : w.k;
-		stats->fp_steps = fp;
+		stats->unproven = w.fp_from < w.k ? w.fp_from : w.k;
+		stats->fp_steps = w.fp;
 		stats->frames += w.k;
 		stats->code_frames += code + w.code;
 		stats->rule_cache_hits += w.hits;

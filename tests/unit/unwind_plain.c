@@ -844,15 +844,45 @@ static const struct sp_unwind_module *find_code_mods(void *ctx, uint64_t pc)
 	return NULL;
 }
 
+/* code_mods: this process's modules, their rows from row_fn instead of their tables. */
+static void use_code_mods(sp_code_row_fn row_fn)
+{
+	for (size_t i = 0; i < map.nmods; i++) {
+		code_mods[i] = map.mods[i].um;
+		code_mods[i].cfi = NULL;
+		code_mods[i].code_row = row_fn;
+	}
+}
+
+/* Live samples, whole and damaged, unwound through code_mods: the same with runs and without. */
+static void live_both_ways_in_code_mods(unsigned seed)
+{
+	static struct sample d;
+
+	srandom(seed);
+	sample_live();
+	for (int i = 0; i < nsamples; i++) {
+		char what[48];
+		struct sp_stack_mem live = { samples[i].regs.regs[SP_DW_RSP], samples[i].stack,
+					     samples[i].len };
+
+		snprintf(what, sizeof(what), "sample %d", i);
+		expect_both_ways(&samples[i].regs, &live, find_code_mods, NULL, MAXF, what);
+		for (unsigned v = 0; v < 10; v++) {
+			damage(&d, &samples[i]);
+			struct sp_stack_mem mem = { samples[i].regs.regs[SP_DW_RSP], d.stack, d.len };
+			snprintf(what, sizeof(what), "sample %d variant %u", i, v);
+			expect_both_ways(&d.regs, &mem, find_code_mods, NULL, MAXF, what);
+		}
+	}
+	free(samples);
+}
+
 Test(plain, runs_take_rows_proven_from_code)
 {
 	static struct sample s;
 
-	for (size_t i = 0; i < map.nmods; i++) {
-		code_mods[i] = map.mods[i].um;
-		code_mods[i].cfi = NULL;
-		code_mods[i].code_row = row_as_proven;
-	}
+	use_code_mods(row_as_proven);
 	capture_deeper(&s, 5);
 	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
 	static struct result res;
@@ -863,24 +893,57 @@ Test(plain, runs_take_rows_proven_from_code)
 	for (size_t max = 1; max < 12; max++)
 		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, "code rows, cut");
 
-	srandom(20261205);
-	sample_live();
 	code_rows_given = 0;
-	for (int i = 0; i < nsamples; i++) {
-		static struct sample d;
-		char what[48];
-
-		snprintf(what, sizeof(what), "sample %d", i);
-		struct sp_stack_mem live = { samples[i].regs.regs[SP_DW_RSP], samples[i].stack,
-					     samples[i].len };
-		expect_both_ways(&samples[i].regs, &live, find_code_mods, NULL, MAXF, what);
-		for (unsigned v = 0; v < 10; v++) {
-			damage(&d, &samples[i]);
-			struct sp_stack_mem mem2 = { samples[i].regs.regs[SP_DW_RSP], d.stack, d.len };
-			snprintf(what, sizeof(what), "sample %d variant %u", i, v);
-			expect_both_ways(&d.regs, &mem2, find_code_mods, NULL, MAXF, what);
-		}
-	}
+	live_both_ways_in_code_mods(20261205);
 	cr_assert_gt(code_rows_given, 0);
-	free(samples);
+}
+
+/*
+ * The same modules, where a frame whose row takes its CFA from rbp gets no
+ * row at all: a frame-pointer step, as JIT code whose bytes prove nothing
+ * (V8's) gets between frames with rows.
+ */
+static const struct sp_cfi_row *row_unless_framed(void *ctx, const struct sp_unwind_module *m,
+						  uint64_t pc, bool after_call,
+						  struct sp_cfi_row *out)
+{
+	const struct sp_cfi_row *row = row_as_proven(ctx, m, pc, after_call, out);
+
+	return row && row->cfa_reg == SP_DW_RBP ? NULL : row;
+}
+
+/* Keeps a frame pointer (its body's rows take the CFA from rbp). */
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) unsigned long
+framed_deeper(struct sample *s, int depth)
+{
+	volatile unsigned long here = (unsigned long)depth;
+
+	if (depth > 0)
+		here += framed_deeper(s, depth - 1);
+	else
+		capture_here(s);
+	__asm__ volatile("" ::: "memory");
+	return here;
+}
+
+Test(plain, runs_take_frame_pointer_steps_as_the_loop_does)
+{
+	static struct sample s;
+	static struct result res;
+
+	use_code_mods(row_unless_framed);
+	framed_deeper(&s, 6);
+	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
+	unwind_with(true, &s.regs, &mem, find_code_mods, NULL, MAXF, &res);
+	cr_assert_gt(res.st.fp_steps, 5, "%u frame-pointer steps", res.st.fp_steps);
+	expect_both_ways(&s.regs, &mem, find_code_mods, NULL, MAXF, "framed");
+	for (size_t max = 1; max < 14; max++)
+		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, "framed, cut");
+	/* the copy ending inside the steps: they wait for the caller's proof, both ways */
+	for (size_t len = 8; len < s.len && len < 1024; len += 8) {
+		struct sp_stack_mem cut = { s.regs.regs[SP_DW_RSP], s.stack, len };
+		expect_both_ways(&s.regs, &cut, find_code_mods, NULL, MAXF, "framed, short copy");
+	}
+
+	live_both_ways_in_code_mods(20261206);
 }

@@ -183,4 +183,5 @@ void sp_root_chains_release(struct sp_root_chains *rc)
 {
 	sp_map_release(&rc->index);
 	free(rc->chains);
+	sp_root_chains_init(rc); /* empty, the hint with it */
 }

@@ -28,6 +28,7 @@ void sp_process_table_release(struct sp_process_table *t)
 	}
 	free(t->all);
 	sp_map_release(&t->index);
+	sp_process_table_init(t); /* empty, the hint with it */
 }
 
 struct sp_process *sp_process_table_find(struct sp_process_table *t, pid_t pid)

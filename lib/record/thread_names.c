@@ -25,6 +25,7 @@ void sp_thread_names_release(struct sp_thread_names *t)
 {
 	sp_map_release(&t->index);
 	free(t->comms);
+	sp_thread_names_init(t); /* empty, the hint with it */
 }
 
 struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pid, uint32_t tid)

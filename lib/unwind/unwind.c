@@ -663,7 +663,8 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 		*out++ = ra - 1;
 	}
 out:
-	r->valid = npend ? settle(r, data, base, pend, npend, valid) : valid;
+	/* after a stop sp_unwind reads no register: the saves are read for a run that goes on */
+	r->valid = npend && why == CONTINUE ? settle(r, data, base, pend, npend, valid) : valid;
 	*m = mod;
 	*row = rw;
 	*looked = looked_up;

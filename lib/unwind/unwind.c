@@ -539,8 +539,7 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 	const uint64_t base = w->stack->base, last = w->stack->len - 8;
 	uint32_t valid = r->valid;
 	uint64_t sp = (valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : base;
-	uint64_t *out = w->pcs + w->k, *const end = w->pcs + w->max, missed = 0, lookups = 0;
-	uint64_t code = 0;
+	uint64_t *out = w->pcs + w->k, *const end = w->pcs + w->max;
 	bool looked_up = false;
 	struct pending pend[PENDING];
 	size_t npend = 0;
@@ -636,12 +635,12 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 			}
 			if (t) {
 				rw = sp_cfi_table_lookup(t, ra - 1 - bias, &hit);
-				lookups++;
-				missed += !hit;
+				w->hits += hit;
+				w->misses += !hit;
 			} else {
 				/* sp_unwind's loop asks the module's code as it would, a return address */
 				rw = mod->code_row ? mod->code_row(w->ctx, mod, ra, true, &w->code_row) : NULL;
-				code += rw != NULL;
+				w->code += rw != NULL;
 			}
 			if (rw)
 				break;
@@ -663,15 +662,18 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 		*out++ = ra - 1;
 	}
 out:
-	/* after a stop sp_unwind reads no register: the saves are read for a run that goes on */
-	r->valid = npend && why == CONTINUE ? settle(r, data, base, pend, npend, valid) : valid;
+	/*
+	 * After a stop sp_unwind reads no register, nor for a row of the
+	 * outermost frame (step() reads none for SP_CFI_ROOT, where C stacks
+	 * end: _start's row): the saves are read for an unwind that goes on.
+	 */
+	r->valid = npend && why == CONTINUE && !(looked_up && rw->kind == SP_CFI_ROOT)
+			   ? settle(r, data, base, pend, npend, valid)
+			   : valid;
 	*m = mod;
 	*row = rw;
 	*looked = looked_up;
 	w->k = (size_t)(out - w->pcs);
-	w->hits += lookups - missed;
-	w->misses += missed;
-	w->code += code;
 	return why;
 }
 

@@ -512,8 +512,7 @@ static bool saves_below_copy(const struct sp_cfi_row *row, uint64_t cfa, uint64_
  * rbp is stepped at once, the other callee-saved registers when the run
  * ends (struct pending).
  * *row is the row in (*m)'s table of pcs[k - 1], a return address's or the
- * sampled pc's; NULL when the loop took that frame's frame-pointer step
- * (r holds its caller's registers) and the run begins at the next frame.  The run goes on while k < max and the next return address
+ * sampled pc's.  The run goes on while k < max and the next return address
  * lies in a module with a table (*m: find_seen's answer) where its row is
  * plain, or in a module without one whose code proves a plain row (a
  * CPython trampoline between two frames of its evaluation loop, JIT code);
@@ -545,15 +544,9 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 	struct pending pend[PENDING];
 	size_t npend = 0;
 	unsigned why;
-	uint64_t ra;
 
-	/* no row: the loop stepped the frame by its frame pointer, the run begins at the next */
-	if (!rw) {
-		ra = r->regs[SP_DW_RIP];
-		goto next;
-	}
 	for (;;) {
-		uint64_t cfa;
+		uint64_t cfa, ra;
 		bool hit;
 
 		/* step(): the CFA above the SP, the return address at CFA - 8 */
@@ -615,7 +608,6 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 		 * row; where there is no row, its frame-pointer step (JIT code
 		 * whose bytes prove nothing, between frames with rows).
 		 */
-next:
 		for (;;) {
 			why = CONTINUE;
 			if (out == end)
@@ -770,13 +762,6 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			if (w.fp_from == SIZE_MAX)
 				w.fp_from = w.k;
 			exact = false;
-			/* the frames after it: a run, which takes rows and frame-pointer steps alike */
-			if (stack->len >= 8 && !plain_runs_off) {
-				row = NULL;
-				why = plain_run(&w, &m, &row, &have_row, &r);
-				if (why != CONTINUE)
-					break;
-			}
 			continue;
 		}
 		if (row->plain && stack->len >= 8 && !plain_runs_off) {

@@ -290,18 +290,24 @@ static const struct sp_unwind_module *find_seen(struct sp_unwind_seen *c, sp_fin
  * pushed by pc's prologue?
  */
 static bool pushed_rbp(const struct sp_stack_mem *stack, sp_find_module_fn find, void *ctx,
-		       uint64_t sp, uint64_t pc)
+		       struct sp_unwind_seen *seen, uint64_t sp, uint64_t pc)
 {
 	uint64_t ra;
 	const struct sp_unwind_module *m;
-	if (sp_stack_read(stack, sp + 8, &ra) || !ra || !(m = find(ctx, ra - 1)))
+	if (sp_stack_read(stack, sp + 8, &ra) || !ra || !(m = find_seen(seen, find, ctx, ra - 1)))
 		return false;
 	unsigned call = follows_call_via(m, ctx, ra, pc, find);
 	return call == AFTER_CALL || call == CALL_UNKNOWN;
 }
 
+/*
+ * (Modules are found through seen, which answers as find does; near, when
+ * not NULL, is the frame's own module, where a JIT function's caller often
+ * is too.)
+ */
 static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
-			sp_find_module_fn find, void *ctx, struct sp_unwind_seen *seen, bool exact)
+			sp_find_module_fn find, void *ctx, struct sp_unwind_seen *seen,
+			const struct sp_unwind_module *near, bool exact)
 {
 	uint64_t fp = r->regs[SP_DW_RBP], sp, saved_fp, ra, top;
 	const struct sp_unwind_module *tm;
@@ -309,7 +315,8 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 
 	sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
 	if (exact && !sp_stack_read(stack, sp, &top) && top) {
-		unsigned call = (tm = find(ctx, top - 1)) ? follows_call(tm, ctx, top, r->regs[SP_DW_RIP])
+		unsigned call = (tm = find_seen(seen, find, ctx, top - 1))
+					? follows_call(tm, ctx, top, r->regs[SP_DW_RIP])
 							    : NOT_CALL;
 		if (call == CALL_UNKNOWN)
 			return SP_STOP_NO_UNWIND_INFO;
@@ -320,7 +327,7 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 			return CONTINUE;
 		}
 		if ((r->valid & BIT(SP_DW_RBP)) && top == fp &&
-		    pushed_rbp(stack, find, ctx, sp, r->regs[SP_DW_RIP]))
+		    pushed_rbp(stack, find, ctx, seen, sp, r->regs[SP_DW_RIP]))
 			fp = sp;
 	}
 	if (!(r->valid & BIT(SP_DW_RBP)))
@@ -337,7 +344,8 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 	if (ra == 0)
 		return exact ? SP_STOP_NO_UNWIND_INFO : SP_STOP_ROOT;
 	/* the caller's module, which the next frame looks up the same way */
-	if (!find_seen(seen, find, ctx, ra - 1))
+	if (!(near && ra - 1 - near->start < near->end - near->start) &&
+	    !find_seen(seen, find, ctx, ra - 1))
 		return SP_STOP_UNMAPPED;
 	r->regs[SP_DW_RBP] = saved_fp;
 	r->regs[SP_DW_RSP] = fp + 16;
@@ -424,14 +432,15 @@ struct walk {
 };
 
 /*
- * The frame-pointer step of sp_unwind's loop from a return address, taken
- * inside a run, with the frames from k on hanging on it: CONTINUE, or why
- * the unwind stops, as the loop would say.  Out of line: the run's loop
- * keeps its registers for its rows.
+ * The frame-pointer step of sp_unwind's loop from a return address in
+ * module m, taken inside a run, with the frames from k on hanging on it:
+ * CONTINUE, or why the unwind stops, as the loop would say.  Out of line:
+ * the run's loop keeps its registers for its rows.
  */
-static __attribute__((noinline)) unsigned run_fp_step(struct walk *w, struct sp_regs *r, size_t k)
+static __attribute__((noinline)) unsigned run_fp_step(struct walk *w, struct sp_regs *r,
+						     const struct sp_unwind_module *m, size_t k)
 {
-	unsigned why = fp_step(r, w->stack, w->find, w->ctx, &w->seen, false);
+	unsigned why = fp_step(r, w->stack, w->find, w->ctx, &w->seen, m, false);
 
 	if (why != CONTINUE)
 		return why == SP_STOP_ROOT || why == SP_STOP_STACK_EXHAUSTED ? why
@@ -647,7 +656,7 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 			/* sp_unwind's frame-pointer step: the saved registers but rbp are unknown after it */
 			*out++ = ra - 1;
 			r->valid = valid;
-			why = run_fp_step(w, r, (size_t)(out - w->pcs));
+			why = run_fp_step(w, r, mod, (size_t)(out - w->pcs));
 			if (why != CONTINUE)
 				goto out;
 			npend = 0;
@@ -751,7 +760,7 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			mark_exact(&exact_at, w.k);
 		if (!row) {
 			pcs[w.k++] = lookup;
-			why = fp_step(&r, stack, find, ctx, &w.seen, exact);
+			why = fp_step(&r, stack, find, ctx, &w.seen, m, exact);
 			if (why != CONTINUE) {
 				/* the copy's end is the caller's to bridge; else there was no CFI */
 				if (why != SP_STOP_ROOT && why != SP_STOP_STACK_EXHAUSTED)

@@ -921,38 +921,62 @@ static const struct sp_cfi_row *row_unless_framed(void *ctx, const struct sp_unw
 	return row && row->cfa_reg == SP_DW_RBP ? NULL : row;
 }
 
-/* Keeps a frame pointer (its body's rows take the CFA from rbp). */
+/* Takes the sample in a function keeping a frame pointer: frame 0 has no row either. */
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) void framed_here(struct sample *s)
+{
+	volatile int here;
+
+	LS_CAPTURE(&s->regs);
+	s->len = ls_copy_stack(s->stack, s->regs.regs[SP_DW_RSP], ls_mapping_end((uintptr_t)&here),
+			       CAP);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Keeps a frame pointer (its body's rows take the CFA from rbp); at takes the sample. */
 static __attribute__((noinline, optimize("no-omit-frame-pointer"))) unsigned long
-framed_deeper(struct sample *s, int depth)
+framed_deeper(struct sample *s, int depth, void (*at)(struct sample *))
 {
 	volatile unsigned long here = (unsigned long)depth;
 
 	if (depth > 0)
-		here += framed_deeper(s, depth - 1);
+		here += framed_deeper(s, depth - 1, at);
 	else
-		capture_here(s);
+		at(s);
 	__asm__ volatile("" ::: "memory");
 	return here;
 }
 
-Test(plain, runs_take_frame_pointer_steps_as_the_loop_does)
+/*
+ * A stack through framed_deeper, taken by at, unwound through code_mods: at
+ * least min frame-pointer steps, and the same with runs and without, whole,
+ * cut at every depth and (cut_copy) at every copy length.
+ */
+static void framed_both_ways(void (*at)(struct sample *), uint32_t min, bool cut_copy,
+			     const char *what)
 {
 	static struct sample s;
 	static struct result res;
 
-	use_code_mods(row_unless_framed);
-	framed_deeper(&s, 6);
+	framed_deeper(&s, 6, at);
 	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
 	unwind_with(true, &s.regs, &mem, find_code_mods, NULL, MAXF, &res);
-	cr_assert_gt(res.st.fp_steps, 5, "%u frame-pointer steps", res.st.fp_steps);
-	expect_both_ways(&s.regs, &mem, find_code_mods, NULL, MAXF, "framed");
+	cr_assert_gt(res.st.fp_steps, min, "%s: %u frame-pointer steps", what, res.st.fp_steps);
+	expect_both_ways(&s.regs, &mem, find_code_mods, NULL, MAXF, what);
 	for (size_t max = 1; max < 14; max++)
-		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, "framed, cut");
+		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, what);
 	/* the copy ending inside the steps: they wait for the caller's proof, both ways */
-	for (size_t len = 8; len < s.len && len < 1024; len += 8) {
+	for (size_t len = 8; cut_copy && len < s.len && len < 1024; len += 8) {
 		struct sp_stack_mem cut = { s.regs.regs[SP_DW_RSP], s.stack, len };
-		expect_both_ways(&s.regs, &cut, find_code_mods, NULL, MAXF, "framed, short copy");
+		expect_both_ways(&s.regs, &cut, find_code_mods, NULL, MAXF, what);
 	}
+}
 
+Test(plain, runs_take_frame_pointer_steps_as_the_loop_does)
+{
+	use_code_mods(row_unless_framed);
+	/* frame 0 with a row, then a run of rows and steps */
+	framed_both_ways(capture_here, 5, true, "framed");
+	/* the loop's own step at frame 0, then a run */
+	framed_both_ways(framed_here, 6, false, "framed frame 0");
 	live_both_ways_in_code_mods(20261206);
 }

@@ -14,7 +14,7 @@ size_t sp_callchain_split(const struct sp_perf_sample *s, uint64_t *kpcs, size_t
 			  const uint64_t **user, size_t *nuser)
 {
 	size_t nk = 0;
-	int ctx = 0; /* 1 kernel, 2 user */
+	int ctx = 0; /* 1 kernel, 2 user (its entries are counted at its marker) */
 	*user = NULL;
 	*nuser = 0;
 	for (uint64_t i = 0; i < s->nr_callchain; i++) {
@@ -24,8 +24,16 @@ size_t sp_callchain_split(const struct sp_perf_sample *s, uint64_t *kpcs, size_t
 			ctx = ip == (uint64_t)PERF_CONTEXT_KERNEL ? 1 :
 			      ip == (uint64_t)PERF_CONTEXT_USER ? 2 : 0;
 			if (ctx == 2) {
-				*user = &s->callchain[i + 1];
-				*nuser = 0;
+				/* the user chain: up to the next marker, if any */
+				uint64_t j = i + 1;
+				*user = &s->callchain[j];
+				for (; j < s->nr_callchain; j++) {
+					memcpy(&ip, &s->callchain[j], sizeof(ip));
+					if (ip >= (uint64_t)PERF_CONTEXT_MAX)
+						break;
+				}
+				*nuser = (size_t)(j - i - 1);
+				i = j - 1;
 			}
 			continue;
 		}
@@ -33,8 +41,6 @@ size_t sp_callchain_split(const struct sp_perf_sample *s, uint64_t *kpcs, size_t
 			/* Like user frames: return addresses are looked up at ra - 1. */
 			kpcs[nk] = nk == 0 ? ip : ip - 1;
 			nk++;
-		} else if (ctx == 2) {
-			(*nuser)++;
 		}
 	}
 	return nk;
@@ -94,13 +100,27 @@ size_t sp_callchain_splice(uint64_t *pcs, size_t n, struct sp_process *p, const 
 	return n;
 }
 
+/* Index of tid's chain: the one found last, or from the index. */
+static bool chain_of(struct sp_root_chains *rc, uint32_t tid, uint32_t *idx)
+{
+	if (rc->hint < rc->n && rc->hint_tid == tid) {
+		*idx = (uint32_t)rc->hint;
+		return true;
+	}
+	if (!sp_map_get(&rc->index, tid, idx))
+		return false;
+	rc->hint = *idx;
+	rc->hint_tid = tid;
+	return true;
+}
+
 /* Remember the root end of a thread's latest complete stack (128 bytes copied). */
 void sp_root_chains_remember(struct sp_root_chains *rc, uint32_t tid, const uint64_t *pcs, size_t n)
 {
 	uint32_t idx;
 	if (n < 2)
 		return;
-	if (sp_map_get(&rc->index, tid, &idx)) {
+	if (chain_of(rc, tid, &idx)) {
 		struct sp_root_chain *c = &rc->chains[idx];
 		c->n = n < SP_ROOT_CHAIN_MAX ? (uint32_t)n : SP_ROOT_CHAIN_MAX;
 		memcpy(c->pcs, pcs + n - c->n, c->n * sizeof(uint64_t));
@@ -118,7 +138,7 @@ void sp_root_chains_remember(struct sp_root_chains *rc, uint32_t tid, const uint
 void sp_root_chains_forget(struct sp_root_chains *rc, uint32_t tid)
 {
 	uint32_t idx;
-	if (sp_map_get(&rc->index, tid, &idx))
+	if (chain_of(rc, tid, &idx))
 		rc->chains[idx].n = 0;
 }
 
@@ -129,11 +149,11 @@ void sp_root_chains_forget(struct sp_root_chains *rc, uint32_t tid)
  * exactly once in the thread's remembered complete stack, the frames below it
  * there are this stack's too.  Returns true when the root was reached.
  */
-bool sp_root_chains_complete(const struct sp_root_chains *rc, uint32_t tid, uint64_t *pcs,
+bool sp_root_chains_complete(struct sp_root_chains *rc, uint32_t tid, uint64_t *pcs,
 			     size_t *n)
 {
 	uint32_t idx;
-	if (!*n || !sp_map_get(&rc->index, tid, &idx))
+	if (!*n || !chain_of(rc, tid, &idx))
 		return false;
 	const struct sp_root_chain *c = &rc->chains[idx];
 	uint64_t last = pcs[*n - 1];
@@ -155,6 +175,7 @@ bool sp_root_chains_complete(const struct sp_root_chains *rc, uint32_t tid, uint
 void sp_root_chains_init(struct sp_root_chains *rc)
 {
 	memset(rc, 0, sizeof(*rc));
+	rc->hint = SIZE_MAX;
 	sp_map_init(&rc->index);
 }
 
@@ -162,4 +183,5 @@ void sp_root_chains_release(struct sp_root_chains *rc)
 {
 	sp_map_release(&rc->index);
 	free(rc->chains);
+	sp_root_chains_init(rc); /* empty, the hint with it */
 }

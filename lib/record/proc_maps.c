@@ -28,12 +28,19 @@ void sp_process_table_release(struct sp_process_table *t)
 	}
 	free(t->all);
 	sp_map_release(&t->index);
+	sp_process_table_init(t); /* empty, the hint with it */
 }
 
 struct sp_process *sp_process_table_find(struct sp_process_table *t, pid_t pid)
 {
 	uint32_t idx;
-	return sp_map_get(&t->index, (uint64_t)(uint32_t)pid, &idx) ? t->all[idx] : NULL;
+	/* a recording's samples come from one process after another, mostly the same */
+	if (t->hint < t->n && t->all[t->hint]->pid == pid)
+		return t->all[t->hint];
+	if (!sp_map_get(&t->index, (uint64_t)(uint32_t)pid, &idx))
+		return NULL;
+	t->hint = idx;
+	return t->all[idx];
 }
 
 struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid)

@@ -90,22 +90,27 @@ int sp_process_add_module(struct sp_process *p, const struct sp_proc_module *m)
 
 struct sp_proc_module *sp_process_find(struct sp_process *p, uint64_t pc)
 {
-	size_t i = p->last, j = p->prev;
-	if (i < p->nmods && p->mods[i].start <= pc && pc < p->mods[i].end)
-		return &p->mods[i];
-	/* a stack goes back and forth between two modules (a program and its libc) */
-	if (j < p->nmods && p->mods[j].start <= pc && pc < p->mods[j].end) {
-		p->prev = i;
-		p->last = j;
-		return &p->mods[j];
+	uint32_t *recent = p->recent;
+	unsigned k = 0;
+	size_t i;
+
+	for (; k < SP_PROC_RECENT; k++) {
+		i = recent[k];
+		/* unsigned wrap makes pc < start fail too */
+		if (i < p->nmods && pc - p->mods[i].start < p->mods[i].end - p->mods[i].start)
+			break;
 	}
-	j = lower_bound(p, pc);
-	if (j < p->nmods && p->mods[j].start <= pc) {
-		p->prev = i;
-		p->last = j;
-		return &p->mods[j];
+	if (k == SP_PROC_RECENT) {
+		i = lower_bound(p, pc);
+		if (i >= p->nmods || p->mods[i].start > pc)
+			return NULL;
+		k = SP_PROC_RECENT - 1; /* the least recent goes */
 	}
-	return NULL;
+	/* the one found moves to the front */
+	for (; k > 0; k--)
+		recent[k] = recent[k - 1];
+	recent[0] = (uint32_t)i;
+	return &p->mods[i];
 }
 
 int sp_process_copy_modules(struct sp_process *dst, const struct sp_process *src)
@@ -143,7 +148,7 @@ void sp_process_begin_exec(struct sp_process *p)
 	p->npre_exec = p->nmods;
 	p->mods = NULL;
 	p->nmods = p->cap = 0;
-	p->last = p->prev = 0;
+	memset(p->recent, 0, sizeof(p->recent));
 	new_generation(p);
 	sp_jit_code_free(p->jit);
 	p->jit = NULL;

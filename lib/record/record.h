@@ -308,6 +308,8 @@ struct sp_cfi_table *sp_modfile_cfi(struct sp_modfile *f);
 bool sp_modfile_replaced(const struct sp_modfile *f);
 
 
+#define SP_PROC_RECENT 4
+
 struct sp_process {
 	pid_t pid;
 	struct sp_jit_code *jit; /* created on the first frame in anonymous code */
@@ -346,8 +348,12 @@ struct sp_process {
 	int32_t ppid;   /* the parent a fork record named, 0 when none was seen */
 	bool uid_known; /* uid holds the effective uid the spool last recorded */
 	uint32_t uid;
-	size_t last;  /* index of the module found last: consecutive frames share modules */
-	size_t prev;  /* and of the one found before it (indexes checked before use) */
+	/*
+	 * Indexes of the modules found last, most recent first (checked before
+	 * use): a stack's frames keep to a few modules (a program, its runtime's
+	 * library, libc), found again sample after sample without a search.
+	 */
+	uint32_t recent[SP_PROC_RECENT];
 	uint64_t gen; /* changes whenever the module set changes (unique across processes) */
 	/*
 	 * The modules before its last exec, kept until a sample's pc lies in the
@@ -387,6 +393,10 @@ struct sp_thread_names {
 	struct sp_map index; /* (pid << 32 | tid) -> index into comms */
 	struct sp_task_comm *comms;
 	size_t n, cap;
+	/* the name found last: comms[hint] is hint_key's while hint < n (sp_thread_names_filter
+	 * moves names and forgets it) */
+	size_t hint;
+	uint64_t hint_key;
 };
 
 void sp_thread_names_init(struct sp_thread_names *t);
@@ -442,6 +452,9 @@ struct sp_root_chains {
 	struct sp_map index; /* tid -> index into chains */
 	struct sp_root_chain *chains;
 	size_t n, cap;
+	/* the chain found last: chains[hint] is hint_tid's while hint < n (chains never move) */
+	size_t hint;
+	uint32_t hint_tid;
 };
 
 void sp_root_chains_init(struct sp_root_chains *c);
@@ -453,7 +466,7 @@ void sp_root_chains_forget(struct sp_root_chains *c, uint32_t tid);
  * Complete a spliced stack pcs[0..*n) (room for SP_RECORD_MAX_FRAMES) from
  * tid's remembered root end; true when the root was reached.
  */
-bool sp_root_chains_complete(const struct sp_root_chains *c, uint32_t tid, uint64_t *pcs, size_t *n);
+bool sp_root_chains_complete(struct sp_root_chains *c, uint32_t tid, uint64_t *pcs, size_t *n);
 
 /*
  * Split perf's callchain at its context markers: kernel entries into kpcs
@@ -507,6 +520,7 @@ struct sp_process_table {
 	struct sp_map index; /* pid -> index into all */
 	struct sp_process **all;
 	size_t n, cap;
+	size_t hint; /* index of the process found last (its pid checked: each pid is once in all) */
 };
 
 /* Attached roots, watched through pidfds (attach.c). */
@@ -551,6 +565,9 @@ struct sp_recorder {
 	struct sp_thread_names names;
 	struct sp_sample_scratch scratch;
 	struct sp_unwind_stats unwind_stats;
+	/* The modules the last unwinds went through: the process's whose module set is seen_gen */
+	struct sp_unwind_seen seen;
+	uint64_t seen_gen;
 	int write_error;
 	uint64_t last_flush_ns; /* CLOCK_MONOTONIC of the last timed flush */
 	uint64_t last_evict_ns; /* of the last sp_recorder_evict_gone pass */

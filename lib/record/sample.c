@@ -150,6 +150,20 @@ static struct sp_process *admit_sample(struct sp_recorder *r, const void *rec, s
 	return p;
 }
 
+/*
+ * The modules the last unwinds went through, kept while they were p's and
+ * its module set is the same (sp_process.gen, unique across processes): its
+ * modules neither moved nor changed since.
+ */
+static struct sp_unwind_seen *seen_in(struct sp_recorder *r, const struct sp_process *p)
+{
+	if (r->seen_gen != p->gen) {
+		memset(&r->seen, 0, sizeof(r->seen));
+		r->seen_gen = p->gen;
+	}
+	return &r->seen;
+}
+
 /* The user stack: one frame inside an exec, DWARF from the registers, or what is known without. */
 static void unwind_user(struct sp_recorder *r, struct sp_process *p, const struct sp_perf_sample *s,
 			const void *rec, struct sample_stack *st)
@@ -190,8 +204,9 @@ static void unwind_user(struct sp_recorder *r, struct sp_process *p, const struc
 			.len = (size_t)s->dyn_size,
 		};
 		uint64_t jd_rows = sp_jit_code_jitdump_rows(p->jit);
-		sp_unwind(&st->regs, &mem, sp_recorder_find_module, p, r->scratch.pcs,
-			  SP_RECORD_MAX_FRAMES, &st->n, &st->stop, &r->unwind_stats);
+		sp_unwind_seen(&st->regs, &mem, sp_recorder_find_module, p, seen_in(r, p),
+			       r->scratch.pcs, SP_RECORD_MAX_FRAMES, &st->n, &st->stop,
+			       &r->unwind_stats);
 		sum->code_frames = r->unwind_stats.code_frames;
 		sum->jitdump_frames += sp_jit_code_jitdump_rows(p->jit) - jd_rows;
 		st->unproven = r->unwind_stats.unproven;
@@ -345,8 +360,8 @@ uint32_t sp_recorder_stack_from_regs(struct sp_recorder *r, int32_t pid, int32_t
 				   .tid = (uint32_t)tid};
 	struct sample_stack st = {.have_regs = true, .regs = *regs};
 	struct sp_stack_mem mem = {.base = regs->regs[SP_DW_RSP], .data = stack, .len = len};
-	sp_unwind(&st.regs, &mem, sp_recorder_find_module, p, r->scratch.pcs, SP_RECORD_MAX_FRAMES,
-		  &st.n, &st.stop, &r->unwind_stats);
+	sp_unwind_seen(&st.regs, &mem, sp_recorder_find_module, p, seen_in(r, p), r->scratch.pcs,
+		       SP_RECORD_MAX_FRAMES, &st.n, &st.stop, &r->unwind_stats);
 	/* No kernel chain to agree with frame-pointer steps past the copy: they go. */
 	if (st.stop != SP_STOP_ROOT && r->unwind_stats.unproven < st.n)
 		st.n = r->unwind_stats.unproven;

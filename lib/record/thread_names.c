@@ -17,6 +17,7 @@ static uint64_t task_key(uint32_t pid, uint32_t tid)
 void sp_thread_names_init(struct sp_thread_names *t)
 {
 	memset(t, 0, sizeof(*t));
+	t->hint = SIZE_MAX;
 	sp_map_init(&t->index);
 }
 
@@ -24,12 +25,21 @@ void sp_thread_names_release(struct sp_thread_names *t)
 {
 	sp_map_release(&t->index);
 	free(t->comms);
+	sp_thread_names_init(t); /* empty, the hint with it */
 }
 
 struct sp_task_comm *sp_thread_names_find(struct sp_thread_names *t, uint32_t pid, uint32_t tid)
 {
+	uint64_t key = task_key(pid, tid);
 	uint32_t idx;
-	return sp_map_get(&t->index, task_key(pid, tid), &idx) ? &t->comms[idx] : NULL;
+	/* each sample asks for its thread's name: mostly the last one asked for */
+	if (t->hint < t->n && t->hint_key == key)
+		return &t->comms[t->hint];
+	if (!sp_map_get(&t->index, key, &idx))
+		return NULL;
+	t->hint = idx;
+	t->hint_key = key;
+	return &t->comms[idx];
 }
 
 void sp_thread_names_remember(struct sp_thread_names *t, uint32_t pid, uint32_t tid,
@@ -75,6 +85,7 @@ void sp_thread_names_filter(struct sp_thread_names *t,
 	t->index = index;
 	t->comms = comms;
 	t->n = t->cap = n;
+	t->hint = SIZE_MAX; /* the names moved */
 }
 
 /*

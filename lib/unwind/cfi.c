@@ -662,6 +662,20 @@ static uint32_t upper_bound(const struct sp_cfi_table *t, uint64_t pc)
 	return (uint32_t)sp_partition_point(t->nrows, i, t->rows[t->order[i]].start <= pc);
 }
 
+bool sp_cfi_row_plain_shape(const struct sp_cfi_row *row)
+{
+	/* SP_CFI_SAME is 0 and SP_CFI_AT_CFA 2: no rule of saved has its low bit set */
+	if (row->kind != SP_CFI_CFA_REG || row->flags ||
+	    (row->cfa_reg != SP_DW_RSP && row->cfa_reg != SP_DW_RBP) || row->ra_off != -8 ||
+	    (row->saved & 0x555u))
+		return false;
+	/* saved below the return address: a slot inside the copy whenever that address is */
+	for (unsigned i = 0; i < SP_CFI_NSAVED; i++)
+		if ((row->saved >> (2 * i) & 3) == SP_CFI_AT_CFA && row->saved_off[i] > -16)
+			return false;
+	return true;
+}
+
 /*
  * Is row plain (struct sp_cfi_row): a shape the unwinder steps without
  * interpreting rules?  Nearly every row of compiled code is (docs/DESIGN.md,
@@ -671,10 +685,7 @@ static uint32_t upper_bound(const struct sp_cfi_table *t, uint64_t pc)
  */
 static bool row_plain(const struct sp_cfi_table *t, const struct sp_cfi_row *row)
 {
-	/* SP_CFI_SAME is 0 and SP_CFI_AT_CFA 2: no rule of saved has its low bit set */
-	if (row->kind != SP_CFI_CFA_REG || row->flags ||
-	    (row->cfa_reg != SP_DW_RSP && row->cfa_reg != SP_DW_RBP) || row->ra_off != -8 ||
-	    (row->saved & 0x555u))
+	if (!sp_cfi_row_plain_shape(row))
 		return false;
 	for (unsigned i = 0; i < t->nrewrites_ra; i++)
 		if (row->start < t->rewrites_ra[i].hi &&

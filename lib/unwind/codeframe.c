@@ -432,6 +432,7 @@ int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_
 		row->saved |= (uint16_t)(s.rule[i] << (2 * i));
 		row->saved_off[i] = s.rule[i] == SP_CFI_AT_CFA ? (int16_t)-s.at[i] : 0;
 	}
+	row->plain = sp_cfi_row_plain_shape(row);
 	return SP_CODEFRAME_OK;
 }
 

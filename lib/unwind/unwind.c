@@ -226,6 +226,29 @@ static unsigned follows_call_known(const struct sp_unwind_module *m, void *ctx, 
 }
 
 /*
+ * The modules the frames went through, most recent first (struct
+ * sp_unwind_seen): a stack's frames mostly stay in a few modules (a program,
+ * its runtime's library, libc), so most frames find theirs here without the
+ * lookup.  find gives each pc the module whose [start, end) holds it, and the
+ * modules do not change while c is kept, so the answer is the one find would
+ * give.
+ */
+static const struct sp_unwind_module *find_seen(struct sp_unwind_seen *c, sp_find_module_fn find,
+						void *ctx, uint64_t pc)
+{
+	for (unsigned i = 0; i < SP_UNWIND_SEEN && c->m[i]; i++)
+		if (pc - c->m[i]->start < c->m[i]->end - c->m[i]->start)
+			return c->m[i];
+	const struct sp_unwind_module *m = find(ctx, pc);
+	if (m) {
+		for (unsigned i = SP_UNWIND_SEEN - 1; i > 0; i--)
+			c->m[i] = c->m[i - 1];
+		c->m[0] = m;
+	}
+	return m;
+}
+
+/*
  * A frame-pointer step (docs/DESIGN.md, decision 3, extended: checked, and
  * kept only where the stack proves it) where no CFI covers the
  * pc: the frame record at rbp holds the caller's rbp and the return address
@@ -267,18 +290,24 @@ static unsigned follows_call_known(const struct sp_unwind_module *m, void *ctx, 
  * pushed by pc's prologue?
  */
 static bool pushed_rbp(const struct sp_stack_mem *stack, sp_find_module_fn find, void *ctx,
-		       uint64_t sp, uint64_t pc)
+		       struct sp_unwind_seen *seen, uint64_t sp, uint64_t pc)
 {
 	uint64_t ra;
 	const struct sp_unwind_module *m;
-	if (sp_stack_read(stack, sp + 8, &ra) || !ra || !(m = find(ctx, ra - 1)))
+	if (sp_stack_read(stack, sp + 8, &ra) || !ra || !(m = find_seen(seen, find, ctx, ra - 1)))
 		return false;
 	unsigned call = follows_call_via(m, ctx, ra, pc, find);
 	return call == AFTER_CALL || call == CALL_UNKNOWN;
 }
 
+/*
+ * (Modules are found through seen, which answers as find does; near, when
+ * not NULL, is the frame's own module, where a JIT function's caller often
+ * is too.)
+ */
 static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
-			sp_find_module_fn find, void *ctx, bool exact)
+			sp_find_module_fn find, void *ctx, struct sp_unwind_seen *seen,
+			const struct sp_unwind_module *near, bool exact)
 {
 	uint64_t fp = r->regs[SP_DW_RBP], sp, saved_fp, ra, top;
 	const struct sp_unwind_module *tm;
@@ -286,7 +315,8 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 
 	sp = (r->valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : stack->base;
 	if (exact && !sp_stack_read(stack, sp, &top) && top) {
-		unsigned call = (tm = find(ctx, top - 1)) ? follows_call(tm, ctx, top, r->regs[SP_DW_RIP])
+		unsigned call = (tm = find_seen(seen, find, ctx, top - 1))
+					? follows_call(tm, ctx, top, r->regs[SP_DW_RIP])
 							    : NOT_CALL;
 		if (call == CALL_UNKNOWN)
 			return SP_STOP_NO_UNWIND_INFO;
@@ -297,7 +327,7 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 			return CONTINUE;
 		}
 		if ((r->valid & BIT(SP_DW_RBP)) && top == fp &&
-		    pushed_rbp(stack, find, ctx, sp, r->regs[SP_DW_RIP]))
+		    pushed_rbp(stack, find, ctx, seen, sp, r->regs[SP_DW_RIP]))
 			fp = sp;
 	}
 	if (!(r->valid & BIT(SP_DW_RBP)))
@@ -313,7 +343,9 @@ static unsigned fp_step(struct sp_regs *r, const struct sp_stack_mem *stack,
 		return rc;
 	if (ra == 0)
 		return exact ? SP_STOP_NO_UNWIND_INFO : SP_STOP_ROOT;
-	if (!find(ctx, ra - 1))
+	/* the caller's module, which the next frame looks up the same way */
+	if (!(near && ra - 1 - near->start < near->end - near->start) &&
+	    !find_seen(seen, find, ctx, ra - 1))
 		return SP_STOP_UNMAPPED;
 	r->regs[SP_DW_RBP] = saved_fp;
 	r->regs[SP_DW_RSP] = fp + 16;
@@ -379,34 +411,6 @@ static size_t first_bad_return(const uint64_t *pcs, size_t n, const struct exact
 }
 
 /*
- * The modules the frames of one stack went through, most recent first: a
- * stack's frames mostly stay in a few modules (a program, its runtime's
- * library, libc), so most frames find theirs here without the lookup.  find
- * gives each pc the module whose [start, end) holds it, and the modules do not
- * change during one unwind, so the answer is the one find would give.
- */
-#define MODS_SEEN 4
-
-struct mods_seen {
-	const struct sp_unwind_module *m[MODS_SEEN];
-};
-
-static const struct sp_unwind_module *find_seen(struct mods_seen *c, sp_find_module_fn find,
-						void *ctx, uint64_t pc)
-{
-	for (unsigned i = 0; i < MODS_SEEN && c->m[i]; i++)
-		if (pc - c->m[i]->start < c->m[i]->end - c->m[i]->start)
-			return c->m[i];
-	const struct sp_unwind_module *m = find(ctx, pc);
-	if (m) {
-		for (unsigned i = MODS_SEEN - 1; i > 0; i--)
-			c->m[i] = c->m[i - 1];
-		c->m[0] = m;
-	}
-	return m;
-}
-
-/*
  * Set only by tests/unit/unwind_plain.c (which includes this file): every
  * row then takes step(), for the runs to be compared with it.
  */
@@ -416,42 +420,138 @@ static bool plain_runs_off;
 struct walk {
 	sp_find_module_fn find;
 	void *ctx;
-	struct mods_seen seen;
+	struct sp_unwind_seen seen;
 	const struct sp_stack_mem *stack;
 	uint64_t *pcs;
 	size_t k, max;          /* pcs[0, k) found; at most max */
 	uint64_t hits, misses;  /* rule lookups a cache answered, and the others */
+	uint64_t code;          /* rows proven from code bytes */
+	struct sp_cfi_row code_row; /* the last of them a run was given */
+	uint32_t fp;            /* frame-pointer steps taken */
+	size_t fp_from;         /* pcs[fp_from..] hang on them (SIZE_MAX: none yet) */
 };
+
+/*
+ * The frame-pointer step of sp_unwind's loop from a return address in
+ * module m, taken inside a run, with the frames from k on hanging on it:
+ * CONTINUE, or why the unwind stops, as the loop would say.  Out of line:
+ * the run's loop keeps its registers for its rows.
+ */
+static __attribute__((noinline)) unsigned run_fp_step(struct walk *w, struct sp_regs *r,
+						     const struct sp_unwind_module *m, size_t k)
+{
+	unsigned why = fp_step(r, w->stack, w->find, w->ctx, &w->seen, m, false);
+
+	if (why != CONTINUE)
+		return why == SP_STOP_ROOT || why == SP_STOP_STACK_EXHAUSTED ? why
+									  : SP_STOP_NO_UNWIND_INFO;
+	w->fp++;
+	if (w->fp_from == SIZE_MAX)
+		w->fp_from = k;
+	return CONTINUE;
+}
+
+/*
+ * The frames of a run that saved callee-saved registers other than rbp,
+ * oldest first.  A run reads no register but rsp and rbp (a plain row's CFA
+ * is one of them), so the others are read from their slots only when the
+ * run ends, each from the last frame that saved it: in a run through
+ * CPython's evaluation loop, whose frames save all six, that is one read
+ * per register instead of six per frame.  Taken in batches: a longer run
+ * settles each full batch.
+ */
+#define PENDING 32
+
+struct pending {
+	uint64_t cfa, sp; /* the frame's CFA and its SP: slots below the SP were popped already */
+	uint16_t saved;   /* its row's rules, as sp_cfi_row.saved */
+	int16_t off[SP_CFI_NSAVED];
+};
+
+/* rbx and r12-r15 in a row's saved rules shifted right by one: the bits of SP_CFI_AT_CFA */
+#define PENDING_REGS (SAVED_LOW_BITS & ~1u)
+
+/*
+ * Apply the pending frames' saves to r, newest first, each register from
+ * the newest frame whose slot for it lies at or above that frame's SP (as
+ * step() would leave it, one frame after the other).  Every slot is in the
+ * copy: plain rows save below the return address, which was in it, and at
+ * or above an SP inside it.  Returns valid with the registers set.
+ */
+static uint32_t settle(struct sp_regs *r, const uint8_t *data, uint64_t base,
+		       const struct pending *p, size_t n, uint32_t valid)
+{
+	unsigned need = PENDING_REGS;
+
+	while (n > 0 && need) {
+		const struct pending *e = &p[--n];
+
+		for (unsigned bits = ((unsigned)e->saved >> 1) & need; bits; bits &= bits - 1) {
+			unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
+			uint64_t at = e->cfa + (int64_t)e->off[i];
+
+			if (at < e->sp)
+				continue; /* popped already: an older frame's save stands */
+			memcpy(&r->regs[reg], data + (at - base), 8);
+			valid |= BIT(reg);
+			need &= ~(1u << (2 * i));
+		}
+	}
+	return valid;
+}
+
+/* Does a save of row (CFA cfa) lie at or above sp but below the copy's base? (sp < base) */
+static bool saves_below_copy(const struct sp_cfi_row *row, uint64_t cfa, uint64_t sp,
+			     uint64_t base)
+{
+	for (unsigned bits = (unsigned)(row->saved >> 1) & SAVED_LOW_BITS; bits; bits &= bits - 1) {
+		uint64_t at = cfa + (int64_t)row->saved_off[__builtin_ctz(bits) / 2];
+
+		if (at >= sp && at < base)
+			return true;
+	}
+	return false;
+}
 
 /*
  * A run of frames with plain rows (sp_cfi_row.plain), taken as sp_unwind's
  * loop would take them, frame by frame (the same pcs, counters, module
  * lookups and registers, the same checks in the same order), without its
  * general steps: no rule is interpreted, and stack reads check one bound.
+ * rbp is stepped at once, the other callee-saved registers when the run
+ * ends (struct pending).
  * *row is the row in (*m)'s table of pcs[k - 1], a return address's or the
  * sampled pc's.  The run goes on while k < max and the next return address
  * lies in a module with a table (*m: find_seen's answer) where its row is
- * plain.  Returns the stop reason, or CONTINUE with *m and *row the next
- * frame's module and row and *looked set when its lookup was made (*looked
- * clear: the loop looks the frame up).  Out of line: sp_unwind's registers
- * stay its own, and the run's loop keeps its state in registers.
+ * plain, or in a module without one whose code proves a plain row (a
+ * CPython trampoline between two frames of its evaluation loop, JIT code);
+ * a frame with no row at all takes the loop's frame-pointer step here
+ * (w->fp, w->fp_from), as V8's frames do between those with rows.
+ * Returns the stop reason, or CONTINUE with *m and *row the next frame's
+ * module and row and *looked set when its lookup was made (*looked clear:
+ * the loop looks the frame up).  Out of line: sp_unwind's registers stay its
+ * own, and the run's loop keeps its state in registers.
  */
 static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct sp_unwind_module **m,
 						    const struct sp_cfi_row **row, bool *looked,
 						    struct sp_regs *r)
 {
-	const struct sp_unwind_module *mod = *m;
+	const struct sp_unwind_module *mod = *m, *other = NULL;
 	const struct sp_cfi_row *rw = *row;
 	struct sp_cfi_table *t = mod->cfi;
 	/* m's range: return address ra stays in it when ra - 1 - start < span */
 	uint64_t start = mod->start, span = mod->end - mod->start, bias = mod->load_bias;
+	/* the module the run left last, where a stack often goes back (libpython's trampolines) */
+	uint64_t other_start = 0, other_span = 0;
 	const uint8_t *data = w->stack->data;
 	/* the caller made sure of len >= 8: an 8-byte read at off is whole when off <= last */
 	const uint64_t base = w->stack->base, last = w->stack->len - 8;
 	uint32_t valid = r->valid;
 	uint64_t sp = (valid & BIT(SP_DW_RSP)) ? r->regs[SP_DW_RSP] : base;
-	uint64_t *out = w->pcs + w->k, *const end = w->pcs + w->max, missed = 0, lookups = 0;
+	uint64_t *out = w->pcs + w->k, *const end = w->pcs + w->max;
 	bool looked_up = false;
+	struct pending pend[PENDING];
+	size_t npend = 0;
 	unsigned why;
 
 	for (;;) {
@@ -473,63 +573,116 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 			break;
 		}
 		memcpy(&ra, data + (cfa - 8 - base), 8);
+		/*
+		 * Only the run's first SP can lie below the copy (a caller's
+		 * registers), and any later one at or above the CFA - 8 in it.
+		 */
+		if (__builtin_expect(sp < base, 0) && saves_below_copy(rw, cfa, sp, base)) {
+			why = SP_STOP_BAD_RULE;
+			break;
+		}
 		valid &= CALLEE_SAVED;
 		/* every rule is SP_CFI_SAME (0) or SP_CFI_AT_CFA (2): the high bits mark the saved */
-		for (unsigned bits = (unsigned)(rw->saved >> 1) & SAVED_LOW_BITS; bits;
-		     bits &= bits - 1) {
-			unsigned i = (unsigned)__builtin_ctz(bits) / 2, reg = saved_regs[i];
-			uint64_t at = cfa + (int64_t)rw->saved_off[i];
+		unsigned saves = (unsigned)(rw->saved >> 1) & SAVED_LOW_BITS;
+		if (saves & 1) {
+			uint64_t at = cfa + (int64_t)rw->saved_off[0];
 
-			if (at < sp)
-				continue; /* popped already (see the top of this file) */
-			if (at - base > last) {
-				why = sp_stack_read(w->stack, at, &ra);
-				goto out;
+			/* below the SP: popped already (see the top of this file) */
+			if (at >= sp) {
+				memcpy(&r->regs[SP_DW_RBP], data + (at - base), 8);
+				valid |= BIT(SP_DW_RBP);
 			}
-			memcpy(&r->regs[reg], data + (at - base), 8);
-			valid |= BIT(reg);
+		}
+		if (saves & PENDING_REGS) {
+			if (npend == PENDING) {
+				valid = settle(r, data, base, pend, npend, valid);
+				npend = 0;
+			}
+			struct pending *e = &pend[npend++];
+			e->cfa = cfa;
+			e->sp = sp;
+			e->saved = rw->saved;
+			memcpy(e->off, rw->saved_off, sizeof(e->off));
 		}
 		valid |= BIT(SP_DW_RSP) | BIT(SP_DW_RIP);
 		r->regs[SP_DW_RSP] = sp = cfa;
 		r->regs[SP_DW_RIP] = ra;
-		r->valid = valid;
 		/* glibc's _start and clone zero the return address slot of the outermost frame. */
 		if (ra == 0) {
 			why = SP_STOP_ROOT;
 			break;
 		}
-		/* the next frame, as sp_unwind's loop begins it: depth, module, row */
-		why = CONTINUE;
-		if (out == end)
-			break;
-		if (ra - 1 - start >= span) {
-			const struct sp_unwind_module *next = find_seen(&w->seen, w->find, w->ctx, ra - 1);
+		/*
+		 * The next frame, as sp_unwind's loop begins it: depth, module,
+		 * row; where there is no row, its frame-pointer step (JIT code
+		 * whose bytes prove nothing, between frames with rows).
+		 */
+		for (;;) {
+			why = CONTINUE;
+			if (out == end)
+				goto out;
+			if (ra - 1 - start >= span) {
+				const struct sp_unwind_module *next;
 
-			/* none, or no table: the loop's own case (find_seen answers it again) */
-			if (!next || !next->cfi)
+				/* the module left last, or find_seen's answer (which are the same) */
+				if (ra - 1 - other_start < other_span) {
+					next = other;
+				} else {
+					next = find_seen(&w->seen, w->find, w->ctx, ra - 1);
+					/* none: the loop's own case (find_seen answers it again) */
+					if (!next)
+						goto out;
+				}
+				other = mod;
+				other_start = start;
+				other_span = span;
+				mod = next;
+				t = mod->cfi;
+				start = mod->start;
+				span = mod->end - mod->start;
+				bias = mod->load_bias;
+			}
+			if (t) {
+				rw = sp_cfi_table_lookup(t, ra - 1 - bias, &hit);
+				w->hits += hit;
+				w->misses += !hit;
+			} else {
+				/* sp_unwind's loop asks the module's code as it would, a return address */
+				rw = mod->code_row ? mod->code_row(w->ctx, mod, ra, true, &w->code_row) : NULL;
+				w->code += rw != NULL;
+			}
+			if (rw)
 				break;
-			mod = next;
-			t = mod->cfi;
-			start = mod->start;
-			span = mod->end - mod->start;
-			bias = mod->load_bias;
+			/* sp_unwind's frame-pointer step: the saved registers but rbp are unknown after it */
+			*out++ = ra - 1;
+			r->valid = valid;
+			why = run_fp_step(w, r, mod, (size_t)(out - w->pcs));
+			if (why != CONTINUE)
+				goto out;
+			npend = 0;
+			valid = r->valid;
+			sp = r->regs[SP_DW_RSP];
+			ra = r->regs[SP_DW_RIP];
 		}
-		rw = sp_cfi_table_lookup(t, ra - 1 - bias, &hit);
-		lookups++;
-		missed += !hit;
-		if (!rw || !rw->plain) {
+		if (!rw->plain) {
 			looked_up = true;
 			break;
 		}
 		*out++ = ra - 1;
 	}
 out:
+	/*
+	 * After a stop sp_unwind reads no register, nor for a row of the
+	 * outermost frame (step() reads none for SP_CFI_ROOT, where C stacks
+	 * end: _start's row): the saves are read for an unwind that goes on.
+	 */
+	r->valid = npend && why == CONTINUE && !(looked_up && rw->kind == SP_CFI_ROOT)
+			   ? settle(r, data, base, pend, npend, valid)
+			   : valid;
 	*m = mod;
 	*row = rw;
 	*looked = looked_up;
 	w->k = (size_t)(out - w->pcs);
-	w->hits += lookups - missed;
-	w->misses += missed;
 	return why;
 }
 
@@ -537,16 +690,24 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
 {
+	struct sp_unwind_seen seen = { { NULL } };
+
+	return sp_unwind_seen(regs, stack, find, ctx, &seen, pcs, max, n, stop, stats);
+}
+
+int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
+		   sp_find_module_fn find, void *ctx, struct sp_unwind_seen *seen, uint64_t *pcs,
+		   size_t max, size_t *n, unsigned *stop, struct sp_unwind_stats *stats)
+{
 	struct sp_regs r = *regs;
-	struct walk w = { .find = find, .ctx = ctx, .stack = stack, .pcs = pcs, .max = max };
+	/* w.fp_from: pcs[fp_from..] hang on frame-pointer steps not proven yet; w.fp: steps taken */
+	struct walk w = { .find = find, .ctx = ctx, .seen = *seen, .stack = stack, .pcs = pcs,
+			  .max = max, .fp_from = SIZE_MAX };
 	unsigned why;
 	uint64_t code = 0;
 	struct sp_cfi_row code_row;
 	/* frame 0 and the frame after a signal frame hold an exact pc, not a return address */
 	bool exact = true;
-	/* pcs[fp_from..] hang on frame-pointer steps not proven yet; fp: steps taken */
-	size_t fp_from = SIZE_MAX;
-	uint32_t fp = 0;
 	/* the frames that are not return addresses, for first_bad_return */
 	struct exact_frames exact_at;
 	const struct sp_unwind_module *m = NULL;
@@ -599,20 +760,20 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 			mark_exact(&exact_at, w.k);
 		if (!row) {
 			pcs[w.k++] = lookup;
-			why = fp_step(&r, stack, find, ctx, exact);
+			why = fp_step(&r, stack, find, ctx, &w.seen, m, exact);
 			if (why != CONTINUE) {
 				/* the copy's end is the caller's to bridge; else there was no CFI */
 				if (why != SP_STOP_ROOT && why != SP_STOP_STACK_EXHAUSTED)
 					why = SP_STOP_NO_UNWIND_INFO;
 				break;
 			}
-			fp++;
-			if (fp_from == SIZE_MAX)
-				fp_from = w.k;
+			w.fp++;
+			if (w.fp_from == SIZE_MAX)
+				w.fp_from = w.k;
 			exact = false;
 			continue;
 		}
-		if (m->cfi && row->plain && stack->len >= 8 && !plain_runs_off) {
+		if (row->plain && stack->len >= 8 && !plain_runs_off) {
 			pcs[w.k++] = lookup;
 			why = plain_run(&w, &m, &row, &have_row, &r);
 			if (why != CONTINUE)
@@ -654,33 +815,34 @@ int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	 * Any other end drops them: the stack stops, without CFI, where the
 	 * first step began.
 	 */
-	if (fp_from != SIZE_MAX && why != SP_STOP_ROOT) {
+	if (w.fp_from != SIZE_MAX && why != SP_STOP_ROOT) {
 		if (why != SP_STOP_STACK_EXHAUSTED || !stats) {
-			w.k = fp_from;
+			w.k = w.fp_from;
 			why = SP_STOP_NO_UNWIND_INFO;
-			fp = 0;
+			w.fp = 0;
 		}
 	} else {
-		fp_from = w.k;
+		w.fp_from = w.k;
 	}
 	if (why == SP_STOP_UNMAPPED || why == SP_STOP_BAD_RULE || why == SP_STOP_NO_PROGRESS) {
 		size_t bad = first_bad_return(pcs, w.k, &exact_at, find, ctx);
 		if (bad < w.k) {
 			w.k = bad;
-			if (fp_from > w.k)
-				fp_from = w.k;
+			if (w.fp_from > w.k)
+				w.fp_from = w.k;
 			if (stats)
 				stats->bad_returns++;
 		}
 	}
 out:
+	*seen = w.seen;
 	*n = w.k;
 	*stop = why;
 	if (stats) {
-		stats->unproven = fp_from < w.k ? fp_from : w.k;
-		stats->fp_steps = fp;
+		stats->unproven = w.fp_from < w.k ? w.fp_from : w.k;
+		stats->fp_steps = w.fp;
 		stats->frames += w.k;
-		stats->code_frames += code;
+		stats->code_frames += code + w.code;
 		stats->rule_cache_hits += w.hits;
 		stats->rule_cache_misses += w.misses;
 	}

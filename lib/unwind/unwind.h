@@ -95,11 +95,16 @@ struct sp_cfi_row {
 	/*
 	 * Set by a table (lib/unwind/cfi.c) on its rows: SP_CFI_CFA_REG from rsp or rbp,
 	 * the return address at CFA - 8, each callee-saved register unchanged or saved at
-	 * a CFA offset, no flags, and not in a function that rewrites its return address
-	 * slot.  The unwinder steps such rows without interpreting rules.
+	 * a CFA offset below the return address (CFA - 16 or lower), no flags, and not in
+	 * a function that rewrites its return address slot.  The unwinder steps such rows
+	 * without interpreting rules.  Rows proven from code bytes (codeframe.c) are
+	 * marked by their shape alone: no table checks their return addresses.
 	 */
 	bool plain;
 };
+
+/* Has row the shape of a plain row (sp_cfi_row.plain), whatever function holds it? */
+bool sp_cfi_row_plain_shape(const struct sp_cfi_row *row);
 
 /*
  * The front of every struct sp_cfi_table, read by the inline lookup: the
@@ -255,6 +260,23 @@ struct sp_unwind_stats {
 int sp_unwind(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	      sp_find_module_fn find, void *ctx, uint64_t *pcs, size_t max,
 	      size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
+
+/*
+ * The modules recent unwinds went through, most recent first, for a caller
+ * that unwinds in one address space sample after sample (a recorder): the
+ * next unwind finds them without calling find.  Zero it before the first
+ * unwind, and again whenever a module find answered with may have changed
+ * or moved, or find's ctx is another.
+ */
+#define SP_UNWIND_SEEN 4
+struct sp_unwind_seen {
+	const struct sp_unwind_module *m[SP_UNWIND_SEEN];
+};
+
+/* sp_unwind, starting from the modules in *seen and leaving there those it went through. */
+int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
+		   sp_find_module_fn find, void *ctx, struct sp_unwind_seen *seen, uint64_t *pcs,
+		   size_t max, size_t *n, unsigned *stop, struct sp_unwind_stats *stats);
 
 /*
  * Frames proven from code bytes (lib/unwind/codeframe.c;

@@ -165,3 +165,26 @@ Test(live_jit_code, perf_map_others_can_write_is_ignored)
 	cr_assert_null(row_at(j, 103, true, &row));
 	sp_jit_code_free(j);
 }
+
+/*
+ * Return addresses in many arena copies, some of them sharing a set of the
+ * row cache (two ways), asked in turns: each gets its own row, as many times
+ * as it is asked.
+ */
+Test(live_jit_code, rows_of_pcs_sharing_a_cache_set)
+{
+	fill_arena(11);
+	struct sp_jit_code *j = sp_jit_code_new(getpid());
+	struct sp_cfi_row row;
+	for (int pass = 0; pass < 3; pass++)
+		for (size_t copy = 0; copy < 300; copy++) {
+			/* after the call: a row; inside the call: none */
+			const struct sp_cfi_row *r = row_at(j, copy * 11 + 6, true, &row);
+			cr_assert(r && r->cfa_reg == SP_DW_RSP && r->cfa_off == 16, "copy %zu", copy);
+			cr_assert_null(row_at(j, copy * 11 + 5, false, &row), "copy %zu", copy);
+			/* the first instruction: CFA = rsp + 8 */
+			r = row_at(j, copy * 11, false, &row);
+			cr_assert(r && r->cfa_off == 8, "copy %zu", copy);
+		}
+	sp_jit_code_free(j);
+}

@@ -214,7 +214,9 @@ static void expect_same_regs(const struct sp_regs *a, const struct sp_regs *b, c
 /*
  * One step of a plain row by plain_run (its frame limit reached right after
  * it) and by step(): the same result, and the same registers when the step
- * was taken.  Returns the result.
+ * was taken and the unwind goes on (after a stop, ROOT among them, a run
+ * leaves the registers other than rsp, rbp and rip unread: no one reads
+ * them).  Returns the result.
  */
 static unsigned one_step_both(const struct sp_unwind_module *m, const struct sp_cfi_row *row,
 			      const struct sp_regs *r, const struct sp_stack_mem *stack,
@@ -234,8 +236,15 @@ static unsigned one_step_both(const struct sp_unwind_module *m, const struct sp_
 		     sp_stop_reason_name(b));
 	cr_assert_eq(w.k, 1);
 	cr_assert(!looked);
-	if (a == CONTINUE || a == SP_STOP_ROOT)
+	if (a == CONTINUE)
 		expect_same_regs(&ra, &rb, what);
+	if (a == SP_STOP_ROOT) {
+		cr_assert_eq(ra.regs[SP_DW_RSP], rb.regs[SP_DW_RSP], "%s", what);
+		cr_assert_eq(ra.regs[SP_DW_RIP], rb.regs[SP_DW_RIP], "%s", what);
+		cr_assert_eq(ra.valid & BIT(SP_DW_RBP), rb.valid & BIT(SP_DW_RBP), "%s", what);
+		if (ra.valid & BIT(SP_DW_RBP))
+			cr_assert_eq(ra.regs[SP_DW_RBP], rb.regs[SP_DW_RBP], "%s", what);
+	}
 	if (after)
 		*after = ra;
 	return a;
@@ -718,4 +727,256 @@ Test(plain, a_module_without_a_table_ends_the_run)
 	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
 	expect_both_ways(&s.regs, &mem, find_no_cfi, &map, MAXF, "test binary without CFI");
 	expect_both_ways(&s.regs, &mem, ls_find, &map, MAXF, "test binary");
+}
+
+/* ---- registers a run leaves ------------------------------------------------ */
+
+/*
+ * A run of k frames (its frame limit reached right after them) leaves the
+ * registers k calls of step() leave, for every k while the rows stay plain:
+ * a run reads the registers other than rsp and rbp only at its end, each
+ * from the last frame that saved it, and a long run in batches.
+ */
+static void expect_run_regs(const struct sp_regs *regs, const struct sp_stack_mem *mem,
+			    const char *what)
+{
+	static uint64_t pcs[MAXF];
+	struct sp_regs stepped = *regs;
+	bool exact = true, hit;
+	size_t k;
+
+	if (mem->len < 8)
+		return;
+	for (k = 1; k < MAXF; k++) {
+		uint64_t pc = stepped.regs[SP_DW_RIP], lookup = exact ? pc : pc - 1;
+		const struct sp_unwind_module *m = ls_find(&map, lookup);
+		const struct sp_cfi_row *row;
+
+		if (!m || !m->cfi || !(row = sp_cfi_table_lookup(m->cfi, lookup - m->load_bias, &hit)) ||
+		    !row->plain)
+			break;
+		struct sp_cfi_row copy = *row;
+		if (step(m->cfi, &copy, &stepped, mem) != CONTINUE)
+			break;
+		exact = false;
+
+		const struct sp_unwind_module *wm = ls_find(&map, regs->regs[SP_DW_RIP]);
+		const struct sp_cfi_row *wrow =
+			sp_cfi_table_lookup(wm->cfi, regs->regs[SP_DW_RIP] - wm->load_bias, &hit);
+		struct walk w = { .find = ls_find, .ctx = &map, .stack = mem, .pcs = pcs, .k = 1, .max = k };
+		struct sp_regs run = *regs;
+		bool looked;
+
+		cr_assert_eq(plain_run(&w, &wm, &wrow, &looked, &run), CONTINUE, "%s: %zu frames", what, k);
+		cr_assert_eq(w.k, k, "%s", what);
+		char at[64];
+		snprintf(at, sizeof(at), "%s, %zu frames", what, k);
+		expect_same_regs(&stepped, &run, at);
+	}
+}
+
+/* Keeps x and y in callee-saved registers across its call: each frame saves some. */
+static __attribute__((noinline)) unsigned long deep_saves(struct sample *s, int depth,
+							  unsigned long x)
+{
+	unsigned long y = x * 3 + (unsigned long)depth;
+
+	if (depth > 0)
+		y += deep_saves(s, depth - 1, y);
+	else
+		capture_here(s);
+	__asm__ volatile("" ::: "memory");
+	return y ^ x;
+}
+
+Test(plain, long_runs_leave_the_registers_steps_leave)
+{
+	static struct sample s;
+	static struct result res;
+
+	deep_saves(&s, 3 * PENDING, 1);
+	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
+	unwind_with(true, &s.regs, &mem, ls_find, &map, MAXF, &res);
+	cr_assert_eq(res.stop, SP_STOP_ROOT);
+	cr_assert_gt(res.n, 3 * PENDING, "%zu frames", res.n);
+	expect_run_regs(&s.regs, &mem, "deep saves");
+	expect_both_ways(&s.regs, &mem, ls_find, &map, MAXF, "deep saves");
+
+	sample_live();
+	for (int i = 0; i < nsamples; i++) {
+		struct sp_stack_mem live = { samples[i].regs.regs[SP_DW_RSP], samples[i].stack,
+					     samples[i].len };
+		char what[32];
+
+		snprintf(what, sizeof(what), "sample %d", i);
+		expect_run_regs(&samples[i].regs, &live, what);
+	}
+	free(samples);
+}
+
+/* ---- rows proven from code inside runs -------------------------------------- */
+
+/*
+ * This process's modules without their tables, each row handed out as if
+ * proven from the code (what a JIT module's code_row does): plain where
+ * its shape is.
+ */
+static struct sp_unwind_module code_mods[SP_ARRAY_SIZE(map.mods)];
+static uint64_t code_rows_given;
+
+static const struct sp_cfi_row *row_as_proven(void *ctx, const struct sp_unwind_module *m,
+					      uint64_t pc, bool after_call, struct sp_cfi_row *out)
+{
+	uint64_t at = after_call ? pc - 1 : pc;
+	const struct sp_unwind_module *real = ls_find(&map, at);
+	const struct sp_cfi_row *row;
+	bool hit;
+
+	(void)ctx, (void)m;
+	if (!real || !real->cfi || !(row = sp_cfi_table_lookup(real->cfi, at - real->load_bias, &hit)))
+		return NULL;
+	/* an expression needs its table (as in a jitdump's rows) */
+	if (row->kind == SP_CFI_CFA_EXPR)
+		return NULL;
+	*out = *row;
+	out->plain = sp_cfi_row_plain_shape(out);
+	code_rows_given++;
+	return out;
+}
+
+static const struct sp_unwind_module *find_code_mods(void *ctx, uint64_t pc)
+{
+	(void)ctx;
+	for (size_t i = 0; i < map.nmods; i++)
+		if (pc >= code_mods[i].start && pc < code_mods[i].end)
+			return &code_mods[i];
+	return NULL;
+}
+
+/* code_mods: this process's modules, their rows from row_fn instead of their tables. */
+static void use_code_mods(sp_code_row_fn row_fn)
+{
+	for (size_t i = 0; i < map.nmods; i++) {
+		code_mods[i] = map.mods[i].um;
+		code_mods[i].cfi = NULL;
+		code_mods[i].code_row = row_fn;
+	}
+}
+
+/* Live samples, whole and damaged, unwound through code_mods: the same with runs and without. */
+static void live_both_ways_in_code_mods(unsigned seed)
+{
+	static struct sample d;
+
+	srandom(seed);
+	sample_live();
+	for (int i = 0; i < nsamples; i++) {
+		char what[48];
+		struct sp_stack_mem live = { samples[i].regs.regs[SP_DW_RSP], samples[i].stack,
+					     samples[i].len };
+
+		snprintf(what, sizeof(what), "sample %d", i);
+		expect_both_ways(&samples[i].regs, &live, find_code_mods, NULL, MAXF, what);
+		for (unsigned v = 0; v < 10; v++) {
+			damage(&d, &samples[i]);
+			struct sp_stack_mem mem = { samples[i].regs.regs[SP_DW_RSP], d.stack, d.len };
+			snprintf(what, sizeof(what), "sample %d variant %u", i, v);
+			expect_both_ways(&d.regs, &mem, find_code_mods, NULL, MAXF, what);
+		}
+	}
+	free(samples);
+}
+
+Test(plain, runs_take_rows_proven_from_code)
+{
+	static struct sample s;
+
+	use_code_mods(row_as_proven);
+	capture_deeper(&s, 5);
+	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
+	static struct result res;
+	unwind_with(true, &s.regs, &mem, find_code_mods, NULL, MAXF, &res);
+	cr_assert_eq(res.stop, SP_STOP_ROOT);
+	cr_assert_eq(res.st.code_frames, res.n, "every frame from code rows");
+	expect_both_ways(&s.regs, &mem, find_code_mods, NULL, MAXF, "code rows");
+	for (size_t max = 1; max < 12; max++)
+		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, "code rows, cut");
+
+	code_rows_given = 0;
+	live_both_ways_in_code_mods(20261205);
+	cr_assert_gt(code_rows_given, 0);
+}
+
+/*
+ * The same modules, where a frame whose row takes its CFA from rbp gets no
+ * row at all: a frame-pointer step, as JIT code whose bytes prove nothing
+ * (V8's) gets between frames with rows.
+ */
+static const struct sp_cfi_row *row_unless_framed(void *ctx, const struct sp_unwind_module *m,
+						  uint64_t pc, bool after_call,
+						  struct sp_cfi_row *out)
+{
+	const struct sp_cfi_row *row = row_as_proven(ctx, m, pc, after_call, out);
+
+	return row && row->cfa_reg == SP_DW_RBP ? NULL : row;
+}
+
+/* Takes the sample in a function keeping a frame pointer: frame 0 has no row either. */
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) void framed_here(struct sample *s)
+{
+	volatile int here;
+
+	LS_CAPTURE(&s->regs);
+	s->len = ls_copy_stack(s->stack, s->regs.regs[SP_DW_RSP], ls_mapping_end((uintptr_t)&here),
+			       CAP);
+	__asm__ volatile("" ::: "memory");
+}
+
+/* Keeps a frame pointer (its body's rows take the CFA from rbp); at takes the sample. */
+static __attribute__((noinline, optimize("no-omit-frame-pointer"))) unsigned long
+framed_deeper(struct sample *s, int depth, void (*at)(struct sample *))
+{
+	volatile unsigned long here = (unsigned long)depth;
+
+	if (depth > 0)
+		here += framed_deeper(s, depth - 1, at);
+	else
+		at(s);
+	__asm__ volatile("" ::: "memory");
+	return here;
+}
+
+/*
+ * A stack through framed_deeper, taken by at, unwound through code_mods: at
+ * least min frame-pointer steps, and the same with runs and without, whole,
+ * cut at every depth and (cut_copy) at every copy length.
+ */
+static void framed_both_ways(void (*at)(struct sample *), uint32_t min, bool cut_copy,
+			     const char *what)
+{
+	static struct sample s;
+	static struct result res;
+
+	framed_deeper(&s, 6, at);
+	struct sp_stack_mem mem = { s.regs.regs[SP_DW_RSP], s.stack, s.len };
+	unwind_with(true, &s.regs, &mem, find_code_mods, NULL, MAXF, &res);
+	cr_assert_gt(res.st.fp_steps, min, "%s: %u frame-pointer steps", what, res.st.fp_steps);
+	expect_both_ways(&s.regs, &mem, find_code_mods, NULL, MAXF, what);
+	for (size_t max = 1; max < 14; max++)
+		expect_both_ways(&s.regs, &mem, find_code_mods, NULL, max, what);
+	/* the copy ending inside the steps: they wait for the caller's proof, both ways */
+	for (size_t len = 8; cut_copy && len < s.len && len < 1024; len += 8) {
+		struct sp_stack_mem cut = { s.regs.regs[SP_DW_RSP], s.stack, len };
+		expect_both_ways(&s.regs, &cut, find_code_mods, NULL, MAXF, what);
+	}
+}
+
+Test(plain, runs_take_frame_pointer_steps_as_the_loop_does)
+{
+	use_code_mods(row_unless_framed);
+	/* frame 0 with a row, then a run of rows and steps */
+	framed_both_ways(capture_here, 5, true, "framed");
+	/* the loop's own step at frame 0, then a run */
+	framed_both_ways(framed_here, 6, false, "framed frame 0");
+	live_both_ways_in_code_mods(20261206);
 }

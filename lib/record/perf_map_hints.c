@@ -36,7 +36,8 @@ static bool left_before_exec(const struct sp_process *p, const struct stat *st)
 	uint64_t now_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
 	uint64_t ago_us = (sp_monotonic_ns() - p->exec_seen_ns) / 1000u;
 	uint64_t exec_us = now_us > ago_us ? now_us - ago_us : 0;
-	uint64_t written_us = (uint64_t)st->st_mtim.tv_sec * 1000000u + (uint64_t)st->st_mtim.tv_nsec / 1000u;
+	uint64_t written_us =
+		(uint64_t)st->st_mtim.tv_sec * 1000000u + (uint64_t)st->st_mtim.tv_nsec / 1000u;
 	return written_us + SP_PERF_MAP_TIME_MARGIN_US < exec_us;
 }
 

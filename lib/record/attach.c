@@ -77,10 +77,10 @@ static void name_threads(struct sp_recorder *r, pid_t pid)
 {
 	const struct sp_map *m = &r->opened_tids;
 	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->used[i] || m->vals[i] != (uint32_t)pid)
+		if (!m->slots[i].used || m->slots[i].val != (uint32_t)pid)
 			continue;
 		char path[96], name[64] = "";
-		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)m->keys[i]);
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", (int)pid, (int)m->slots[i].key);
 		FILE *f = fopen(path, "re");
 		if (f) {
 			if (fgets(name, sizeof(name), f))
@@ -88,9 +88,9 @@ static void name_threads(struct sp_recorder *r, pid_t pid)
 			fclose(f);
 		}
 		uint32_t idx;
-		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)m->keys[i], &idx) &&
+		if (!sp_spool_writer_intern_thread(r->spool, pid, (int32_t)m->slots[i].key, &idx) &&
 		    !sp_spool_writer_set_thread_name(r->spool, idx, name))
-			sp_thread_names_remember(&r->names, (uint32_t)pid, (uint32_t)m->keys[i], name, true);
+			sp_thread_names_remember(&r->names, (uint32_t)pid, (uint32_t)m->slots[i].key, name, true);
 	}
 }
 

@@ -137,10 +137,10 @@ static void check_files(struct sp_recorder *r)
 		if (sp_map_put(&held, (uint64_t)(uintptr_t)c->files[i], (uint32_t)i))
 			abort();
 	for (size_t i = 0; i < c->file_index.cap; i++)
-		if (c->file_index.used[i] && c->file_index.vals[i] >= c->nfiles)
+		if (c->file_index.slots[i].used && c->file_index.slots[i].val >= c->nfiles)
 			debug_fail("the file index points past the files", NULL, NULL, 0, i);
 	for (size_t i = 0; i < c->build_id_index.cap; i++)
-		if (c->build_id_index.used[i] && c->build_id_index.vals[i] >= c->nfiles)
+		if (c->build_id_index.slots[i].used && c->build_id_index.slots[i].val >= c->nfiles)
 			debug_fail("the build-id index points past the files", NULL, NULL, 0, i);
 	if (t->index.len != t->n)
 		debug_fail("the process index does not count the processes", NULL, NULL, 0, t->n);

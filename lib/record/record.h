@@ -538,6 +538,21 @@ struct sp_sample_scratch {
 	uint64_t key[2 * SP_RECORD_MAX_FRAMES + 5]; /* this sample's stack-cache key */
 };
 
+/*
+ * Where the last unwind of a thread read its stack (sample.c): the CFAs of
+ * its frames (sp_unwind_stats.cfas).  The thread's next sample mostly has
+ * the same callers at the same stack addresses, so their return-address
+ * slots are prefetched from the new copy before the unwind reads them one
+ * after the other: the copy is new memory at every sample, written by the
+ * kernel on the target's CPU.  A few threads, by tid.
+ */
+#define SP_STACK_HINTS 8
+struct sp_stack_hint {
+	int32_t tid;
+	uint32_t n;
+	uint64_t cfa[SP_UNWIND_CFAS];
+};
+
 struct sp_offcpu_slot;
 struct sp_offcpu_state {
 	struct sp_offcpu_slot *slots;
@@ -565,6 +580,7 @@ struct sp_recorder {
 	struct sp_thread_names names;
 	struct sp_sample_scratch scratch;
 	struct sp_unwind_stats unwind_stats;
+	struct sp_stack_hint stack_hints[SP_STACK_HINTS];
 	/* The modules the last unwinds went through: the process's whose module set is seen_gen */
 	struct sp_unwind_seen seen;
 	uint64_t seen_gen;

@@ -164,6 +164,32 @@ static struct sp_unwind_seen *seen_in(struct sp_recorder *r, const struct sp_pro
 	return &r->seen;
 }
 
+/*
+ * The thread's hint (struct sp_stack_hint): its slots in this stack copy
+ * prefetched, and the hint handed to the unwinder to refill.  Two lines a
+ * frame: the return address's, and the one below it where a frame saves
+ * up to six registers.
+ */
+static uint64_t *prefetch_stack(struct sp_recorder *r, uint32_t tid, const struct sp_stack_mem *mem)
+{
+	struct sp_stack_hint *h = &r->stack_hints[tid % SP_STACK_HINTS];
+
+	if (h->tid != (int32_t)tid) {
+		h->tid = (int32_t)tid;
+		h->n = 0;
+	}
+	for (uint32_t i = 0; i < h->n; i++) {
+		uint64_t off = h->cfa[i] - 8 - mem->base;
+
+		if (off < mem->len)
+			__builtin_prefetch(mem->data + off);
+		off -= 48;
+		if (off < mem->len)
+			__builtin_prefetch(mem->data + off);
+	}
+	return h->cfa;
+}
+
 /* The user stack: one frame inside an exec, DWARF from the registers, or what is known without. */
 static void unwind_user(struct sp_recorder *r, struct sp_process *p, const struct sp_perf_sample *s,
 			const void *rec, struct sample_stack *st)
@@ -204,9 +230,11 @@ static void unwind_user(struct sp_recorder *r, struct sp_process *p, const struc
 			.len = (size_t)s->dyn_size,
 		};
 		uint64_t jd_rows = sp_jit_code_jitdump_rows(p->jit);
+		r->unwind_stats.cfas = prefetch_stack(r, s->tid, &mem);
 		sp_unwind_seen(&st->regs, &mem, sp_recorder_find_module, p, seen_in(r, p),
 			       r->scratch.pcs, SP_RECORD_MAX_FRAMES, &st->n, &st->stop,
 			       &r->unwind_stats);
+		r->stack_hints[s->tid % SP_STACK_HINTS].n = (uint32_t)r->unwind_stats.ncfas;
 		sum->code_frames = r->unwind_stats.code_frames;
 		sum->jitdump_frames += sp_jit_code_jitdump_rows(p->jit) - jd_rows;
 		st->unproven = r->unwind_stats.unproven;
@@ -360,6 +388,7 @@ uint32_t sp_recorder_stack_from_regs(struct sp_recorder *r, int32_t pid, int32_t
 				   .tid = (uint32_t)tid};
 	struct sample_stack st = {.have_regs = true, .regs = *regs};
 	struct sp_stack_mem mem = {.base = regs->regs[SP_DW_RSP], .data = stack, .len = len};
+	r->unwind_stats.cfas = NULL; /* a stack read from the thread: not a sample's hint */
 	sp_unwind_seen(&st.regs, &mem, sp_recorder_find_module, p, seen_in(r, p), r->scratch.pcs,
 		       SP_RECORD_MAX_FRAMES, &st.n, &st.stop, &r->unwind_stats);
 	/* No kernel chain to agree with frame-pointer steps past the copy: they go. */

@@ -66,10 +66,10 @@ void sp_thread_names_filter(struct sp_thread_names *t,
 	struct sp_task_comm *comms = t->n ? malloc(t->n * sizeof(*comms)) : NULL;
 	int err = t->n && !comms ? -ENOMEM : 0;
 	for (size_t i = 0; i < t->index.cap && !err; i++) {
-		if (!t->index.used[i])
+		if (!t->index.slots[i].used)
 			continue;
-		uint64_t key = t->index.keys[i];
-		struct sp_task_comm c = t->comms[t->index.vals[i]];
+		uint64_t key = t->index.slots[i].key;
+		struct sp_task_comm c = t->comms[t->index.slots[i].val];
 		if (!keep(ctx, (uint32_t)(key >> 32), (uint32_t)key, &c.written))
 			continue;
 		comms[n] = c;

@@ -138,8 +138,8 @@ void sp_jit_code_invalidate(struct sp_jit_code *j, uint64_t start, uint64_t end)
 	for (size_t i = 0; i < j->nfns && !hit; i++)
 		hit = j->fns[i].entry >= start && j->fns[i].entry < end;
 	for (size_t i = 0; i < j->arena_index.cap && !hit; i++)
-		hit = j->arena_index.used[i] && j->arena_index.keys[i] >= start &&
-		      j->arena_index.keys[i] < end;
+		hit = j->arena_index.slots[i].used && j->arena_index.slots[i].key >= start &&
+		      j->arena_index.slots[i].key < end;
 	if (hit)
 		forget_code(j);
 }

@@ -429,7 +429,16 @@ struct walk {
 	struct sp_cfi_row code_row; /* the last of them a run was given */
 	uint32_t fp;            /* frame-pointer steps taken */
 	size_t fp_from;         /* pcs[fp_from..] hang on them (SIZE_MAX: none yet) */
+	uint64_t *cfas;         /* sp_unwind_stats.cfas: cfas[0..ncfa), room for cfa_max */
+	size_t ncfa, cfa_max;
 };
+
+/* Note a frame's CFA for sp_unwind_stats.cfas, while there is room. */
+static inline void note_cfa(struct walk *w, uint64_t cfa)
+{
+	if (w->ncfa < w->cfa_max)
+		w->cfas[w->ncfa++] = cfa;
+}
 
 /*
  * The frame-pointer step of sp_unwind's loop from a return address in
@@ -448,6 +457,7 @@ static __attribute__((noinline)) unsigned run_fp_step(struct walk *w, struct sp_
 	w->fp++;
 	if (w->fp_from == SIZE_MAX)
 		w->fp_from = k;
+	note_cfa(w, r->regs[SP_DW_RSP]);
 	return CONTINUE;
 }
 
@@ -612,6 +622,7 @@ static __attribute__((noinline)) unsigned plain_run(struct walk *w, const struct
 			why = SP_STOP_ROOT;
 			break;
 		}
+		note_cfa(w, cfa);
 		/*
 		 * The next frame, as sp_unwind's loop begins it: depth, module,
 		 * row; where there is no row, its frame-pointer step (JIT code
@@ -702,7 +713,7 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	struct sp_regs r = *regs;
 	/* w.fp_from: pcs[fp_from..] hang on frame-pointer steps not proven yet; w.fp: steps taken */
 	struct walk w = { .find = find, .ctx = ctx, .seen = *seen, .stack = stack, .pcs = pcs,
-			  .max = max, .fp_from = SIZE_MAX };
+			  .max = max, .fp_from = SIZE_MAX, .cfas = stats ? stats->cfas : NULL };
 	unsigned why;
 	uint64_t code = 0;
 	struct sp_cfi_row code_row;
@@ -716,6 +727,8 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 	bool have_row = false;
 
 	exact_at.words = 0;
+	if (w.cfas)
+		w.cfa_max = SP_UNWIND_CFAS;
 	if (!(r.valid & BIT(SP_DW_RIP))) {
 		why = SP_STOP_NO_REGS;
 		goto out;
@@ -761,6 +774,8 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		if (!row) {
 			pcs[w.k++] = lookup;
 			why = fp_step(&r, stack, find, ctx, &w.seen, m, exact);
+			if (why == CONTINUE)
+				note_cfa(&w, r.regs[SP_DW_RSP]);
 			if (why != CONTINUE) {
 				/* the copy's end is the caller's to bridge; else there was no CFI */
 				if (why != SP_STOP_ROOT && why != SP_STOP_STACK_EXHAUSTED)
@@ -786,6 +801,7 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		why = step(m->cfi, row, &r, stack);
 		if (why != CONTINUE)
 			break;
+		note_cfa(&w, r.regs[SP_DW_RSP]);
 		/*
 		 * libgcc copies an exception handler frame's return address into
 		 * _Unwind_RaiseException's slot before it jumps to the handler:
@@ -840,6 +856,7 @@ out:
 	*stop = why;
 	if (stats) {
 		stats->unproven = w.fp_from < w.k ? w.fp_from : w.k;
+		stats->ncfas = w.ncfa;
 		stats->fp_steps = w.fp;
 		stats->frames += w.k;
 		stats->code_frames += code + w.code;

@@ -232,7 +232,17 @@ struct sp_unwind_stats {
 	/* Set by each call, not added: */
 	size_t unproven;      /* pcs[unproven..n) hang on frame-pointer steps not proven */
 	uint32_t fp_steps;    /* frame-pointer steps in the frames returned */
+	/*
+	 * Optional, the caller's: room for SP_UNWIND_CFAS stack addresses, or
+	 * NULL.  Each call then sets cfas[0..ncfas) to the CFAs of the frames
+	 * it stepped through the stack copy, oldest last (their return address
+	 * slots lie just below them), at most SP_UNWIND_CFAS of them.  The
+	 * recorder prefetches those slots in the thread's next sample.
+	 */
+	uint64_t *cfas;
+	size_t ncfas;
 };
+#define SP_UNWIND_CFAS 64
 
 /*
  * Unwind one sample with DWARF CFI from the user registers and the copied

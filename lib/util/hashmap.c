@@ -7,17 +7,13 @@
 
 void sp_map_init(struct sp_map *m)
 {
-	m->keys = NULL;
-	m->vals = NULL;
-	m->used = NULL;
+	m->slots = NULL;
 	m->cap = m->len = 0;
 }
 
 void sp_map_release(struct sp_map *m)
 {
-	free(m->keys);
-	free(m->vals);
-	free(m->used);
+	free(m->slots);
 	sp_map_init(m);
 }
 
@@ -25,7 +21,7 @@ static size_t slot_of(const struct sp_map *m, uint64_t key)
 {
 	size_t mask = m->cap - 1;
 	size_t i = (size_t)sp_hash64(key) & mask;
-	while (m->used[i] && m->keys[i] != key)
+	while (m->slots[i].used && m->slots[i].key != key)
 		i = (i + 1) & mask;
 	return i;
 }
@@ -35,9 +31,9 @@ int sp_map_get(const struct sp_map *m, uint64_t key, uint32_t *val)
 	if (!m->cap)
 		return 0;
 	size_t i = slot_of(m, key);
-	if (!m->used[i])
+	if (!m->slots[i].used)
 		return 0;
-	*val = m->vals[i];
+	*val = m->slots[i].val;
 	return 1;
 }
 
@@ -45,22 +41,15 @@ static int grow(struct sp_map *m)
 {
 	size_t cap = m->cap ? m->cap * 2 : 64;
 	struct sp_map n = {
-		.keys = malloc(cap * sizeof(uint64_t)),
-		.vals = malloc(cap * sizeof(uint32_t)),
-		.used = calloc(cap, 1),
+		.slots = calloc(cap, sizeof(struct sp_map_slot)),
 		.cap = cap,
 	};
-	if (!n.keys || !n.vals || !n.used) {
-		sp_map_release(&n);
+	if (!n.slots)
 		return -ENOMEM;
-	}
 	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->used[i])
+		if (!m->slots[i].used)
 			continue;
-		size_t j = slot_of(&n, m->keys[i]);
-		n.used[j] = 1;
-		n.keys[j] = m->keys[i];
-		n.vals[j] = m->vals[i];
+		n.slots[slot_of(&n, m->slots[i].key)] = m->slots[i];
 	}
 	n.len = m->len;
 	sp_map_release(m);
@@ -76,11 +65,11 @@ int sp_map_put(struct sp_map *m, uint64_t key, uint32_t val)
 			return err;
 	}
 	size_t i = slot_of(m, key);
-	if (!m->used[i]) {
-		m->used[i] = 1;
-		m->keys[i] = key;
+	if (!m->slots[i].used) {
+		m->slots[i].used = 1;
+		m->slots[i].key = key;
 		m->len++;
 	}
-	m->vals[i] = val;
+	m->slots[i].val = val;
 	return 0;
 }

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Unit tests of lib/util/buf.c and the array helpers of util.h: growable arrays, the sorted-array search. */
+/* Unit tests of lib/util/buf.c, the hash map and the array helpers of util.h: growable arrays, the sorted-array search. */
 #include <criterion/criterion.h>
 
 #include "util/util.h"
@@ -74,4 +74,36 @@ Test(array_reserve, refuses_an_overflowing_size)
 	cr_assert_eq(cap, 0);
 	cr_assert_eq(sp_array_reserve((void **)&v, &cap, 4, SIZE_MAX / 2), -ENOMEM);
 	cr_assert_null(v);
+}
+
+/* The hash map against a plain array: puts, replacements and misses, across its growths. */
+Test(map, holds_every_key_across_growth)
+{
+	enum { N = 5000 };
+	static uint32_t want[N];
+	struct sp_map m;
+
+	sp_map_init(&m);
+	cr_assert_eq(sp_map_get(&m, 7, &(uint32_t){0}), 0, "an empty map holds nothing");
+	/* keys far apart and key 0, which an empty slot must not be taken for */
+	for (uint32_t i = 0; i < N; i++) {
+		want[i] = i * 3 + 1;
+		cr_assert_eq(sp_map_put(&m, (uint64_t)i << 20, want[i]), 0);
+	}
+	for (uint32_t i = 0; i < N; i += 2) {
+		want[i] = ~i;
+		cr_assert_eq(sp_map_put(&m, (uint64_t)i << 20, want[i]), 0);
+	}
+	cr_assert_eq(m.len, N, "replacing a key adds no entry");
+	cr_assert_geq(m.cap * 3, m.len * 4, "kept at most three quarters full");
+	for (uint32_t i = 0; i < N; i++) {
+		uint32_t v = 0;
+
+		cr_assert_eq(sp_map_get(&m, (uint64_t)i << 20, &v), 1, "key %u", i);
+		cr_assert_eq(v, want[i], "key %u", i);
+		cr_assert_eq(sp_map_get(&m, ((uint64_t)i << 20) + 1, &v), 0, "absent key %u", i);
+	}
+	sp_map_release(&m);
+	cr_assert_eq(m.cap, 0);
+	cr_assert_eq(sp_map_get(&m, 0, &(uint32_t){0}), 0);
 }

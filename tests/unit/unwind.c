@@ -129,6 +129,39 @@ Test(unwind, walks_live_stack_to_root)
 	free(c.buf);
 }
 
+/*
+ * The CFAs handed back for the recorder's prefetch: one per frame stepped
+ * (the root's zero return address ends the walk before its CFA), rising,
+ * and each return address slot just below one holds the next frame's
+ * return address.
+ */
+Test(unwind, gives_each_frames_cfa)
+{
+	struct capture c;
+	uint64_t pcs[MAXF], cfas[SP_UNWIND_CFAS];
+	size_t n;
+	unsigned stop;
+	struct sp_unwind_stats st = { .cfas = cfas };
+
+	capture_chain(&c);
+	unwind(&c, pcs, MAXF, &n, &stop, &st);
+	cr_assert_eq(stop, SP_STOP_ROOT);
+	cr_assert_eq(st.ncfas, n - 1, "%zu CFAs for %zu frames", st.ncfas, n);
+	for (size_t i = 0; i < st.ncfas; i++) {
+		uint64_t ra;
+
+		cr_assert(i == 0 || cfas[i] > cfas[i - 1], "CFA %zu does not rise", i);
+		cr_assert_eq(sp_stack_read(&c.mem, cfas[i] - 8, &ra), 0);
+		cr_assert_eq(ra - 1, pcs[i + 1], "frame %zu: slot holds %#lx, frame is %#lx", i,
+			     (unsigned long)ra, (unsigned long)pcs[i + 1]);
+	}
+	/* without room given, nothing is written */
+	struct sp_unwind_stats none = { 0 };
+	unwind(&c, pcs, MAXF, &n, &stop, &none);
+	cr_assert_eq(none.ncfas, 0);
+	free(c.buf);
+}
+
 Test(unwind, agrees_with_libunwind)
 {
 	struct capture c;

@@ -339,12 +339,14 @@ struct result {
 	size_t n;
 	unsigned stop;
 	struct sp_unwind_stats st;
+	uint64_t cfas[SP_UNWIND_CFAS];
 };
 
 static void unwind_with(bool runs, const struct sp_regs *regs, const struct sp_stack_mem *mem,
 			sp_find_module_fn find, void *ctx, size_t max, struct result *out)
 {
 	memset(out, 0, sizeof(*out));
+	out->st.cfas = out->cfas;
 	plain_runs_off = !runs;
 	cr_assert_eq(sp_unwind(regs, mem, find, ctx, out->pcs, max, &out->n, &out->stop, &out->st),
 		     0);
@@ -373,6 +375,10 @@ static void expect_both_ways(const struct sp_regs *regs, const struct sp_stack_m
 	cr_assert_eq(a.st.bad_returns, b.st.bad_returns);
 	cr_assert_eq(a.st.unproven, b.st.unproven);
 	cr_assert_eq(a.st.fp_steps, b.st.fp_steps);
+	cr_assert_eq(a.st.ncfas, b.st.ncfas, "%s: %zu CFAs with runs, %zu without", what,
+		     a.st.ncfas, b.st.ncfas);
+	cr_assert_eq(memcmp(a.cfas, b.cfas, a.st.ncfas * sizeof(a.cfas[0])), 0, "%s: CFAs differ",
+		     what);
 	cr_assert_eq(a.st.rule_cache_hits + a.st.rule_cache_misses,
 		     b.st.rule_cache_hits + b.st.rule_cache_misses, "%s: lookups", what);
 }

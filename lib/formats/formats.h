@@ -133,6 +133,16 @@ enum sp_perf_map_verdict {
 #define SP_PERF_MAP_TIME_MARGIN_US 2000000ull
 
 /*
+ * Was a file last written at written_us left by an earlier process with the
+ * pid of one that began at not_before_us (both µs since the epoch; 0: not
+ * known, never stale)?  More than SP_PERF_MAP_TIME_MARGIN_US before it.
+ */
+static inline bool sp_perf_map_stale(uint64_t written_us, uint64_t not_before_us)
+{
+	return not_before_us && written_us + SP_PERF_MAP_TIME_MARGIN_US < not_before_us;
+}
+
+/*
  * Read DIR/perf-PID.map into m (freshly initialised) once it passes the
  * checks a file written by someone else deserves: opened without following
  * a symlink, a regular file, not writable by group or others (mode & 022),

@@ -294,18 +294,15 @@ int sp_perf_map_open(const char *path, int64_t owner, uint64_t not_before_us, un
 		*verdict = SP_PERF_MAP_FOREIGN;
 		goto out;
 	}
-	if (not_before_us) {
-		/*
-		 * The last write, not the birth: a runtime whose pid an earlier
-		 * process had (pids wrap at kernel.pid_max) truncates and rewrites
-		 * the map that process left, keeping its birth time.  Who may
-		 * have written it is the owner check's to say.
-		 */
-		uint64_t written = stamp_us(&st.stx_mtime);
-		if (written + SP_PERF_MAP_TIME_MARGIN_US < not_before_us) {
-			*verdict = SP_PERF_MAP_STALE;
-			goto out;
-		}
+	/*
+	 * The last write, not the birth: a runtime whose pid an earlier
+	 * process had (pids wrap at kernel.pid_max) truncates and rewrites
+	 * the map that process left, keeping its birth time.  Who may have
+	 * written it is the owner check's to say.
+	 */
+	if (sp_perf_map_stale(stamp_us(&st.stx_mtime), not_before_us)) {
+		*verdict = SP_PERF_MAP_STALE;
+		goto out;
 	}
 	*verdict = SP_PERF_MAP_USED;
 	*out = fd;

@@ -25,21 +25,24 @@ static void renumber_modules(const struct sp_spool_writer *w, struct sp_proc_mod
 		m[i].module_id = sp_spool_writer_compacted_module(w, m[i].module_id);
 }
 
+/* A process outside the table that no longer runs (kill's ESRCH). */
+static bool gone_untracked(struct sp_recorder *r, int32_t pid)
+{
+	return pid > 0 && !sp_process_table_find(&r->procs, pid) && kill(pid, 0) && errno == ESRCH;
+}
+
 /* An off-CPU slot's thread is gone when its process is, or, outside the table, when /proc says so. */
 static bool slot_gone(struct sp_recorder *r, int32_t pid)
 {
 	const struct sp_process *p = sp_process_table_find(&r->procs, pid);
-	if (p)
-		return p->exited;
-	return pid > 0 && kill(pid, 0) && errno == ESRCH;
+	return p ? p->exited : gone_untracked(r, pid);
 }
 
 /* A name stays while its process is in the table (or, outside it, runs); written while the writer has it. */
 static bool keep_name(void *ctx, uint32_t pid, uint32_t tid, bool *written)
 {
 	struct sp_recorder *r = ctx;
-	if (pid && !sp_process_table_find(&r->procs, (pid_t)pid) &&
-	    kill((pid_t)pid, 0) && errno == ESRCH)
+	if (gone_untracked(r, (int32_t)pid))
 		return false;
 	if (*written && !sp_spool_writer_has_thread(r->spool, (int32_t)pid, (int32_t)tid))
 		*written = false;

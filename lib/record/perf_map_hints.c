@@ -26,7 +26,7 @@ static bool maps_file(const struct sp_process *p, const char *base)
 /*
  * A map last written well before p's exec (seen while recording) was left by
  * an earlier process with its pid, as the report judges it
- * (SP_PERF_MAP_TIME_MARGIN_US): p wrote none.
+ * (sp_perf_map_stale): p wrote none.
  */
 static bool left_before_exec(const struct sp_process *p, const struct stat *st)
 {
@@ -38,7 +38,7 @@ static bool left_before_exec(const struct sp_process *p, const struct stat *st)
 	uint64_t exec_us = now_us > ago_us ? now_us - ago_us : 0;
 	uint64_t written_us =
 		(uint64_t)st->st_mtim.tv_sec * 1000000u + (uint64_t)st->st_mtim.tv_nsec / 1000u;
-	return written_us + SP_PERF_MAP_TIME_MARGIN_US < exec_us;
+	return sp_perf_map_stale(written_us, exec_us);
 }
 
 /* A JVM asked to write its map at exit, still running: the map comes later. */

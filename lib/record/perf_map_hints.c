@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 /* Whether p maps a file whose name is base ("libjvm.so", "node"). */
 static bool maps_file(const struct sp_process *p, const char *base)
@@ -30,15 +29,9 @@ static bool maps_file(const struct sp_process *p, const char *base)
  */
 static bool left_before_exec(const struct sp_process *p, const struct stat *st)
 {
-	struct timespec now;
-	if (!p->exec_seen_ns || clock_gettime(CLOCK_REALTIME, &now))
-		return false;
-	uint64_t now_us = (uint64_t)now.tv_sec * 1000000u + (uint64_t)now.tv_nsec / 1000u;
-	uint64_t ago_us = (sp_monotonic_ns() - p->exec_seen_ns) / 1000u;
-	uint64_t exec_us = now_us > ago_us ? now_us - ago_us : 0;
 	uint64_t written_us =
 		(uint64_t)st->st_mtim.tv_sec * 1000000u + (uint64_t)st->st_mtim.tv_nsec / 1000u;
-	return sp_perf_map_stale(written_us, exec_us);
+	return sp_perf_map_stale(written_us, p->exec_seen_us);
 }
 
 /* A JVM asked to write its map at exit, still running: the map comes later. */

@@ -54,7 +54,7 @@ struct sp_process *sp_process_table_add(struct sp_process_table *t, pid_t pid)
 			p->is_python = false;
 			p->maps_known = false;
 			p->name_hint_check = p->name_hint_noted = false;
-			p->exec_seen_ns = 0;
+			p->exec_seen_us = 0;
 			p->maps_lost = false;
 			p->ppid = 0;
 		}

@@ -332,7 +332,7 @@ struct sp_process {
 	 * recording ends (sp_recorder_note_name_hint; noted says it was).
 	 */
 	bool name_hint_check, name_hint_noted;
-	uint64_t exec_seen_ns; /* CLOCK_MONOTONIC when its exec record was drained, 0 when none */
+	uint64_t exec_seen_us; /* CLOCK_REALTIME (µs) when its exec record was drained, 0 when none */
 	/*
 	 * Its modules are known: from its exec or a known parent's fork, or its
 	 * /proc/PID/maps once read.  A system-wide recording reads the maps of

@@ -58,7 +58,10 @@ static void on_comm(struct sp_recorder *r, const void *rec, size_t len)
 		struct sp_process *p = sp_process_table_add(&r->procs, (pid_t)c.pid);
 		if (p) {
 			sp_process_begin_exec(p);
-			p->exec_seen_ns = sp_monotonic_ns();
+			struct timespec real;
+			if (!clock_gettime(CLOCK_REALTIME, &real))
+				p->exec_seen_us = (uint64_t)real.tv_sec * 1000000u +
+						  (uint64_t)real.tv_nsec / 1000u;
 			p->maps_known = true; /* the new image's mappings follow */
 			sp_recorder_mark_python(r, p, false, time);
 			sp_recorder_note_owner(r, p, NULL, time);

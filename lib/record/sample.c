@@ -165,12 +165,12 @@ static struct sp_unwind_seen *seen_in(struct sp_recorder *r, const struct sp_pro
 }
 
 /*
- * The thread's hint (struct sp_stack_hint): its slots in this stack copy
- * prefetched, and the hint handed to the unwinder to refill.  Two lines a
- * frame: the return address's, and the one below it where a frame saves
- * up to six registers.
+ * The thread's hint (struct sp_stack_hint), its slots in this stack copy
+ * prefetched, for the unwinder to refill.  Two lines a frame: the return
+ * address's, and the one below it where a frame saves up to six registers.
  */
-static uint64_t *prefetch_stack(struct sp_recorder *r, uint32_t tid, const struct sp_stack_mem *mem)
+static struct sp_stack_hint *prefetch_stack(struct sp_recorder *r, uint32_t tid,
+					    const struct sp_stack_mem *mem)
 {
 	struct sp_stack_hint *h = &r->stack_hints[tid % SP_STACK_HINTS];
 
@@ -187,7 +187,7 @@ static uint64_t *prefetch_stack(struct sp_recorder *r, uint32_t tid, const struc
 		if (off < mem->len)
 			__builtin_prefetch(mem->data + off);
 	}
-	return h->cfa;
+	return h;
 }
 
 /* The user stack: one frame inside an exec, DWARF from the registers, or what is known without. */
@@ -230,11 +230,12 @@ static void unwind_user(struct sp_recorder *r, struct sp_process *p, const struc
 			.len = (size_t)s->dyn_size,
 		};
 		uint64_t jd_rows = sp_jit_code_jitdump_rows(p->jit);
-		r->unwind_stats.cfas = prefetch_stack(r, s->tid, &mem);
+		struct sp_stack_hint *hint = prefetch_stack(r, s->tid, &mem);
+		r->unwind_stats.cfas = hint->cfa;
 		sp_unwind_seen(&st->regs, &mem, sp_recorder_find_module, p, seen_in(r, p),
 			       r->scratch.pcs, SP_RECORD_MAX_FRAMES, &st->n, &st->stop,
 			       &r->unwind_stats);
-		r->stack_hints[s->tid % SP_STACK_HINTS].n = (uint32_t)r->unwind_stats.ncfas;
+		hint->n = (uint32_t)r->unwind_stats.ncfas;
 		sum->code_frames = r->unwind_stats.code_frames;
 		sum->jitdump_frames += sp_jit_code_jitdump_rows(p->jit) - jd_rows;
 		st->unproven = r->unwind_stats.unproven;

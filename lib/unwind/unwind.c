@@ -774,14 +774,13 @@ int sp_unwind_seen(const struct sp_regs *regs, const struct sp_stack_mem *stack,
 		if (!row) {
 			pcs[w.k++] = lookup;
 			why = fp_step(&r, stack, find, ctx, &w.seen, m, exact);
-			if (why == CONTINUE)
-				note_cfa(&w, r.regs[SP_DW_RSP]);
 			if (why != CONTINUE) {
 				/* the copy's end is the caller's to bridge; else there was no CFI */
 				if (why != SP_STOP_ROOT && why != SP_STOP_STACK_EXHAUSTED)
 					why = SP_STOP_NO_UNWIND_INFO;
 				break;
 			}
+			note_cfa(&w, r.regs[SP_DW_RSP]);
 			w.fp++;
 			if (w.fp_from == SIZE_MAX)
 				w.fp_from = w.k;

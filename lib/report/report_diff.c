@@ -427,11 +427,21 @@ static void write_gate(const struct sp_diff *d, const struct sp_report_opts *opt
 		fputs("none\n", out);
 		return;
 	}
-	/* the first of them, the rest in the table (the line stays within 80 columns) */
-	used += fprintf(out, "%zu function%s, ", d->regressed, d->regressed == 1 ? "" : "s");
-	int width = 80 - used - (int)strlen(", ...");
-	sp_text_put_func(out, sp_diff_row_func(d, &d->rows[0]), (size_t)(width < 12 ? 12 : width), false);
-	fputs(d->regressed > 1 ? ", ...\n" : "\n", out);
+	/*
+	 * The first of them, the rest in the table.  The line stays within 80 columns: a name
+	 * that does not fit in what is left goes on a line of its own, under the values.
+	 */
+	const struct sp_agg_func *first = sp_diff_row_func(d, &d->rows[0]);
+	const char *more = d->regressed > 1 ? ", ..." : "";
+	used += fprintf(out, "%zu function%s,", d->regressed, d->regressed == 1 ? "" : "s");
+	int width = 80 - used - 1 - (int)strlen(more);
+	if (width < 0 || sp_text_func_width(first) > (size_t)width) {
+		fputs("\n           ", out);
+		width = 80 - 12 - (int)strlen(more);
+	}
+	fputc(' ', out);
+	sp_text_put_func(out, first, (size_t)width, false);
+	fprintf(out, "%s\n", more);
 }
 
 static void write_text(const struct sp_diff *d, const struct sp_report_opts *opts, FILE *out,

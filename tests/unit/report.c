@@ -848,13 +848,20 @@ static uint32_t thread_of(int32_t pid, int32_t tid, const char *name)
  * 10/10 "main", beta<-root x2 in 10/11 "worker", alpha<-root x3 in 20/20
  * "other".
  */
-static void threads_profile(void)
+/* Frames of sp_test_known_alpha, sp_test_known_beta and sp_test_root in this test's module. */
+static void alpha_beta_root(uint32_t *a, uint32_t *b, uint32_t *r)
 {
 	struct sp_module m;
 	uint32_t mid = sp_test_self_module(writer, &m, fn(sp_test_known_alpha));
-	uint32_t a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
-	uint32_t b = frame(mid, &m, fn(sp_test_known_beta) + 4);
-	uint32_t r = frame(mid, &m, fn(sp_test_root) + 4);
+	*a = frame(mid, &m, fn(sp_test_known_alpha) + 4);
+	*b = frame(mid, &m, fn(sp_test_known_beta) + 4);
+	*r = frame(mid, &m, fn(sp_test_root) + 4);
+}
+
+static void threads_profile(void)
+{
+	uint32_t a, b, r;
+	alpha_beta_root(&a, &b, &r);
 	thread = thread_of(10, 10, "main");
 	samples((uint32_t[]){a, b, r}, 3, 4);
 	thread = thread_of(10, 11, "worker");
@@ -1275,6 +1282,58 @@ Test(report, diff_gate_and_json)
 	fclose(out);
 	free(text);
 	sp_spool_free(base);
+}
+
+/* threads_profile's functions, ten times as heavy or more: both regress. */
+static void heavy_profile(void)
+{
+	uint32_t a, b, r;
+	alpha_beta_root(&a, &b, &r);
+	samples((uint32_t[]){a, b, r}, 3, 90);
+	samples((uint32_t[]){b, r}, 2, 60);
+	cr_assert_eq(sp_spool_writer_finish(writer, &(struct sp_summary){.samples = 150}), 0);
+	sp_spool_writer_free(writer);
+	writer = NULL;
+	cr_assert_eq(sp_spool_open(spool_path, &spool), 0);
+}
+
+/* The gate's line names the first function and keeps to 80 columns, however many regress. */
+Test(report, diff_gate_line_fits_80_columns)
+{
+	threads_profile();
+	struct sp_spool *heavy = other_spool("/tmp/sp-report-heavy.spool", heavy_profile);
+	struct sp_report_opts ro = {.format = SP_REPORT_TEXT, .spool_path = "new.spool",
+				    .diff_gate = true, .diff_max_increase = 20, .diff_min_share = 1};
+	for (int pass = 0; pass < 2; pass++) {
+		/* the second pass: alpha alone regresses (focus), a longer limit in the line */
+		if (pass)
+			ro.filter.focus = "sp_test_known_alpha", ro.diff_max_increase = 12.5;
+		char *text = NULL;
+		size_t len = 0;
+		struct sp_diff_outcome res;
+		FILE *out = open_memstream(&text, &len);
+		cr_assert_eq(sp_report_diff_gate(spool, NULL, "base.spool", heavy, NULL, &ro, &res,
+						  out),
+			     0);
+		fclose(out);
+		cr_expect_eq(res.regressed, pass ? 1u : 2u, "%s", text);
+		const char *want =
+			pass ? "Gate:       self > +12.5% beyond sampling noise, over 1%: 1 function,\n"
+			       "            sp_test_known_alpha\n"
+			     : "Gate:       self > +20% beyond sampling noise, over 1%: 2 functions,\n"
+			       "            sp_test_known_";
+		cr_expect_not_null(strstr(text, want), "missing '%s' in\n%s", want, text);
+		if (!pass)
+			cr_expect_not_null(strstr(text, ", ...\n"), "%s", text);
+		for (const char *l = text; *l;) {
+			const char *e = strchr(l, '\n');
+			size_t n = e ? (size_t)(e - l) : strlen(l);
+			cr_expect(n <= 80, "a line of %zu columns: %.*s", n, (int)n, l);
+			l += n + (e != NULL);
+		}
+		free(text);
+	}
+	sp_spool_free(heavy);
 }
 
 Test(report, trees_of_samples_without_stacks)

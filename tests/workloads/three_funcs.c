@@ -60,10 +60,19 @@ NOINLINE unsigned long write_output(unsigned long units, unsigned long x)
 
 NOINLINE unsigned long tf_run(unsigned long units, unsigned long factor)
 {
-	unsigned long x = 1;
-	/* interleaved in slices, so a short recording still sees all three */
-	for (unsigned long done = 0; done < units; done += 10) {
-		unsigned long n = units - done < 10 ? units - done : 10;
+	unsigned long x = 1, r = 12345;
+	/*
+	 * Interleaved in slices, so a short recording still sees all three.  The slices are
+	 * 1 to 19 units long in a fixed pseudo-random order: equal slices (10 units, about
+	 * 1 ms each) made the rounds periodic at a multiple of a 999 Hz sampler's period, and
+	 * the samples then fell on the same phase run after run, moving 20% of one function's
+	 * samples to another between two identical runs.
+	 */
+	for (unsigned long done = 0, n; done < units; done += n) {
+		r = r * 6364136223846793005UL + 1442695040888963407UL;
+		n = 1 + (r >> 33) % 19;
+		if (n > units - done)
+			n = units - done;
 		x = parse_input(n, x);
 		x = compute_hash(n * factor, x);
 		x = write_output(n, x);

@@ -200,8 +200,11 @@ static void refresh_map(struct sp_jit_code *j)
 	if (j->map_cut || lstat(j->map_path, &st) || st.st_size == j->map_size)
 		return;
 	uint64_t start;
-	if (!sp_pace_begin(&j->map_pace, &start))
+	if (!sp_pace_begin(&j->map_pace, &start)) {
+		/* A grown map waits its turn: look again 16 lookups on, not MAP_RECHECK. */
+		j->since_check = MAP_RECHECK - 16;
 		return;
+	}
 	struct sp_perf_map m;
 	unsigned verdict;
 	sp_perf_map_init(&m);
@@ -230,6 +233,14 @@ static void refresh_map(struct sp_jit_code *j)
 	j->map_size = st.st_size;
 	/* A later line may name new code at an old address: read the bytes again. */
 	forget_code(j);
+}
+
+bool sp_jit_code_read_map(struct sp_jit_code *j)
+{
+	j->map_pace = (struct sp_pace){0};
+	j->map_tried = true;
+	refresh_map(j);
+	return j->map_size >= 0;
 }
 
 /* Index in fns of the function at entry, its bytes read (at most len) on first use; -1: no memory. */

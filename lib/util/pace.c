@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Pacing of re-reads of files a target keeps growing (perf maps, jitdumps): a tenth of the reader's time at most. */
+/* Pacing of re-reads of files a target keeps growing (perf maps, jitdumps). */
 #include "util/util.h"
 
 #include <time.h>
@@ -11,14 +11,22 @@ uint64_t sp_monotonic_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
-bool sp_pace_begin(const struct sp_pace *p, uint64_t *start_ns)
+/* CPU time of the calling thread, in ns. */
+static uint64_t thread_cpu_ns(void)
 {
-	*start_ns = sp_monotonic_ns();
-	return *start_ns >= p->next_ns;
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + (uint64_t)ts.tv_nsec;
 }
 
-void sp_pace_end(struct sp_pace *p, uint64_t start_ns)
+bool sp_pace_begin(const struct sp_pace *p, uint64_t *start)
 {
-	uint64_t end = sp_monotonic_ns();
-	p->next_ns = end + SP_PACE_SPACING * (end - start_ns);
+	*start = thread_cpu_ns();
+	return p->next_ns <= sp_monotonic_ns();
+}
+
+void sp_pace_end(struct sp_pace *p, uint64_t start)
+{
+	uint64_t used = thread_cpu_ns() - start;
+	p->next_ns = sp_monotonic_ns() + SP_PACE_SPACING * used;
 }

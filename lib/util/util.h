@@ -161,17 +161,21 @@ struct sp_elf_info {
 /* sp_monotonic_ns, CLOCK_MONOTONIC in ns, is public (stackpulse.h). */
 /*
  * A file the target keeps growing (a perf map, a jitdump) is re-read at most
- * a tenth of the reader's time: the next read waits SP_PACE_SPACING times as
- * long as the last took, so a hostile file that grows without end cannot
- * take the recorder over.  Zero-initialise; sp_pace_begin says whether a
- * read may start now (*start_ns: its start), sp_pace_end closes it.
+ * a tenth of the reader's CPU time: the next read waits SP_PACE_SPACING times
+ * the CPU time the last took, so a hostile file that grows without end cannot
+ * take the recorder over.  CPU time, not wall time: a read that lost its CPU
+ * to other work on a busy machine (100 ms, say) would otherwise shut the
+ * reader out of new lines for nine times that, and a JIT's code compiled in
+ * the meantime would go unwound.  Zero-initialise; sp_pace_begin says whether
+ * a read may start now (*start: the thread's CPU time at its start, in ns),
+ * sp_pace_end closes it.  Begin and end must run on the same thread.
  */
 #define SP_PACE_SPACING 9
 struct sp_pace {
 	uint64_t next_ns; /* CLOCK_MONOTONIC: no read before this */
 };
-bool sp_pace_begin(const struct sp_pace *p, uint64_t *start_ns);
-void sp_pace_end(struct sp_pace *p, uint64_t start_ns);
+bool sp_pace_begin(const struct sp_pace *p, uint64_t *start);
+void sp_pace_end(struct sp_pace *p, uint64_t start);
 
 /* Ensure libelf's version handshake was done (idempotent). */
 void sp_elf_init(void);

@@ -150,6 +150,30 @@ Test(live_jit_code, perf_map_gives_the_entry)
 	sp_jit_code_free(j);
 }
 
+/* An attach reads the map before sampling: the rows come from that read, with no other. */
+Test(live_jit_code, a_map_read_before_sampling_serves_the_first_lookups)
+{
+	static const uint8_t fn[] = {0x55, 0x48, 0x89, 0xe5, 0xff, 0xd0, 0x5d, 0xc3};
+	memset(region, 0xcc, REGION);
+	memcpy(region + 100, fn, sizeof(fn));
+	struct sp_jit_code *j = sp_jit_code_new(getpid());
+	cr_expect(!sp_jit_code_read_map(j), "no map yet, yet one was read");
+	sp_jit_code_free(j);
+	FILE *f = fopen(map_path, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "%lx %zx jit_fn\n", (unsigned long)(uintptr_t)(region + 100), sizeof(fn));
+	cr_assert_eq(fclose(f), 0);
+	j = sp_jit_code_new(getpid());
+	cr_assert(sp_jit_code_read_map(j));
+	/* gone from /tmp: only the read before can name the function's entry */
+	cr_assert_eq(unlink(map_path), 0);
+	struct sp_cfi_row row;
+	const struct sp_cfi_row *r = row_at(j, 106, true, &row);
+	cr_assert_not_null(r, "the map read before sampling was not used");
+	cr_expect_eq(r->cfa_off, 16);
+	sp_jit_code_free(j);
+}
+
 Test(live_jit_code, perf_map_others_can_write_is_ignored)
 {
 	static const uint8_t fn[] = {0x55, 0xff, 0xd0, 0x5d, 0xc3};

@@ -231,6 +231,25 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 	return found > 0 ? found : 0;
 }
 
+bool sp_pid_may_have_perf_map(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	char *line = NULL;
+	size_t cap = 0;
+	bool found = false;
+	struct sp_proc_maps_line m;
+	while (!found && getline(&line, &cap, f) > 0)
+		found = sp_proc_maps_line_parse(line, &m) &&
+			(sp_anon_path(m.path) || sp_is_python_module(m.path));
+	free(line);
+	fclose(f);
+	return found;
+}
+
 int sp_recorder_read_maps(struct sp_recorder *r, struct sp_process *p)
 {
 	int found = read_maps(r, p);

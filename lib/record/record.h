@@ -677,6 +677,11 @@ int sp_recorder_add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_
 			    const char *path, uint64_t time);
 /* Every executable mapping of p from /proc (a live thread's maps once the leader exited). */
 int sp_recorder_read_maps(struct sp_recorder *r, struct sp_process *p);
+/*
+ * Does /proc/PID/maps list code a perf map may name: executable anonymous
+ * memory (a JIT) or a Python runtime?  False when it cannot be read.
+ */
+bool sp_pid_may_have_perf_map(pid_t pid);
 /* sp_unwind's module lookup in a struct sp_process (ctx), compiling CFI on first use. */
 const struct sp_unwind_module *sp_recorder_find_module(void *ctx, uint64_t pc);
 /* System-wide: a process first seen at sample s, its owner and modules from /proc. */

@@ -382,8 +382,8 @@ uint64_t sp_jit_perf_maps_cut(void);
 /*
  * Read the process's perf map now, if it has one, unpaced: an attach calls it
  * before sampling goes on, so that a map already large (up to the 8 MiB
- * bound) is parsed while no ring fills, not by the drain loop at the first
- * JIT frame.  Whether a map was read.
+ * bound) is parsed while no ring fills, not by the drain loop at the
+ * first JIT frame.  Whether a map was read.
  */
 bool sp_jit_code_read_map(struct sp_jit_code *j);
 /* An executable mapping replaced [start, end): cached code there is stale. */

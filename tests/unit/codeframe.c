@@ -43,8 +43,8 @@ Test(codeframe, cpython_trampoline_every_offset)
 	expect_cfa(tramp, sizeof(tramp), 4, false, SP_DW_RSP, 16);
 	/* the Python frame's callee returns here: CFA = rsp + 16 */
 	expect_cfa(tramp, sizeof(tramp), 6, true, SP_DW_RSP, 16);
-	expect_cfa(tramp, sizeof(tramp), 10, false, SP_DW_RSP, 8);
-	/* past the ret nothing is proven */
+	/* past the call rsp is not known (no frame pointer), nor past the ret */
+	cr_assert_eq(result(tramp, sizeof(tramp), 10, false), SP_CODEFRAME_STOPPED);
 	cr_assert_eq(result(tramp, sizeof(tramp), 11, false), SP_CODEFRAME_STOPPED);
 }
 
@@ -82,14 +82,36 @@ Test(codeframe, frame_pointer_prologue_and_saved_registers)
 	/* mov %eax,%ebx wrote rbx after its save: the slot still holds the caller's */
 	cr_assert_eq(sp_codeframe_row(fp_fn, sizeof(fp_fn), 21, false, &row), 0);
 	cr_assert_eq(RULE(row, RBX), SP_CFI_AT_CFA);
-	/* pop %rbx: the caller's value is back in the register */
+	/*
+	 * Past the call only rbp tells the CFA (a callee may have moved rsp);
+	 * rbx's slot still holds the caller's value after pop %rbx.
+	 */
+	expect_cfa(fp_fn, sizeof(fp_fn), 26, false, SP_DW_RBP, 16);
 	cr_assert_eq(sp_codeframe_row(fp_fn, sizeof(fp_fn), 26, false, &row), 0);
-	cr_assert_eq(row.cfa_off, 16);
-	cr_assert_eq(RULE(row, RBX), SP_CFI_SAME);
+	cr_assert_eq(RULE(row, RBX), SP_CFI_AT_CFA);
+	cr_assert_eq(row.saved_off[RBX], -24);
 	cr_assert_eq(RULE(row, RBP), SP_CFI_AT_CFA);
-	expect_cfa(fp_fn, sizeof(fp_fn), 27, false, SP_DW_RSP, 8);
-	cr_assert_eq(sp_codeframe_row(fp_fn, sizeof(fp_fn), 27, false, &row), 0);
-	cr_assert_eq(row.saved, 0);
+	/* pop %rbp there: neither register tells the CFA any more */
+	cr_assert_eq(result(fp_fn, sizeof(fp_fn), 27, false), SP_CODEFRAME_STOPPED);
+}
+
+/*
+ * V8's baseline (Sparkplug) code: its frame is built by an out-of-line prologue
+ * it calls, which returns with rsp and rbp moved.  A call before the pc, with
+ * no frame pointer of its own, proves nothing; its own frame-pointer code
+ * proves through one.
+ */
+Test(codeframe, nothing_past_a_call_without_a_frame_pointer)
+{
+	/* mov $0x18,%ebx; call rel32; push %rax; push 0x18(%rbp); call rel32 */
+	static const uint8_t baseline[] = {0xbb, 0x18, 0x00, 0x00, 0x00, 0xe8, 0x00, 0x00, 0x00, 0x00,
+					   0x50, 0xff, 0x75, 0x18, 0xe8, 0x00, 0x00, 0x00, 0x00};
+	cr_assert_eq(result(baseline, sizeof(baseline), 19, true), SP_CODEFRAME_STOPPED);
+	cr_assert_eq(result(baseline, sizeof(baseline), 10, false), SP_CODEFRAME_STOPPED);
+	/* the first call's own return address is still proven: rsp as at the entry */
+	expect_cfa(baseline, sizeof(baseline), 10, true, SP_DW_RSP, 8);
+	/* fp_fn's code after its call: CFA = rbp + 16 */
+	expect_cfa(fp_fn, sizeof(fp_fn), 21, false, SP_DW_RBP, 16);
 }
 
 Test(codeframe, callee_saved_register_written_before_a_save_is_undefined)

@@ -651,29 +651,33 @@ Test(unwind, code_without_cfi_proven_by_its_bytes)
 	unsigned stop;
 	struct sp_unwind_stats stats = { 0 };
 	struct sp_unwind_module jit = { .start = 0x400000, .end = 0x500000, .code_row = tramp_row };
-	/* the sampled pc after the trampoline's call, then its own caller's return address
-	 * (0x400016 = copy 1, offset 6), then a return address outside every module */
+	/* the sampled pc before the trampoline's call (after its sub), then its own caller's
+	 * return address (0x400016 = copy 1, offset 6), then a return address outside every
+	 * module */
 	uint64_t stack[6] = { 0, 0x400016, 0, 0x1000, 0, 0 };
 
-	r.regs[SP_DW_RIP] = 0x400006;
+	r.regs[SP_DW_RIP] = 0x400004;
 	r.regs[SP_DW_RSP] = (uintptr_t)stack;
 	struct sp_stack_mem mem = { (uintptr_t)stack, (const uint8_t *)stack, sizeof(stack) };
 	code_row_calls = 0;
 	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &jit, pcs, 4, &n, &stop, &stats), 0);
 	cr_assert_eq(stop, SP_STOP_UNMAPPED);
 	cr_assert_eq(n, 2);
-	cr_assert_eq(pcs[0], 0x400006);
+	cr_assert_eq(pcs[0], 0x400004);
 	cr_assert_eq(pcs[1], 0x400015, "a return address is looked up at ra - 1");
 	cr_assert_eq(code_row_calls, 2);
 	cr_assert(!code_row_after_call[0], "the sampled pc is exact");
 	cr_assert(code_row_after_call[1], "the caller's pc is a return address");
 	cr_assert_eq(stats.code_frames, 2);
 
-	/* a pc the code does not prove (inside the call instruction) ends the stack */
-	r.regs[SP_DW_RIP] = 0x400005;
-	cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &jit, pcs, 4, &n, &stop, NULL), 0);
-	cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
-	cr_assert_eq(n, 1);
+	/* a pc the code does not prove (inside the call instruction, or sampled just after
+	 * it: the callee may have moved rsp) ends the stack */
+	for (uint64_t pc = 0x400005; pc <= 0x400006; pc++) {
+		r.regs[SP_DW_RIP] = pc;
+		cr_assert_eq(sp_unwind(&r, &mem, find_nocfi, &jit, pcs, 4, &n, &stop, NULL), 0);
+		cr_assert_eq(stop, SP_STOP_NO_UNWIND_INFO);
+		cr_assert_eq(n, 1);
+	}
 }
 
 Test(unwind, unknown_cfa_register_is_bad_rule)

@@ -182,25 +182,22 @@ int sp_recorder_add_mapping(struct sp_recorder *r, struct sp_process *p, uint64_
 	return err;
 }
 
+struct add_ctx {
+	struct sp_recorder *r;
+	struct sp_process *p;
+};
+
+static bool add_one(void *arg, const struct sp_proc_maps_line *m)
+{
+	struct add_ctx *c = arg;
+	sp_recorder_add_mapping(c->r, c->p, m->start, m->end, m->pgoff, m->dev, m->ino, m->path, 0);
+	return true;
+}
+
 /* Executable mappings listed in one maps file; returns how many, or -errno. */
 static int read_maps_file(struct sp_recorder *r, struct sp_process *p, const char *path)
 {
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
-	char *line = NULL;
-	size_t cap = 0;
-	int found = 0;
-	struct sp_proc_maps_line m;
-	while (getline(&line, &cap, f) > 0) {
-		if (!sp_proc_maps_line_parse(line, &m))
-			continue;
-		sp_recorder_add_mapping(r, p, m.start, m.end, m.pgoff, m.dev, m.ino, m.path, 0);
-		found++;
-	}
-	free(line);
-	fclose(f);
-	return found;
+	return sp_proc_maps_each(path, add_one, &(struct add_ctx){r, p});
 }
 
 /*
@@ -231,22 +228,20 @@ static int read_maps(struct sp_recorder *r, struct sp_process *p)
 	return found > 0 ? found : 0;
 }
 
+/* Stops at the first mapping a perf map may name. */
+static bool not_jit(void *arg, const struct sp_proc_maps_line *m)
+{
+	bool *found = arg;
+	*found = sp_anon_path(m->path) || sp_is_python_module(m->path);
+	return !*found;
+}
+
 bool sp_pid_may_have_perf_map(pid_t pid)
 {
 	char path[64];
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	char *line = NULL;
-	size_t cap = 0;
 	bool found = false;
-	struct sp_proc_maps_line m;
-	while (!found && getline(&line, &cap, f) > 0)
-		found = sp_proc_maps_line_parse(line, &m) &&
-			(sp_anon_path(m.path) || sp_is_python_module(m.path));
-	free(line);
-	fclose(f);
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	sp_proc_maps_each(path, not_jit, &found);
 	return found;
 }
 

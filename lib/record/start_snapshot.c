@@ -37,35 +37,38 @@ struct sp_start_snapshot {
 	size_t bytes;
 };
 
+struct snap_ctx {
+	struct sp_start_snapshot *s;
+	size_t n;
+};
+
+static bool keep_mapping(void *arg, const struct sp_proc_maps_line *line)
+{
+	struct snap_ctx *c = arg;
+	struct sp_start_snapshot *s = c->s;
+	if (c->n >= SNAP_MAX_MAPS_PER_PROCESS || s->bytes >= SNAP_MAX_BYTES)
+		return false;
+	struct sp_proc_maps_line m = *line;
+	size_t plen = strlen(m.path);
+	const char *p = sp_arena_strndup(&s->paths, m.path, plen);
+	if (!p || sp_array_reserve((void **)&s->maps, &s->maps_cap, s->nmaps + 1, sizeof(*s->maps)))
+		return false;
+	m.path = p;
+	s->maps[s->nmaps++] = m;
+	s->bytes += sizeof(m) + plen + 1;
+	c->n++;
+	return true;
+}
+
 /* pid's executable mappings into s; false when none (a kernel thread) or over the bounds. */
 static bool read_process_maps(struct sp_start_snapshot *s, int32_t pid, size_t *first, size_t *n)
 {
 	char path[64];
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return false;
-	char *line = NULL;
-	size_t cap = 0;
-	struct sp_proc_maps_line m;
+	struct snap_ctx c = {.s = s};
 	*first = s->nmaps;
-	*n = 0;
-	while (getline(&line, &cap, f) > 0 && *n < SNAP_MAX_MAPS_PER_PROCESS &&
-	       s->bytes < SNAP_MAX_BYTES) {
-		if (!sp_proc_maps_line_parse(line, &m))
-			continue;
-		size_t plen = strlen(m.path);
-		const char *p = sp_arena_strndup(&s->paths, m.path, plen);
-		if (!p || sp_array_reserve((void **)&s->maps, &s->maps_cap, s->nmaps + 1,
-					   sizeof(*s->maps)))
-			break;
-		m.path = p;
-		s->maps[s->nmaps++] = m;
-		s->bytes += sizeof(m) + plen + 1;
-		(*n)++;
-	}
-	free(line);
-	fclose(f);
+	sp_proc_maps_each(path, keep_mapping, &c);
+	*n = c.n;
 	return *n > 0;
 }
 

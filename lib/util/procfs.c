@@ -144,3 +144,25 @@ bool sp_proc_maps_line_parse(char *line, struct sp_proc_maps_line *out)
 	*out = (struct sp_proc_maps_line){start, end, off, makedev(maj, min), ino, name};
 	return true;
 }
+
+int sp_proc_maps_each(const char *path, bool (*fn)(void *arg, const struct sp_proc_maps_line *m),
+		      void *arg)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return errno == ENOENT ? -SP_E_NO_PROCESS : -errno;
+	char *line = NULL;
+	size_t cap = 0;
+	int found = 0;
+	struct sp_proc_maps_line m;
+	while (getline(&line, &cap, f) > 0) {
+		if (!sp_proc_maps_line_parse(line, &m))
+			continue;
+		found++;
+		if (!fn(arg, &m))
+			break;
+	}
+	free(line);
+	fclose(f);
+	return found;
+}

@@ -415,6 +415,13 @@ struct sp_proc_maps_line {
 };
 /* line (its '\n' cut) as an executable mapping other than [vsyscall], or false. */
 bool sp_proc_maps_line_parse(char *line, struct sp_proc_maps_line *out);
+/*
+ * fn for each executable mapping a /proc maps file lists (sp_proc_maps_line_parse),
+ * until it returns false: how many were seen, or -errno (-SP_E_NO_PROCESS
+ * when the file is gone).
+ */
+int sp_proc_maps_each(const char *path, bool (*fn)(void *arg, const struct sp_proc_maps_line *m),
+		      void *arg);
 
 /* ---- system facts (sysinfo.c) ------------------------------------------ */
 

@@ -692,10 +692,14 @@ static int report_diff(struct report_args *a)
 		} else {
 			warn_symbols(sym[1], &a->sym);
 			if (res.regressed && !rc) {
+				char ratio[32];
+				if (isinf(res.first_ratio))
+					snprintf(ratio, sizeof(ratio), "none in the base");
+				else
+					snprintf(ratio, sizeof(ratio), "%.2fx", res.first_ratio);
 				sp_cli_note("%zu function%s grew more than %g%% beyond sampling noise, "
-					    "first '%s' (%.2fx)", res.regressed, res.regressed == 1 ? "" : "s",
-					    a->report.diff_max_increase,
-					    res.first_name ? res.first_name : "?", res.first_ratio);
+					    "first '%s' (%s)", res.regressed, res.regressed == 1 ? "" : "s",
+					    a->report.diff_max_increase, res.first_name, ratio);
 				rc = SP_EXIT_REGRESSED;
 			}
 		}

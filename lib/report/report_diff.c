@@ -569,7 +569,8 @@ int sp_report_diff_gate(const struct sp_spool *base, struct sp_symbolizer *base_
 	if (!err && outcome && d.regressed) {
 		const struct sp_diff_row *r = &d.rows[0];
 		outcome->regressed = d.regressed;
-		outcome->first_name = sp_diff_row_func(&d, r)->name;
+		snprintf(outcome->first_name, sizeof(outcome->first_name), "%s",
+			 sp_diff_row_func(&d, r)->name);
 		outcome->first_ratio = opts->diff_gate_of == SP_SORT_TOTAL ? r->total.ratio
 									    : r->self.ratio;
 	}
@@ -578,9 +579,6 @@ int sp_report_diff_gate(const struct sp_spool *base, struct sp_symbolizer *base_
 		sp_agg_release(&b);
 	if (built_c)
 		sp_agg_release(&c);
-	/* the names an outcome borrows live in the caller's symbolizers */
-	if (outcome && (own[0] || own[1]))
-		outcome->first_name = NULL;
 	sp_symbolizer_free(own[0]);
 	sp_symbolizer_free(own[1]);
 	if (!err && fflush(out))

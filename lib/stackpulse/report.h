@@ -204,11 +204,12 @@ int sp_report_diff(const struct sp_spool *base, struct sp_symbolizer *base_sym,
 struct sp_diff_outcome {
 	size_t regressed;   /* functions that grew beyond the gate */
 	/*
-	 * The first of them (the largest growth), borrowed: valid until the
-	 * symbolizers are freed; NULL when none.
+	 * The first of them (the largest growth), as the table names it ("[unknown]
+	 * in MODULE" for a module's unnamed code), cut to fit; "" when none.
 	 */
-	const char *first_name;
-	double first_ratio; /* its new / base measure */
+	char first_name[256];
+	/* its new / base measure: INFINITY when the base had none of it */
+	double first_ratio;
 };
 
 /*

@@ -1317,6 +1317,11 @@ Test(report, diff_gate_line_fits_80_columns)
 			     0);
 		fclose(out);
 		cr_expect_eq(res.regressed, pass ? 1u : 2u, "%s", text);
+		/* the outcome keeps its own copy of the name: the aggregations are gone */
+		if (pass)
+			cr_expect_str_eq(res.first_name, "sp_test_known_alpha");
+		else
+			cr_expect(!strncmp(res.first_name, "sp_test_known_", 14), "'%s'", res.first_name);
 		const char *want =
 			pass ? "Gate:       self > +12.5% beyond sampling noise, over 1%: 1 function,\n"
 			       "            sp_test_known_alpha\n"

@@ -428,20 +428,30 @@ static void write_gate(const struct sp_diff *d, const struct sp_report_opts *opt
 		return;
 	}
 	/*
-	 * The first of them, the rest in the table.  The line stays within 80 columns: a name
-	 * that does not fit in what is left goes on a line of its own, under the values.
+	 * Their names, as many as fit, in the table's order; ", ..." when the rest are only
+	 * in the table.  The lines stay within 80 columns: when the first name does not fit
+	 * in what is left, the names go on a line of their own, under the values.
 	 */
-	const struct sp_agg_func *first = sp_diff_row_func(d, &d->rows[0]);
-	const char *more = d->regressed > 1 ? ", ..." : "";
 	used += fprintf(out, "%zu function%s,", d->regressed, d->regressed == 1 ? "" : "s");
-	int width = 80 - used - 1 - (int)strlen(more);
-	if (width < 0 || sp_text_func_width(first) > (size_t)width) {
-		fputs("\n           ", out);
-		width = 80 - 12 - (int)strlen(more);
+	size_t col = (size_t)used, i = 0;
+	const size_t more = strlen(" ...");
+	for (; i < d->regressed; i++) {
+		const struct sp_agg_func *f = sp_diff_row_func(d, &d->rows[i]);
+		size_t w = sp_text_func_width(f), keep = i + 1 < d->regressed ? more + 1 : 0;
+		if (i == 0 && col + 1 + w + keep > 80) {
+			fputs("\n           ", out);
+			col = 11;
+		}
+		if (col + 1 + w + keep > 80) {
+			if (i > 0)
+				break;
+			w = 80 - col - 1 - keep; /* the first is always named, cut if need be */
+		}
+		fputs(i ? ", " : " ", out);
+		sp_text_put_func(out, f, w, false);
+		col += (i ? 2 : 1) + w;
 	}
-	fputc(' ', out);
-	sp_text_put_func(out, first, (size_t)width, false);
-	fprintf(out, "%s\n", more);
+	fputs(i < d->regressed ? ", ...\n" : "\n", out);
 }
 
 static void write_text(const struct sp_diff *d, const struct sp_report_opts *opts, FILE *out,

@@ -409,11 +409,12 @@ int sp_codeframe_row(const uint8_t *code, size_t len, size_t pc_off, bool after_
 			return SP_CODEFRAME_STOPPED;
 		/*
 		 * Past a call (but the one a return address pc comes back from,
-		 * still under way) rsp is not known: a JIT's callee may pop its arguments, and V8's baseline
-		 * code calls an out-of-line prologue that builds the caller's frame
-		 * (node's ^mid, proven through it, gave CFA rsp+32, and about 1,100
-		 * samples a run lost their callers).  A frame pointer this code set
-		 * before the call still holds: every callee gives rbp back.
+		 * still under way) rsp is not known: a JIT's callee may pop its
+		 * arguments, and V8's baseline code calls an out-of-line prologue
+		 * that builds the caller's frame (node's ^mid, proven through it,
+		 * gave CFA rsp+32, and about 1,100 samples a run lost their
+		 * callers).  A frame pointer this code set before the call still
+		 * holds: every callee gives rbp back.
 		 */
 		if (last == STEP_CALL && (p + in.len < pc || (p + in.len == pc && !after_call))) {
 			if (!s.rbp_known)

@@ -434,10 +434,10 @@ static void write_gate(const struct sp_diff *d, const struct sp_report_opts *opt
 	 */
 	used += fprintf(out, "%zu function%s,", d->regressed, d->regressed == 1 ? "" : "s");
 	size_t col = (size_t)used, i = 0;
-	const size_t more = strlen(" ...");
 	for (; i < d->regressed; i++) {
 		const struct sp_agg_func *f = sp_diff_row_func(d, &d->rows[i]);
-		size_t w = sp_text_func_width(f), keep = i + 1 < d->regressed ? more + 1 : 0;
+		/* room kept for ", ..." while names remain after this one */
+		size_t w = sp_text_func_width(f), keep = i + 1 < d->regressed ? strlen(", ...") : 0;
 		if (i == 0 && col + 1 + w + keep > 80) {
 			fputs("\n           ", out);
 			col = 11;
